@@ -1,0 +1,115 @@
+"""The paper's claims as predicates over regenerated results.
+
+Every chapter ends with a table of claims: the statement, whether the results that the notebook
+just computed support it (``holds``: True / False, or ``None`` when the profile that ran is too
+small to decide), the measured number behind the verdict, and which profile decides it. The same
+rows are written to ``_build/claims/<figure>.json``; ``make claims`` prints them all.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from i2o import runtime
+
+
+@dataclass(frozen=True)
+class Claim:
+    claim: str
+    holds: bool | None
+    value: str
+    profile: str
+    decided_by: str = ""
+
+    def verdict(self) -> str:
+        if self.holds is None:
+            return "undecided" + (f" (run {self.decided_by!r})" if self.decided_by else "")
+        return "holds" if self.holds else "fails"
+
+
+@dataclass
+class Claims:
+    """The claims checked by one figure's notebook in one profile."""
+
+    figure: str
+    profile: str
+    rows: list[Claim] = field(default_factory=list)
+
+    def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "") -> Claim:
+        """Record a claim. ``holds=None`` says the profile that ran cannot decide it; then name
+        the profile that does in ``decided_by``."""
+        if holds is not None:
+            holds = bool(holds)
+        row = Claim(claim, holds, str(value), self.profile, decided_by)
+        self.rows.append(row)
+        return row
+
+    def path(self) -> Path:
+        return claims_dir() / f"{self.figure}.json"
+
+    def write(self) -> Path:
+        path = self.path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps([asdict(r) for r in self.rows], indent=1))
+        tmp.replace(path)
+        return path
+
+    def to_html(self) -> str:
+        colour = {"holds": "#1a7f37", "fails": "#cf222e"}
+        lines = ["<table class='i2o-claims'><thead><tr><th>Claim</th><th>Verdict</th>"
+                 "<th>Measured</th></tr></thead><tbody>"]
+        for row in self.rows:
+            verdict = row.verdict()
+            style = f" style='color:{colour.get(verdict, '#9a6700')};font-weight:bold'"
+            lines.append(f"<tr><td>{html.escape(row.claim)}</td><td{style}>{verdict}</td>"
+                         f"<td>{html.escape(row.value)}</td></tr>")
+        lines.append(f"</tbody></table><p><em>Profile {self.profile!r}.</em></p>")
+        return "\n".join(lines)
+
+    def to_text(self) -> str:
+        return "\n".join(f"[{r.verdict():>9}] {r.claim} — {r.value}" for r in self.rows)
+
+    def report(self) -> Claims:
+        """Write the JSON and show the table (HTML in a notebook, text elsewhere)."""
+        self.write()
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+
+            if get_ipython() is not None:
+                display(HTML(self.to_html()))
+                return self
+        except ImportError:
+            pass
+        print(self.to_text())
+        return self
+
+
+def claims_dir() -> Path:
+    return runtime.build_dir() / "claims"
+
+
+def read_all() -> dict[str, list[dict]]:
+    """Every ``_build/claims/<figure>.json`` written so far."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(claims_dir().glob("*.json"))}
+
+
+def main() -> int:
+    found = read_all()
+    if not found:
+        print(f"no claims yet in {claims_dir()}: run `make book` (or `make fig-<name>`) first")
+        return 1
+    for figure, rows in found.items():
+        profile = rows[0]["profile"] if rows else "?"
+        print(f"\n== {figure} (profile {profile}) ==")
+        for row in rows:
+            print(Claim(**row).verdict().rjust(9), "|", row["claim"], "—", row["value"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,18 @@
+"""DEQ architectures built on :mod:`i2o.deq`.
+
+- :mod:`i2o.models.mdeq` — the multiscale DEQ classifier of Figure 5 (configurations ``TINY``,
+  ``CPU_SMALL``).
+"""
+
+from i2o.models.mdeq import (
+    CONFIGS,
+    CPU_SMALL,
+    TINY,
+    MDEQClassifier,
+    MDEQConfig,
+    config,
+    count_parameters,
+)
+
+__all__ = ["CONFIGS", "CPU_SMALL", "TINY", "MDEQClassifier", "MDEQConfig", "config",
+           "count_parameters"]

@@ -1,0 +1,211 @@
+"""The figure manifest and the validation of a notebook's parameters.
+
+``figures.yaml`` (beside this file) is the one table saying, for every figure of the book: its
+notebook, its outputs, the schema of its parameters and their values in each profile (``smoke``,
+``quick``, ``paper``). The Makefile, the tests and the notebooks all read it through this module.
+
+A notebook's ``parameters`` cell declares ``profile = "quick"`` and every other parameter as
+``None`` ("the profile's value"); papermill may override any of them. :func:`resolve_namespace`
+then checks every value against the schema *before any compute* and fails with a message that
+names the parameter and what it allows.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILES = ("smoke", "quick", "paper")
+MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
+_TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
+_NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+class ParameterError(ValueError):
+    """A parameter of a figure is unknown or outside what its schema allows."""
+
+
+@functools.cache
+def _load(path: str) -> dict[str, Any]:
+    with open(path) as stream:
+        manifest = yaml.safe_load(stream) or {}
+    for figure, entry in manifest.items():
+        _check_entry(figure, entry)
+    return manifest
+
+
+def load_manifest() -> dict[str, Any]:
+    """The parsed manifest: ``{figure: {notebook, title, outputs, parameters, profiles}}``."""
+    return _load(str(MANIFEST_PATH))
+
+
+def figures() -> list[str]:
+    return list(load_manifest())
+
+
+def entry(figure: str) -> dict[str, Any]:
+    manifest = load_manifest()
+    if figure not in manifest:
+        raise ParameterError(f"unknown figure {figure!r}; the figures are: {', '.join(manifest)}")
+    return manifest[figure]
+
+
+def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
+    for key in ("notebook", "title", "outputs", "parameters", "profiles"):
+        if key not in entry:
+            raise ValueError(f"figures.yaml: figure {figure!r} has no {key!r}")
+    for name, schema in entry["parameters"].items():
+        if schema.get("type") not in _TYPES:
+            raise ValueError(f"figures.yaml: {figure}.{name} has type {schema.get('type')!r}; "
+                             f"allowed: {', '.join(_TYPES)}")
+    for profile in PROFILES:
+        values = entry["profiles"].get(profile)
+        if values is None:
+            raise ValueError(f"figures.yaml: figure {figure!r} has no profile {profile!r}")
+        missing = set(entry["parameters"]) - set(values)
+        extra = set(values) - set(entry["parameters"])
+        if missing or extra:
+            raise ValueError(f"figures.yaml: {figure}.{profile} misses {sorted(missing)} "
+                             f"or has unknown {sorted(extra)}")
+        for name, value in values.items():
+            validate_value(figure, name, value, entry["parameters"][name])
+
+
+def describe(schema: Mapping[str, Any]) -> str:
+    """What a schema allows, in words: ``an integer ≥ 1``, ``one of 'ift', 'unrolled'``."""
+    kind = schema["type"]
+    if "choices" in schema:
+        return "one of " + ", ".join(repr(c) for c in schema["choices"])
+    words = {
+        "int": "an integer", "float": "a number", "bool": "True or False", "str": "a string",
+        "int_list": "a list of integers", "float_list": "a list of numbers",
+    }[kind]
+    bounds = []
+    if "min" in schema:
+        bounds.append(f"≥ {schema['min']}")
+    if "max" in schema:
+        bounds.append(f"≤ {schema['max']}")
+    if bounds:
+        words += (" with every element " if kind.endswith("_list") else " ") + " and ".join(bounds)
+    return words
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, int | float)) and not isinstance(value, bool)
+
+
+def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+    """Return ``value`` (ints accepted for floats) or raise :class:`ParameterError`."""
+    kind = schema["type"]
+    scalar_ok = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
+                 "str": lambda v: isinstance(v, str)}
+    if kind.endswith("_list"):
+        element_kind = kind.removesuffix("_list")
+        ok = isinstance(value, list | tuple) and len(value) > 0 and all(
+            scalar_ok[element_kind](v) for v in value)
+        elements = list(value) if ok else []
+    else:
+        ok = scalar_ok[kind](value)
+        elements = [value]
+    if ok:
+        for element in elements:
+            if "min" in schema and element < schema["min"]:
+                ok = False
+            if "max" in schema and element > schema["max"]:
+                ok = False
+            if "choices" in schema and element not in schema["choices"]:
+                ok = False
+    if not ok:
+        raise ParameterError(
+            f"parameter {name!r} of figure {figure!r} must be {describe(schema)}; got {value!r}"
+            + (f" ({schema['help']})" if "help" in schema else ""))
+    if kind == "float":
+        return float(value)
+    if kind == "float_list":
+        return [float(v) for v in value]
+    return list(value) if kind.endswith("_list") else value
+
+
+class Params(dict):
+    """Validated parameters of one figure run; attribute access, plus ``figure`` and ``profile``."""
+
+    def __init__(self, figure: str, profile: str, values: Mapping[str, Any],
+                 overridden: tuple[str, ...] = ()):
+        super().__init__(values)
+        self.figure = figure
+        self.profile = profile
+        self.overridden = overridden
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"figure {self.figure!r} has no parameter {name!r}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+    def with_(self, **changes: Any) -> Params:
+        """A copy with some values changed (validated), e.g. one seed of a sweep."""
+        return resolve(self.figure, self.profile, **{**self, **changes})
+
+
+def resolve(figure: str, profile: str = "quick", **given: Any) -> Params:
+    """The profile's values of ``figure``, overridden by every non-``None`` value in ``given``."""
+    spec = entry(figure)
+    if profile not in PROFILES:
+        raise ParameterError(
+            f"parameter 'profile' must be one of {', '.join(map(repr, PROFILES))}; got {profile!r}")
+    unknown = sorted(set(given) - set(spec["parameters"]))
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {', '.join(map(repr, unknown))} for figure {figure!r}; "
+            f"allowed: profile, {', '.join(spec['parameters'])}")
+    values = dict(spec["profiles"][profile])
+    overridden = tuple(k for k, v in given.items() if v is not None)
+    for name in overridden:
+        values[name] = given[name]
+    checked = {name: validate_value(figure, name, value, spec["parameters"][name])
+               for name, value in values.items()}
+    return Params(figure, profile, checked, overridden)
+
+
+def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
+    """Validate the variables a notebook's parameters cells defined (papermill-injected included).
+
+    Call it in the cell right after the parameters cells with ``globals()``: every public,
+    non-module, non-callable name is taken as a parameter, so a misspelt papermill ``-p`` fails.
+    """
+    given = {
+        name: value for name, value in namespace.items()
+        if not name.startswith("_") and name not in _NOTEBOOK_NAMES
+        and not callable(value) and type(value).__name__ != "module"
+    }
+    profile = given.pop("profile", "quick")
+    return resolve(figure, profile, **given)
+
+
+def show(params: Params) -> None:
+    """Print the profile and every size used, so no reader mistakes a reduced run for the paper's."""
+    from i2o import runtime
+
+    spec = entry(params.figure)
+    note = {"smoke": "proves the code path, not the science",
+            "quick": "reduced sizes for a 2-core CPU",
+            "paper": "the paper's settings"}[params.profile]
+    lines = [f"Figure {params.figure!r} run with profile {params.profile!r} ({note}) "
+             f"on {runtime.device_name()}, commit {runtime.git_sha()}."]
+    for name, value in params.items():
+        mark = "  (overridden)" if name in params.overridden else ""
+        help_text = spec["parameters"][name].get("help", "")
+        lines.append(f"  {name} = {value!r}{mark}" + (f"    # {help_text}" if help_text else ""))
+    print("\n".join(lines))

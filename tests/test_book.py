@@ -1,0 +1,169 @@
+"""The book end to end: manifest consistency, parameter errors, every notebook at smoke, the HTML."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from i2o import book, profiles, runtime
+from i2o.profiles import ParameterError
+
+REPO = runtime.repo_root()
+
+
+def _toc_files() -> set[str]:
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    files = {toc["root"]}
+    for part in toc.get("parts", []):
+        files |= {chapter["file"] for chapter in part.get("chapters", [])}
+    return files
+
+
+def test_every_manifest_figure_has_its_notebook_in_the_toc():
+    toc = _toc_files()
+    for figure in profiles.figures():
+        notebook = profiles.entry(figure)["notebook"]
+        assert (REPO / notebook).is_file(), f"figure {figure!r}: {notebook} does not exist"
+        assert notebook.removesuffix(".ipynb") in toc, f"{notebook} is not in _toc.yml"
+
+
+def test_every_notebook_is_in_the_manifest():
+    listed = {profiles.entry(f)["notebook"] for f in profiles.figures()}
+    on_disk = {str(p.relative_to(REPO)) for p in (REPO / "book").glob("*.ipynb")}
+    assert on_disk == listed, f"notebooks not in figures.yaml: {sorted(on_disk - listed)}"
+
+
+def test_source_notebooks_are_clean_and_parametrized():
+    for figure in profiles.figures():
+        notebook = json.loads((REPO / profiles.entry(figure)["notebook"]).read_text())
+        code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+        assert not any(c.get("outputs") or c.get("execution_count") for c in code), figure
+        tagged = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert len(tagged) == 1, f"{figure}: one cell must be tagged 'parameters'"
+        source = "".join(tagged[0]["source"])
+        for name in ["profile", *profiles.entry(figure)["parameters"]]:
+            assert f"{name} =" in source, f"{figure}: parameter {name!r} not declared"
+
+
+def test_cli_refuses_bad_parameters_before_compute(capsys):
+    figure = profiles.figures()[0]
+    assert book.main(["run", figure, "--profile", "huge"]) == 2
+    assert "parameter 'profile' must be one of 'smoke', 'quick', 'paper'" in capsys.readouterr().err
+    assert book.main(["run", figure, "-p", "no_such_parameter", "1"]) == 2
+    assert "unknown parameter(s) 'no_such_parameter'" in capsys.readouterr().err
+    assert not book.executed_path(figure).exists()
+
+
+def test_notebook_itself_validates_papermill_parameters(tmp_path):
+    """Run with papermill directly (bypassing the CLI): the validation cell stops the notebook."""
+    import papermill
+
+    figure = profiles.figures()[0]
+    source = REPO / profiles.entry(figure)["notebook"]
+    with pytest.raises(papermill.PapermillExecutionError) as error:
+        papermill.execute_notebook(str(source), str(tmp_path / "bad.ipynb"),
+                                   parameters={"profile": "smoke", "bogus_knob": 3},
+                                   cwd=str(source.parent), kernel_name="python3",
+                                   progress_bar=False)
+    assert "ParameterError" in str(error.value) and "bogus_knob" in str(error.value)
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    """Every figure executed at ``smoke`` and the HTML built, in a temporary build folder."""
+    base = tmp_path_factory.mktemp("book")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("I2O_BUILD_DIR", str(base / "_build"))
+        patch.setenv("I2O_RESULTS_DIR", str(base / "results"))
+        executed = {figure: book.run(figure, "smoke") for figure in profiles.figures()}
+        site = book.html()
+    return {"build": base / "_build", "executed": executed, "html": site}
+
+
+@pytest.mark.book
+def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
+    for figure, path in built_book["executed"].items():
+        notebook = json.loads(Path(path).read_text())
+        assert notebook["metadata"]["i2o"]["profile"] == "smoke"
+        errors = [o for c in notebook["cells"] for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert not errors, figure
+        rows = json.loads((built_book["build"] / "claims" / f"{figure}.json").read_text())
+        assert rows and all(set(r) >= {"claim", "holds", "value", "profile"} for r in rows)
+        assert all(r["holds"] in (True, False, None) and r["profile"] == "smoke" for r in rows)
+        for output in profiles.entry(figure)["outputs"]:
+            for suffix in (".png", ".pdf"):
+                assert (built_book["build"] / "figures" / f"{output}{suffix}").is_file()
+
+
+@pytest.mark.book
+def test_html_has_every_chapter_with_images_and_profile(built_book):
+    site = built_book["html"]
+    assert (site / "index.html").is_file()
+    for figure in profiles.figures():
+        page = site / profiles.entry(figure)["notebook"].replace(".ipynb", ".html")
+        text = page.read_text()
+        assert "<img" in text, f"{page} shows no figure"
+        assert "profile 'smoke'" in text, f"{page} does not name its profile"
+        assert "i2o-claims" in text, f"{page} has no claims table"
+
+
+@pytest.mark.book
+def test_second_run_is_up_to_date(built_book, capsys):
+    figure = profiles.figures()[0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
+        book.run(figure, "smoke")
+    assert "up to date" in capsys.readouterr().out
+
+
+def _chromium() -> str | None:
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+@pytest.mark.book
+@pytest.mark.browser
+def test_pages_render_in_a_real_browser(built_book):
+    """Headless Chromium loads each chapter: every image decoded, no console error."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("headless Chromium is absent (Debian package 'chromium'; .ci/run installs it)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
+                                directory=str(built_book["html"]))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=executable, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"])
+            for figure in profiles.figures():
+                page = browser.new_page()
+                problems: list[str] = []
+                page.on("console", lambda m, out=problems: m.type == "error" and out.append(m.text))
+                page.on("pageerror", lambda e, out=problems: out.append(str(e)))
+                url = (f"http://127.0.0.1:{server.server_address[1]}/"
+                       + profiles.entry(figure)["notebook"].replace(".ipynb", ".html"))
+                page.goto(url, wait_until="load")
+                widths = page.evaluate(
+                    "Array.from(document.images).map(i => [i.src.slice(0, 60), i.naturalWidth])")
+                assert widths, f"{figure}: no image on the page"
+                assert all(w > 0 for _, w in widths), f"{figure}: broken images {widths}"
+                assert not problems, f"{figure}: console errors {problems}"
+                page.close()
+            browser.close()
+    finally:
+        server.shutdown()

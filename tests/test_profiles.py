@@ -1,0 +1,73 @@
+import pytest
+
+from i2o import profiles
+from i2o.profiles import ParameterError
+
+SCHEMA = {
+    "n": {"type": "int", "min": 1},
+    "eta": {"type": "float", "min": 0.0, "max": 1.0},
+    "arm": {"type": "str", "choices": ["ift", "unrolled"]},
+    "test_n": {"type": "int_list", "min": 1},
+}
+
+
+@pytest.fixture
+def manifest(monkeypatch):
+    fake = {"toy": {"notebook": "book/toy.ipynb", "title": "Toy", "outputs": ["toy"],
+                    "parameters": SCHEMA,
+                    "profiles": {p: {"n": 3, "eta": 0.5, "arm": "ift", "test_n": [1, 2]}
+                                 for p in profiles.PROFILES}}}
+    monkeypatch.setattr(profiles, "load_manifest", lambda: fake)
+    return fake
+
+
+def test_profile_values_and_overrides(manifest):
+    params = profiles.resolve("toy", "paper", n=7, eta=None)
+    assert params.n == 7 and params.eta == 0.5 and params.profile == "paper"
+    assert params.overridden == ("n",)
+    assert isinstance(profiles.resolve("toy", "quick", eta=1).eta, float)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"n": -3}, "parameter 'n' of figure 'toy' must be an integer ≥ 1; got -3"),
+    ({"n": "ten"}, "parameter 'n' of figure 'toy' must be an integer ≥ 1; got 'ten'"),
+    ({"n": 2.5}, "must be an integer"),
+    ({"n": True}, "must be an integer"),
+    ({"eta": 2.0}, "must be a number ≥ 0.0 and ≤ 1.0"),
+    ({"arm": "adjoint"}, "must be one of 'ift', 'unrolled'"),
+    ({"test_n": [1, 0]}, "list of integers with every element ≥ 1"),
+    ({"test_n": []}, "list of integers"),
+    ({"nn": 3}, "unknown parameter(s) 'nn' for figure 'toy'; allowed: profile, n, eta"),
+])
+def test_bad_values_name_the_parameter(manifest, given, message):
+    with pytest.raises(ParameterError) as error:
+        profiles.resolve("toy", "quick", **given)
+    assert message in str(error.value)
+
+
+def test_unknown_profile_and_figure(manifest):
+    with pytest.raises(ParameterError, match="parameter 'profile' must be one of 'smoke'"):
+        profiles.resolve("toy", "fast")
+    with pytest.raises(ParameterError, match="unknown figure 'nope'"):
+        profiles.resolve("nope")
+
+
+def test_namespace_reads_papermill_variables(manifest):
+    namespace = {"profile": "smoke", "n": None, "eta": 0.25, "arm": None, "test_n": None,
+                 "In": [], "get_ipython": print, "np": pytest, "_": 1}
+    params = profiles.resolve_namespace("toy", namespace)
+    assert params.profile == "smoke" and params.eta == 0.25 and params.n == 3
+    with pytest.raises(ParameterError, match="unknown parameter"):
+        profiles.resolve_namespace("toy", {**namespace, "n_seed": 4})
+
+
+def test_real_manifest_profiles_are_valid():
+    for figure in profiles.figures():
+        for profile in profiles.PROFILES:
+            profiles.resolve(figure, profile)
+
+
+def test_show_prints_profile_and_sizes(manifest, capsys):
+    profiles.show(profiles.resolve("toy", "smoke", n=5))
+    out = capsys.readouterr().out
+    assert "profile 'smoke'" in out and "n = 5  (overridden)" in out

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from i2o import results
+
+
+def test_computes_once_then_reads(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"curve": np.arange(4.0), "nested": {"best": 0.5, "label": "ift"}, "n": 3}
+
+    first = results.cached("fig", "curve", {"a": 1}, compute)
+    second = results.cached("fig", "curve", {"a": 1}, compute)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first["curve"], second["curve"])
+    assert second["nested"] == {"best": 0.5, "label": "ift"} and second["n"] == 3
+    results.cached("fig", "curve", {"a": 2}, compute)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete_meta"])
+def test_corrupted_entry_is_detected_and_recomputed(damage):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.linspace(0, 1, 1000)}
+
+    results.cached("fig", "x", {}, compute)
+    entry = results.entry_dir("fig", "x", {})
+    arrays = entry / "arrays.npz"
+    if damage == "truncate":
+        arrays.write_bytes(arrays.read_bytes()[:100])
+    elif damage == "flip":
+        blob = bytearray(arrays.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        arrays.write_bytes(bytes(blob))
+    else:
+        (entry / "meta.json").unlink()
+    with pytest.raises(results.CorruptEntry):
+        results.load(entry)
+    with pytest.warns(UserWarning, match="corrupted entry"):
+        again = results.cached("fig", "x", {}, compute)
+    assert len(calls) == 2
+    np.testing.assert_allclose(again["x"], np.linspace(0, 1, 1000))
+
+
+def test_failed_compute_leaves_no_entry():
+    def boom():
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        results.cached("fig", "boom", {}, boom)
+    assert results.lookup("fig", "boom", {}) is None
+    assert not list((results.results_dir()).rglob("arrays.npz"))
+
+
+def test_key_depends_on_source_and_params():
+    assert results.key("f", "n", {"a": 1}) != results.key("f", "n", {"a": 2})
+    assert results.key("f", "n", {"a": 1}, sources=["results"]) != results.key("f", "n", {"a": 1})
+    assert results.source_hash(["results"]) == results.source_hash(["results"])
+    with pytest.raises(ValueError, match="not a module of i2o"):
+        results.source_hash(["no_such_module"])
+
+
+def test_checkpoint_dir_is_tied_to_key():
+    a = results.checkpoint_dir("fig", "run", {"seed": 0})
+    b = results.checkpoint_dir("fig", "run", {"seed": 1})
+    assert a.is_dir() and a != b
+
+
+def test_objects_are_refused():
+    with pytest.raises(TypeError, match="not an array"):
+        results.cached("fig", "obj", {}, lambda: {"bad": object()})
