@@ -153,11 +153,18 @@ def test_pages_render_in_a_real_browser(built_book):
             for figure in profiles.figures():
                 page = browser.new_page()
                 problems: list[str] = []
+                offline: list[str] = []
                 page.on("console", lambda m, out=problems: m.type == "error" and out.append(m.text))
                 page.on("pageerror", lambda e, out=problems: out.append(str(e)))
+                page.on("requestfailed", lambda r, out=offline: out.append(r.url))
                 url = (f"http://127.0.0.1:{server.server_address[1]}/"
                        + profiles.entry(figure)["notebook"].replace(".ipynb", ".html"))
                 page.goto(url, wait_until="load")
+                page.wait_for_timeout(500)
+                local_failures = [u for u in offline if u.startswith("http://127.0.0.1")]
+                assert not local_failures, f"{figure}: the book's own files failed {local_failures}"
+                if offline:  # CDN scripts (MathJax) cannot load on a machine without internet
+                    problems = [p for p in problems if not p.startswith("Failed to load resource")]
                 widths = page.evaluate(
                     "Array.from(document.images).map(i => [i.src.slice(0, 60), i.naturalWidth])")
                 assert widths, f"{figure}: no image on the page"

@@ -12,7 +12,7 @@ K_out ∈ R^{d_ω×d_z}, ω ∈ R^{d_ω}. The inner procedure is the fixed-point
 
 With M = B K_inᵀ (eigenvalues with positive real part), Lemma A.2/A.3 give the closed form
 
-    z_N(θ) = K_inᵀ E_N U θ + r_N,   E_N = ((I − η M)^N − I) M⁻¹,   r_N = K_inᵀ E_N (B z_0 + c) + z_0,
+    z_N(θ) = K_inᵀ E_N U θ + r_N,  E_N = ((I − η M)^N − I) M⁻¹,  r_N = K_inᵀ E_N (B z_0 + c) + z_0,
 
 so the outer problem min_θ ℓ(z_N(θ)) is a linear least-squares problem; θ^{*,N} is its
 minimum-norm solution. The quantities studied are
@@ -232,7 +232,8 @@ def closed_form_r(problem: AffineProblem, n: int, E: Array | None = None) -> Arr
 def closed_form_z(problem: AffineProblem, theta: Array, n: int) -> Array:
     """z_N(θ) = K_inᵀ E_N (U θ + B z_0 + c) + z_0 (Lemma A.2 with c replaced by U θ + c)."""
     E = closed_form_E(problem, n)
-    return problem.K_in.T @ E @ (problem.U @ theta + problem.B @ problem.z0 + problem.c) + problem.z0
+    shift = problem.U @ theta + problem.B @ problem.z0 + problem.c
+    return problem.K_in.T @ E @ shift + problem.z0
 
 
 def unrolled_linear_map(problem: AffineProblem, n: int) -> tuple[Array, Array]:
@@ -339,7 +340,9 @@ def ift_direction(problem: AffineProblem, theta: Array, n: int, rtol: float = RA
     return -ift_direction_matrix(problem, rtol).T @ problem.outer_gradient(z_n)
 
 
-def ift_affine_system(problem: AffineProblem, n: int, rtol: float = RANK_RTOL) -> tuple[Array, Array]:
+def ift_affine_system(
+    problem: AffineProblem, n: int, rtol: float = RANK_RTOL
+) -> tuple[Array, Array]:
     """(X_N, b_N) with p_N(θ) = X_N θ − b_N (Appendix C, Eq. 80), from the closed form of z_N."""
     S = ift_direction_matrix(problem, rtol)
     A, r = unrolled_linear_map(problem, n)
@@ -349,43 +352,58 @@ def ift_affine_system(problem: AffineProblem, n: int, rtol: float = RANK_RTOL) -
     return X, b
 
 
+def ift_is_stable(X: Array, tol: float = 1e-9) -> bool:
+    """Whether every eigenvalue of X_N has real part ≥ −tol · max |λ| (then a constant step α_N
+    makes Eq. 12 converge; with one negative real part it diverges from almost every θ^0)."""
+    eigenvalues = np.linalg.eigvals(X)
+    scale = float(np.abs(eigenvalues).max(initial=0.0))
+    return bool(eigenvalues.real.min(initial=0.0) >= -tol * scale)
+
+
 @dataclass(frozen=True)
 class IftDescent:
     """Result of the practical IFT descent θ^{T+1} = θ^T − α_N p_N(θ^T) (Eq. 12)."""
 
     theta: Array  # final θ
     step_size: float  # α_N
-    last_increment: float  # ‖θ^T − θ^{T−1}‖
-    min_real_eigenvalue: float  # min Re λ(X_N): ≥ 0 is the heart of Lemma 1's proof
+    n_steps: int  # steps run
+    converged: bool  # ‖p_N(θ^T)‖ ≤ tol · ‖p_N(θ^0)‖
+    relative_direction_norm: float  # ‖p_N(θ^T)‖ / ‖p_N(θ^0)‖
 
 
 def ift_descent(
     problem: AffineProblem,
     n: int,
-    n_steps: int,
+    max_steps: int,
     theta0: Array | None = None,
     step_scale: float = 1.0,
+    tol: float = 1e-12,
     rtol: float = RANK_RTOL,
 ) -> IftDescent:
-    """Run Eq. 12 for ``n_steps`` steps from θ^0 (zero by default).
+    """Run Eq. 12 from θ^0 (zero by default) until ‖p_N(θ^T)‖ ≤ tol · ‖p_N(θ^0)‖ or max_steps.
 
     p_N is affine in θ (Appendix C), so the descent runs on (X_N, b_N) from
     :func:`ift_affine_system`; α_N = step_scale · min Re λ/|λ|² over the nonzero eigenvalues of
-    X_N (the choice α_N = 1/(λ_max + ε) of the proof of Lemma 1, for complex eigenvalues).
+    X_N (the choice α_N = 1/(λ_max + ε) of the proof of Lemma 1, written for complex eigenvalues).
+    Raises ``ValueError`` when X_N has an eigenvalue with negative real part (no α_N works).
     """
     X, b = ift_affine_system(problem, n, rtol)
-    eigenvalues = np.linalg.eigvals(X)
+    if not ift_is_stable(X):
+        raise ValueError(f"X_N has an eigenvalue with negative real part at N={n}: Eq. 12 diverges")
     alpha = stable_step_size(X, step_scale)
     theta = np.zeros(problem.d_theta) if theta0 is None else np.asarray(theta0, dtype=np.float64)
-    previous = theta
-    for _ in range(n_steps):
-        previous = theta
-        theta = theta - alpha * (X @ theta - b)
+    direction = X @ theta - b
+    initial_norm = max(float(np.linalg.norm(direction)), 1e-300)
+    threshold = (tol * initial_norm) ** 2
+    steps = 0
+    while steps < max_steps and direction @ direction > threshold:
+        theta = theta - alpha * direction
+        direction = X @ theta - b
+        steps += 1
+    relative = float(np.linalg.norm(direction)) / initial_norm
     return IftDescent(
-        theta=theta,
-        step_size=alpha,
-        last_increment=float(np.linalg.norm(theta - previous)),
-        min_real_eigenvalue=float(eigenvalues.real.min()),
+        theta=theta, step_size=alpha, n_steps=steps, converged=relative <= tol,
+        relative_direction_norm=relative,
     )
 
 
@@ -435,6 +453,18 @@ def corollary1_sweep(
     }
 
 
+def limit_r(problem: AffineProblem) -> Array:
+    """r_∞ = lim r_N = z_0 − K_inᵀ M⁻¹ (B z_0 + c) (the fixed point reached from z_0 at θ = 0)."""
+    M = inner_matrix(problem)
+    return problem.z0 - problem.K_in.T @ np.linalg.solve(M, problem.B @ problem.z0 + problem.c)
+
+
+def max_squared_r(problem: AffineProblem, n_max: int) -> float:
+    """max ‖r_N‖² over N = 0 … n_max and N = ∞ (‖r_max‖² of Corollary 2); r_N = z_N(θ = 0)."""
+    r_sequence = fixed_point_iterates(problem, np.zeros(problem.d_theta), n_max)
+    return max(float(np.max(np.sum(r_sequence**2, axis=1))), float(np.sum(limit_r(problem) ** 2)))
+
+
 def _n_grid(n_max: int, n_points: int, must_include: Sequence[int]) -> Array:
     grid = np.unique(np.round(np.geomspace(1, n_max, n_points)).astype(int))
     return np.union1d(grid, np.asarray(must_include, dtype=int))
@@ -462,12 +492,14 @@ def lower_bound_sweep(
     ``default_rng([seed, s, d_θ])`` (the expectation of Corollary 2 is over U). The N grid is
     log-spaced from 1 to ``n_max`` and always contains ``n_reference``.
 
-    Returns ``nlb`` (n_seeds × d_theta_max × len(n)), the grid ``n`` and ``d_theta``, and for the
-    check of Corollary 2 at N = ``n_reference``: ``mean_min_loss_increase`` per d_θ (the seed mean
-    of D(N, ΔN) minimized over ΔN ∈ [−N, delta_n_max]) and ``corollary2_bound`` per d_θ (the
-    seed mean of −½ (1 − min(d_x, d_θ)/d_x)(ρ(K_out) ‖r_max‖² + ‖ω‖²), ‖r_max‖ the largest ‖r_N‖
-    over the N grid), and ``isotropic_prediction`` per d_θ (the seed mean of
-    ½ (1 − min(d_x, d_θ)/d_x) ‖K_out r_N − ω‖², the value of Lemma A.4 if C E_N U were Gaussian).
+    Returns ``nlb`` (n_seeds × d_theta_max × len(n)), the grid ``n`` and ``d_theta``, ``rank_C``
+    = min(d_x, rank K_out) (the rank of C = K_out K_inᵀ almost surely), and for the check of
+    Corollary 2 at N = ``n_reference``: ``min_loss_increase`` (n_seeds × d_theta_max, D(N, ΔN)
+    minimized over ΔN ∈ [−N, delta_n_max]), its seed mean ``mean_min_loss_increase``,
+    ``corollary2_bound`` per d_θ (the seed mean of −½ (1 − min(d_x, d_θ)/d_x)(ρ(K_out) ‖r_max‖²
+    + ‖ω‖²), ‖r_max‖ the largest ‖r_N‖ over N ≤ n_max and N = ∞; NaN unless K_out is square),
+    and ``isotropic_prediction`` per d_θ (the seed mean of ½ (1 − min(d_x, d_θ)/d_x)
+    ‖K_out r_N − ω‖², the value Lemma A.4 would give if C E_N U were a Gaussian matrix).
     """
     n_values = _n_grid(n_max, n_points, [n_reference])
     d_thetas = np.arange(1, d_theta_max + 1)
@@ -482,9 +514,7 @@ def lower_bound_sweep(
             rank_out=rank_out, eta_scale=eta_scale,
         )
         E_by_n = [closed_form_E(base, int(n)) for n in n_values]
-        r_max_sq = max(
-            float(np.sum(closed_form_r(base, int(n), E) ** 2)) for n, E in zip(n_values, E_by_n)
-        )
+        r_max_sq = max_squared_r(base, int(n_values.max()))
         spectral_radius = float(np.abs(np.linalg.eigvals(base.K_out)).max()) if (
             base.d_omega == base.d_z) else float("nan")
         reference_index = int(np.searchsorted(n_values, n_reference))
@@ -494,11 +524,12 @@ def lower_bound_sweep(
                 (base.d_x, int(d_theta))
             )
             problem = base.with_outer_variable_map(U)
-            for k, (n, E) in enumerate(zip(n_values, E_by_n)):
+            for k, (n, E) in enumerate(zip(n_values, E_by_n, strict=True)):
                 nlb[s, j, k] = negative_lower_bound(problem, int(n), rtol, E)
             min_increase[s, j] = np.nanmin(loss_increase(problem, n_reference, delta_n, rtol))
             deficit = 1.0 - min(base.d_x, int(d_theta)) / base.d_x
-            cor2[s, j] = -0.5 * deficit * (spectral_radius * r_max_sq + float(base.omega @ base.omega))
+            omega_sq = float(base.omega @ base.omega)
+            cor2[s, j] = -0.5 * deficit * (spectral_radius * r_max_sq + omega_sq)
             isotropic[s, j] = 0.5 * deficit * float(v_ref @ v_ref)
     return {
         "n": n_values,
@@ -507,10 +538,77 @@ def lower_bound_sweep(
         "n_reference": n_reference,
         "d_x": rank_in,
         "rank_C": min(rank_in, rank_out),
+        "min_loss_increase": min_increase,
         "mean_min_loss_increase": min_increase.mean(axis=0),
         "corollary2_bound": cor2.mean(axis=0),
         "isotropic_prediction": isotropic.mean(axis=0),
     }
+
+
+def lower_bound_summary(sweep: dict) -> dict:
+    """Numbers behind the claims on a :func:`lower_bound_sweep` result.
+
+    - ``mean_at_reference``: seed mean of the bound at N = n_reference, per d_θ;
+    - ``spearman``: rank correlation of that mean with d_θ over d_θ < rank(C) (−1: shrinking);
+    - ``zero_region_max``: largest bound over seeds and N for d_θ ≥ rank(C) (0 expected: then
+      C E_N U spans range(C)), and ``zero_region_relative`` the same over the largest mean;
+    - ``spread_all_n`` / ``spread_large_n``: median over seeds and d_θ < rank(C) of the relative
+      spread (max − min)/mean of the bound over all N of the grid / over N ≥ n_reference.
+    """
+    from scipy.stats import spearmanr
+
+    n, nlb, d_theta = sweep["n"], sweep["nlb"], sweep["d_theta"]
+    reference = int(np.searchsorted(n, sweep["n_reference"]))
+    mean_at_reference = nlb[:, :, reference].mean(axis=0)
+    below = d_theta < sweep["rank_C"]
+    zero_region_max = float(nlb[:, ~below, :].max()) if (~below).any() else float("nan")
+    scale = float(mean_at_reference.max()) if mean_at_reference.size else float("nan")
+    if below.sum() >= 2:
+        spearman = float(spearmanr(d_theta[below], mean_at_reference[below]).statistic)
+    else:
+        spearman = float("nan")
+
+    def median_spread(values: Array) -> float:
+        if values.size == 0:
+            return float("nan")
+        spread = (values.max(axis=-1) - values.min(axis=-1)) / values.mean(axis=-1)
+        return float(np.median(spread))
+
+    return {
+        "mean_at_reference": mean_at_reference,
+        "spearman": spearman,
+        "zero_region_max": zero_region_max,
+        "zero_region_relative": zero_region_max / scale if scale > 0 else float("nan"),
+        "spread_all_n": median_spread(nlb[:, below, :]),
+        "spread_large_n": median_spread(nlb[:, below, :][..., n >= sweep["n_reference"]]),
+    }
+
+
+def check_sizes(params: dict) -> None:
+    """Relations between the chapter's parameters that a per-parameter schema cannot express.
+
+    Raises :class:`i2o.profiles.ParameterError` naming the parameter, before any compute.
+    """
+    from i2o.profiles import ParameterError
+
+    rules = [
+        ("left_d_x", params["left_d_x"] <= params["left_d_z"],
+         f"≤ left_d_z = {params['left_d_z']} (K_in must be surjective, Assumption 3.2)"),
+        ("left_rank_out", params["left_rank_out"] <= params["left_d_z"],
+         f"≤ left_d_z = {params['left_d_z']}"),
+        ("g3_d_x", params["g3_d_x"] <= params["g3_d_z"],
+         f"≤ g3_d_z = {params['g3_d_z']} (K_in must be surjective, Assumption 3.2)"),
+        ("g3_rank_out", params["g3_rank_out"] <= params["g3_d_z"],
+         f"≤ g3_d_z = {params['g3_d_z']}"),
+        ("right_d_theta_panel", max(params["right_d_theta_panel"]) <= params["d_theta_max"],
+         f"a list of values ≤ d_theta_max = {params['d_theta_max']}"),
+        ("g3_d_theta_panel", max(params["g3_d_theta_panel"]) <= params["g3_d_theta_max"],
+         f"a list of values ≤ g3_d_theta_max = {params['g3_d_theta_max']}"),
+    ]
+    for name, ok, allowed in rules:
+        if not ok:
+            raise ParameterError(f"parameter {name!r} of figure 'affine' must be {allowed}; "
+                                 f"got {params[name]!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,8 +617,8 @@ def lower_bound_sweep(
 
 
 def _random_check_problem(
-    rng: np.random.Generator, *, surjective_U: bool | None = None, strongly_convex_outer: bool = False,
-    gradient_form: bool | None = None,
+    rng: np.random.Generator, *, surjective_U: bool | None = None,
+    strongly_convex_outer: bool = False, gradient_form: bool | None = None,
 ) -> AffineProblem:
     """A small instance with random dimensions and ranks for the checks below."""
     d_z = int(rng.integers(2, 9))
@@ -600,33 +698,126 @@ def corollary1_check(seed: int, n_instances: int, n_list: Sequence[int] = (1, 3,
     return {"min_loss_increase": min_d, "max_negative_lower_bound": max_bound}
 
 
-def ift_check(seed: int, n_instances: int, n_list: Sequence[int] = (5, 20),
-              n_steps: int = 20_000, surjective_U: bool = True, rtol: float = RANK_RTOL) -> dict:
+def ift_check(seed: int, n_instances: int, n_list: Sequence[int] = (1, 5, 20, 100, 1000),
+              max_steps: int = 100_000, surjective_U: bool = True,
+              rtol: float = RANK_RTOL) -> dict:
     """Lemma 1 and Theorem 2 on random instances with ℓ strongly convex and f = ∇_z F.
 
-    Runs Eq. 12 from θ = 0 and reports: the smallest real part of an eigenvalue of X_N (Lemma 1's
-    proof needs it ≥ 0), the largest last increment ‖θ^T − θ^{T−1}‖ (convergence), the largest
-    norm of p_N at the end (a root of Eq. 13), and the largest relative distance
-    ‖θ_IFT − θ^{*,N}‖ / ‖θ^{*,N}‖ (Theorem 2 says 0 when U is surjective).
+    For each instance and N: whether X_N has only eigenvalues with nonnegative real part (then
+    Eq. 12 converges with a constant step, Lemma 1; otherwise it diverges); when it does, Eq. 12 is
+    run from θ = 0 and compared with the minimum-norm θ^{*,N} (Theorem 2 says equal when U is
+    surjective; from θ = 0 the descent stays in range(Uᵀ), where θ^{*,N} lives).
+
+    Returns per N (arrays aligned with ``n``): ``n_stable`` (instances where Eq. 12 can converge),
+    ``n_converged`` and ``max_relative_error`` ‖θ_IFT − θ^{*,N}‖/‖θ^{*,N}‖ over converged runs
+    (NaN if none), ``max_steps_used``; and ``n_instances``.
     """
     rng = np.random.default_rng(seed)
-    min_real, max_increment, max_direction, max_rel_error = np.inf, 0.0, 0.0, 0.0
-    for _ in range(n_instances):
-        problem = _random_check_problem(
-            rng, surjective_U=surjective_U, strongly_convex_outer=True, gradient_form=True
-        )
-        for n in n_list:
-            descent = ift_descent(problem, n, n_steps, rtol=rtol)
+    problems = [
+        _random_check_problem(rng, surjective_U=surjective_U, strongly_convex_outer=True,
+                              gradient_form=True)
+        for _ in range(n_instances)
+    ]
+    n_stable, n_converged, max_error, max_used = [], [], [], []
+    for n in n_list:
+        stable = converged = used = 0
+        errors = []
+        for problem in problems:
+            X, _ = ift_affine_system(problem, n, rtol)
+            if not ift_is_stable(X):
+                continue
+            stable += 1
+            descent = ift_descent(problem, n, max_steps, rtol=rtol)
+            used = max(used, descent.n_steps)
+            if not descent.converged:
+                continue
+            converged += 1
             reference = theta_star(problem, n, rtol)
-            min_real = min(min_real, descent.min_real_eigenvalue)
-            max_increment = max(max_increment, descent.last_increment)
-            X, b = ift_affine_system(problem, n, rtol)
-            max_direction = max(max_direction, float(np.linalg.norm(X @ descent.theta - b)))
-            error = np.linalg.norm(descent.theta - reference) / max(np.linalg.norm(reference), 1e-300)
-            max_rel_error = max(max_rel_error, float(error))
+            errors.append(float(np.linalg.norm(descent.theta - reference))
+                          / max(float(np.linalg.norm(reference)), 1e-300))
+        n_stable.append(stable)
+        n_converged.append(converged)
+        max_error.append(max(errors) if errors else np.nan)
+        max_used.append(used)
     return {
-        "min_real_eigenvalue": min_real,
-        "max_last_increment": max_increment,
-        "max_final_direction_norm": max_direction,
-        "max_relative_error": max_rel_error,
+        "n": np.asarray(n_list, dtype=int),
+        "n_instances": n_instances,
+        "n_stable": np.asarray(n_stable),
+        "n_converged": np.asarray(n_converged),
+        "max_relative_error": np.asarray(max_error),
+        "max_steps_used": np.asarray(max_used),
     }
+
+
+def nonnormal_outer_problem(
+    rng: np.random.Generator, *, d_z: int, spectral_radius: float = 1e-3,
+    off_diagonal_scale: float = 3.0, eta_scale: float = 1.0,
+) -> AffineProblem:
+    """An instance within the hypotheses of Corollary 2 whose K_out is far from normal.
+
+    K_in square Gaussian (invertible), B = K_in, ω = 0, and K_out = ρ I + T with T strictly upper
+    triangular Gaussian (scaled): K_out is invertible (ℓ strongly convex) with spectral radius
+    ρ(K_out) = ``spectral_radius`` while ‖K_out‖₂ is of order ``off_diagonal_scale`` · √d_z.
+    """
+    problem = random_problem(rng, d_z=d_z, d_theta=1, rank_in=d_z, rank_out=d_z,
+                             eta_scale=eta_scale)
+    K_out = spectral_radius * np.eye(d_z) + off_diagonal_scale * np.triu(
+        rng.standard_normal((d_z, d_z)), 1)
+    return dataclasses.replace(problem, K_out=K_out, omega=np.zeros(d_z))
+
+
+def corollary2_check(
+    problems: Sequence[AffineProblem], *, d_theta: int, n: int, delta_n_max: int,
+    n_draws: int, seed: int, n_max_r: int = 5000, rtol: float = RANK_RTOL,
+) -> dict:
+    """Corollary 2 (Eq. 11) per instance, the expectation over U estimated by Monte Carlo.
+
+    For each instance (U ignored and redrawn), E_U[D(N, ΔN)] is estimated by the mean over
+    ``n_draws`` Gaussian U ∈ R^{d_x×d_θ} for every ΔN ∈ [−N, delta_n_max]; the worst ΔN is
+    compared with Corollary 2's constant −½(1 − min(d_x, d_θ)/d_x)(ρ(K_out)‖r_max‖² + ‖ω‖²),
+    ‖r_max‖² the largest ‖r_N‖² over N ≤ n_max_r and N = ∞.
+
+    Returns per instance: ``mean_d`` (the smallest mean over ΔN), ``standard_error`` (of that
+    mean), ``bound`` (the constant, ≤ 0), ``spectral_radius`` ρ(K_out), ``norm_squared``
+    ‖K_out‖₂², and ``z_score`` = (mean_d − bound) / standard_error (very negative: the corollary
+    fails beyond Monte Carlo error).
+    """
+    delta_n = np.arange(-n, delta_n_max + 1)
+    out = {k: np.zeros(len(problems)) for k in
+           ("mean_d", "standard_error", "bound", "spectral_radius", "norm_squared", "z_score")}
+    for i, base in enumerate(problems):
+        rng = np.random.default_rng([seed, i])
+        samples = np.array([
+            loss_increase(base.with_outer_variable_map(rng.standard_normal((base.d_x, d_theta))),
+                          n, delta_n, rtol)
+            for _ in range(n_draws)
+        ])
+        means = samples.mean(axis=0)
+        worst = int(np.argmin(means))
+        rho = float(np.abs(np.linalg.eigvals(base.K_out)).max())
+        deficit = 1.0 - min(base.d_x, d_theta) / base.d_x
+        bound = -0.5 * deficit * (rho * max_squared_r(base, n_max_r)
+                                  + float(base.omega @ base.omega))
+        error = float(samples[:, worst].std(ddof=1) / np.sqrt(n_draws))
+        out["mean_d"][i] = means[worst]
+        out["standard_error"][i] = error
+        out["bound"][i] = bound
+        out["spectral_radius"][i] = rho
+        out["norm_squared"][i] = float(np.linalg.norm(base.K_out, 2) ** 2)
+        margin = means[worst] - bound
+        out["z_score"][i] = margin / error if error > 0 else np.copysign(np.inf, margin)
+    return out
+
+
+def corollary2_nonnormal_check(
+    *, seed: int, n_instances: int, d_z: int, n: int, delta_n_max: int, n_draws: int,
+    eta_scale: float = 1.0, rtol: float = RANK_RTOL,
+) -> dict:
+    """:func:`corollary2_check` at d_θ = 1 on ``n_instances`` :func:`nonnormal_outer_problem`
+    instances (instance i drawn from ``default_rng([seed, i])``)."""
+    problems = [
+        nonnormal_outer_problem(np.random.default_rng([seed, i]), d_z=d_z, eta_scale=eta_scale)
+        for i in range(n_instances)
+    ]
+    return corollary2_check(problems, d_theta=1, n=n, delta_n_max=delta_n_max, n_draws=n_draws,
+                            seed=seed + 1, rtol=rtol)

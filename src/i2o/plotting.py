@@ -12,13 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns
 
-matplotlib.use("Agg")  # noqa: E402  (headless; set before pyplot is imported)
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from i2o import runtime  # noqa: E402
+from i2o import runtime
 
 PALETTE = "colorblind"
 #: Colours of the two training arms and of reference lines, shared by every chapter.
