@@ -1,6 +1,6 @@
-"""Damped fixed-point (Picard / Krasnosel'skii–Mann) iteration.
+r"""Damped fixed-point (Picard / Krasnosel'skii–Mann) iteration.
 
-.. math:: z_{t+1} = (1 - \\beta)\\, z_t + \\beta\\, g(z_t), \\qquad \\beta \\in (0, 1]
+.. math:: z_{t+1} = (1 - \beta)\, z_t + \beta\, g(z_t), \qquad \beta \in (0, 1]
 
 (``beta = 1``: plain iteration, the inner solver of the paper's Section 3 analysis with ``P_N``
 a polynomial of the Jacobian). Converges linearly when ``g`` is a contraction.

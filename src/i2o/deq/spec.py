@@ -1,16 +1,18 @@
-"""What a fixed-point solve is asked to do (:class:`SolverSpec`) and what it reports (:class:`SolverResult`).
+r"""What a fixed-point solve is asked to do (:class:`SolverSpec`) and what it reports
+(:class:`SolverResult`).
 
-A solve looks for :math:`z^\\star = g(z^\\star)` for a batched map ``g: Tensor(B, ...) -> Tensor(B, ...)``.
+A solve looks for :math:`z^\star = g(z^\star)` for a batched map
+``g: Tensor(B, ...) -> Tensor(B, ...)``.
 Residuals are measured on the whole batch at once, as in the DEQ code the paper builds on
 (Bai et al., 2020; the ``cvg_abs`` / ``cvg_rel`` columns of the paper's Figure 2 CSVs):
 
 .. math::
-    r_{\\mathrm{abs}}(z) = \\lVert g(z) - z \\rVert_F, \\qquad
-    r_{\\mathrm{rel}}(z) = \\lVert g(z) - z \\rVert_F \\,/\\, \\lVert g(z) \\rVert_F .
+    r_{\mathrm{abs}}(z) = \lVert g(z) - z \rVert_F, \qquad
+    r_{\mathrm{rel}}(z) = \lVert g(z) - z \rVert_F \,/\, \lVert g(z) \rVert_F .
 
 Iterate numbering: ``z_0`` is the initial guess, ``z_t`` the iterate after ``t`` solver steps.
 Every solver evaluates ``g`` once per step plus once at ``z_0``, so ``n_steps`` steps cost
-``n_steps + 1`` evaluations, and the residual of every iterate, including the returned one, is known.
+``n_steps + 1`` evaluations, and the residual of every iterate, the returned one included, is known.
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ BROYDEN_UPDATES: tuple[str, ...] = ("good", "bad")
 
 @dataclass(frozen=True)
 class SolverSpec:
-    """How to solve :math:`z = g(z)`; every field is validated on construction.
+    r"""How to solve :math:`z = g(z)`; every field is validated on construction.
 
     Attributes:
-        method: ``"fixed_point"`` (:math:`z \\leftarrow (1-\\beta) z + \\beta g(z)`), ``"anderson"``
+        method: ``"fixed_point"`` (:math:`z \leftarrow (1-\beta) z + \beta g(z)`), ``"anderson"``
             (Anderson acceleration, Anderson 1965) or ``"broyden"`` (Broyden's quasi-Newton method
             without line search, Broyden 1965; see :mod:`i2o.deq.broyden`).
-        max_iter: maximum number of solver steps ``N`` (the paper's F_THRES / B_THRES). ``0`` returns
-            ``z_0`` after one evaluation of ``g``.
+        max_iter: maximum number of solver steps ``N`` (the paper's F_THRES / B_THRES); ``0``
+            returns ``z_0`` after one evaluation of ``g``.
         tol: stop as soon as the residual selected by ``stop_mode`` is strictly below ``tol``;
             ``tol = 0`` therefore runs exactly ``max_iter`` steps (unless an iterate is non-finite).
         stop_mode: which residual ``tol`` applies to and which residual "lowest" refers to:
@@ -51,13 +53,14 @@ class SolverSpec:
         memory: number of rank-one pairs Broyden keeps; ``None`` keeps one per step (``max_iter``).
             When full, the oldest pair is overwritten.
         broyden_update: ``"good"`` (Broyden's first method, the update of the DEQ code the paper
-            uses and of torchdeq) or ``"bad"`` (Broyden's second method); see :mod:`i2o.deq.broyden`.
-        return_best: return the iterate of lowest residual (``True``) or the last iterate (``False``).
+            uses and of torchdeq) or ``"bad"`` (Broyden's second method); see
+            :mod:`i2o.deq.broyden`.
+        return_best: return the iterate of lowest residual (``True``) or the last one (``False``).
             ``None`` (default): the last iterate when the solve is differentiable and ``tol == 0``
-            (the unrolled network of the paper's Figure 5 is exactly ``N`` steps), the lowest-residual
-            iterate otherwise (as the DEQ code does).
-        divergence_factor: the solve is flagged ``diverged`` when the final absolute residual exceeds
-            ``divergence_factor`` times the initial one (or any iterate is non-finite).
+            (the unrolled network of the paper's Figure 5 is exactly ``N`` steps), the
+            lowest-residual iterate otherwise (as the DEQ code does).
+        divergence_factor: the solve is flagged ``diverged`` when the final absolute residual
+            exceeds ``divergence_factor`` times the initial one (or any iterate is non-finite).
     """
 
     method: Method = "broyden"
@@ -127,7 +130,7 @@ class SolverResult:
     """Outcome of one solve.
 
     Attributes:
-        z: the returned iterate, shape of ``z_0`` (part of the autograd graph in differentiable mode).
+        z: the returned iterate, shape of ``z_0`` (in the autograd graph in differentiable mode).
         fz: ``g(z)`` for the returned ``z`` (already computed by the solver; same graph status).
         trace_abs, trace_rel: residuals of ``z_0, z_1, ..., z_{n_steps}`` (length ``n_steps + 1``);
             a non-finite iterate appears as ``inf``/``nan`` in the trace.
@@ -136,9 +139,10 @@ class SolverResult:
         lowest_rel, lowest_abs: lowest residuals over the finite iterates (each over its own mode).
         lowest_step: index of the iterate with the lowest residual in ``stop_mode``.
         converged: the ``stop_mode`` residual went below ``tol`` (never true for ``tol = 0``).
-        diverged: a non-finite value occurred, or ``trace_abs[-1] > divergence_factor * trace_abs[0]``.
-        nonfinite: some evaluation of ``g`` or some iterate contained NaN/inf; the solve stopped there
-            and ``z`` is the best (or last) finite iterate before it.
+        diverged: a non-finite value occurred, or
+            ``trace_abs[-1] > divergence_factor * trace_abs[0]``.
+        nonfinite: some evaluation of ``g`` or some iterate contained NaN/inf; the solve stopped
+            there and ``z`` is the best (or last) finite iterate before it.
         spec: the spec that ran.
     """
 

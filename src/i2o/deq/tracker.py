@@ -1,7 +1,7 @@
 """Bookkeeping shared by the solvers: residual traces, stopping, lowest-residual iterate, NaN/inf.
 
-Every solver calls :meth:`ResidualTracker.record` once per evaluated iterate ``z_t`` (``t = 0`` for the
-initial guess) and stops when it returns ``True``. Residual definitions are in :mod:`i2o.deq.spec`.
+Every solver calls :meth:`ResidualTracker.record` once per evaluated iterate ``z_t`` (``t = 0``: the
+initial guess) and stops when it returns ``True``. Residuals are defined in :mod:`i2o.deq.spec`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ResidualTracker:
         self._step = 0
 
     def record(self, t: int, z: torch.Tensor, fz: torch.Tensor, residual: torch.Tensor) -> bool:
-        """Record iterate ``z_t`` with ``fz = g(z_t)`` and ``residual = fz - z``; return "stop now"."""
+        """Record ``z_t`` with ``fz = g(z_t)`` and ``residual = fz - z``; return "stop now"."""
         with torch.no_grad():
             norms = torch.stack(
                 [torch.linalg.vector_norm(residual), torch.linalg.vector_norm(fz)]
