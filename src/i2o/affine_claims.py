@@ -1,0 +1,226 @@
+"""What the affine-theory chapter says about its results: the numbers its text quotes, the tables
+it prints, and its claims table (Section 3, Appendices A and C of the paper).
+
+All functions take the chapter's parameters and an :class:`i2o.affine_runs.AffineResults`.
+
+Tolerances of the claims (stated in the chapter):
+
+- an inequality "holds" when it is violated by less than ``SCALE_TOL`` (relative to the scale of
+  D, at least 1): float64 rounding, not slack;
+- "zero" means at most ``ZERO_RTOL`` times the largest seed mean of the bound;
+- "shrinks" means a Spearman correlation below ``SHRINK_SPEARMAN`` between d_θ and the seed mean;
+- "roughly flat" means a median relative spread (max − min)/mean over N below ``FLAT_SPREAD``;
+- a Monte Carlo estimate "fails" a bound when it is more than ``FAIL_Z`` standard errors below it;
+- claims about seed means are decided only with at least ``MIN_SEEDS`` seeds, Monte Carlo ones
+  only with at least ``MIN_DRAWS`` draws (otherwise ``holds`` is ``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from i2o import affine
+from i2o.affine_runs import AffineResults
+from i2o.claims import Claims
+
+SCALE_TOL = 1e-9
+ZERO_RTOL = 1e-12
+SHRINK_SPEARMAN = -0.9
+FLAT_SPREAD = 0.5
+FAIL_Z = 5.0
+MIN_SEEDS = 10
+MIN_DRAWS = 100
+CLOSED_FORM_RTOL = 1e-9  # Lemma A.2: relative error of the closed form z_N
+SURJECTIVE_D_ATOL = 1e-10  # Corollary 1: D ≥ −this counts as D ≥ 0
+POSITIVE_BOUND = 1e-9  # Figure G.3: a bound above this is not zero
+STABLE_FRACTION = 0.9  # Lemma 1: fraction of instances with X_N stable at the largest N
+IFT_RTOL = 1e-6  # Theorem 2: relative distance of the converged Eq. 12 to θ^{*,N}
+
+
+def nonnormal_order(cor2: Mapping[str, Any]) -> np.ndarray:
+    """Instances of the non-normal Corollary 2 check, worst (most negative z-score) first."""
+    return np.argsort(cor2["z_score"])
+
+
+def chapter_numbers(params: Mapping[str, Any], results: AffineResults) -> dict[str, int | float]:
+    """Every number the chapter's text quotes, by glue name (``affine-…``)."""
+    left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
+                                     results.cor2)
+    right_summary, g3_summary = affine.lower_bound_summary(right), affine.lower_bound_summary(g3)
+    mean_ref = right_summary["mean_at_reference"]
+    worst = int(nonnormal_order(cor2)[0])
+    ift, ift_ns = checks["ift"], checks["ift_not_surjective"]
+    return {
+        # Figure 1 left
+        "affine-left-min-d": float(np.nanmin(left["loss_increase"])),
+        "affine-left-max-nlb": float(left["negative_lower_bound"].max()),
+        "affine-left-rank-u": int(left["rank_U"]),
+        "affine-left-eta": float(left["eta"]),
+        "affine-left-train-loss": float(left["train_loss"][0]),
+        "affine-rank-rtol": params["rank_rtol"],
+        # Figure 1 right
+        "affine-right-nlb-first": float(mean_ref[0]),
+        "affine-right-nlb-last-below": (float(mean_ref[right["rank_C"] - 2])
+                                        if right["rank_C"] > 1 else float("nan")),
+        "affine-right-dx": int(right["d_x"]),
+        "affine-right-zero-max": right_summary["zero_region_max"],
+        "affine-right-spearman": right_summary["spearman"],
+        "affine-right-spread-all": right_summary["spread_all_n"],
+        "affine-right-spread-large": right_summary["spread_large_n"],
+        "affine-right-nref": int(right["n_reference"]),
+        "affine-right-nmax": int(right["n"].max()),
+        "affine-cor2-first": float(-right["corollary2_bound"][0]),
+        "affine-iso-first": float(right["isotropic_prediction"][0]),
+        "affine-cor2-min-d-first": float(right["mean_min_loss_increase"][0]),
+        # Figure G.3
+        "affine-g3-rank-c": int(g3["rank_C"]),
+        "affine-g3-dx": int(g3["d_x"]),
+        "affine-g3-zero-max": g3_summary["zero_region_max"],
+        "affine-g3-nlb-first": float(g3_summary["mean_at_reference"][0]),
+        "affine-g3-spread-large": g3_summary["spread_large_n"],
+        # Corollary 2 with a non-normal K_out
+        "affine-cor2nn-mean": float(cor2["mean_d"][worst]),
+        "affine-cor2nn-se": float(cor2["standard_error"][worst]),
+        "affine-cor2nn-bound": float(cor2["bound"][worst]),
+        "affine-cor2nn-z": float(cor2["z_score"][worst]),
+        "affine-cor2nn-failing": int(np.sum(cor2["z_score"] < -FAIL_Z)),
+        "affine-cor2nn-instances": int(params["cor2_instances"]),
+        # Lemma 1 and Theorem 2 (Eq. 12)
+        "affine-ift-instances": int(ift["n_instances"]),
+        "affine-ift-unstable-first": int(ift["n_instances"] - ift["n_stable"][0]),
+        "affine-ift-unstable-last": int(ift["n_instances"] - ift["n_stable"][-1]),
+        "affine-ift-n-first": int(ift["n"][0]),
+        "affine-ift-n-last": int(ift["n"][-1]),
+        "affine-ift-max-error": float(np.nanmax(ift["max_relative_error"])),
+        "affine-ift-ns-diff-first": float(ift_ns["max_relative_error"][0]),
+        "affine-ift-ns-diff-last": float(ift_ns["max_relative_error"][-1]),
+    }
+
+
+def corollary2_table(cor2: Mapping[str, Any]) -> str:
+    """The non-normal Corollary 2 check per instance, worst first, as text."""
+    lines = ["instance   min_ΔN mean D   ± std. error   Corollary 2 bound   "
+             "ρ(K_out)   ‖K_out‖²   z"]
+    for i in nonnormal_order(cor2):
+        lines.append(f"{i:8d}   {cor2['mean_d'][i]:13.4g}   {cor2['standard_error'][i]:12.2g}   "
+                     f"{cor2['bound'][i]:17.3g}   {cor2['spectral_radius'][i]:8.0e}   "
+                     f"{cor2['norm_squared'][i]:8.3g}   {cor2['z_score'][i]:6.1f}")
+    return "\n".join(lines)
+
+
+def checks_table(checks: Mapping[str, Any]) -> str:
+    """The checks on random instances (Lemma A.2, Theorem 1, Corollary 1, Eq. 12), as text."""
+    t1, cor1 = checks["theorem1"], checks["corollary1"]
+    ift, ift_ns = checks["ift"], checks["ift_not_surjective"]
+    lines = [
+        f"Lemma A.2   max relative error (closed form vs iterates): "
+        f"{checks['lemma_a2']['max_relative_error']:.2e}",
+        f"Theorem 1   min over pairs and ΔN of D + bound: {t1['min_margin']:.2e} "
+        f"(min D = {t1['min_loss_increase']:.3g}, {t1['n_pairs']} pairs)",
+        f"Corollary 1 min D with U surjective: {cor1['min_loss_increase']:.2e}, "
+        f"max bound {cor1['max_negative_lower_bound']:.1e}",
+        "",
+        f"Eq. 12 on {ift['n_instances']} instances, U surjective / not surjective:",
+        " N      X_N stable   converged   max |θ_IFT − θ*|/|θ*|   "
+        "| stable  converged  max rel. diff.",
+    ]
+    for i, n in enumerate(ift["n"]):
+        lines.append(f"{n:5d}   {ift['n_stable'][i]:8d}   {ift['n_converged'][i]:9d}   "
+                     f"{ift['max_relative_error'][i]:20.2e}   | {ift_ns['n_stable'][i]:6d}  "
+                     f"{ift_ns['n_converged'][i]:9d}  {ift_ns['max_relative_error'][i]:14.3g}")
+    return "\n".join(lines)
+
+
+def affine_claims(params: Any, results: AffineResults) -> Claims:
+    """The chapter's claims table for ``params`` (a :class:`i2o.profiles.Params`, which names the
+    profile) on ``results``; call ``.report()`` on it to show and write it."""
+    p = params
+    left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
+                                     results.cor2)
+    right_summary, g3_summary = affine.lower_bound_summary(right), affine.lower_bound_summary(g3)
+    mean_ref = right_summary["mean_at_reference"]
+    table = Claims("affine", p.profile)
+    enough_seeds = p["n_seeds"] >= MIN_SEEDS
+    seeds_decide = "" if enough_seeds else "quick"
+
+    error = checks["lemma_a2"]["max_relative_error"]
+    table.add("Lemma A.2: the closed form of z_N equals the iterated z_N", error < CLOSED_FORM_RTOL,
+              f"max relative error {error:.1e} on {p['n_check_instances']} instances, N ≤ 60")
+
+    t1 = checks["theorem1"]
+    table.add("Theorem 1: D(N, ΔN) ≥ −½‖(P(C) − P(CE_NU))(K_out r_N − ω)‖² for every ΔN",
+              t1["min_margin"] >= -SCALE_TOL * max(1.0, abs(t1["min_loss_increase"])),
+              f"min of D + bound {t1['min_margin']:.1e} over {t1['n_pairs']} (instance, N) pairs "
+              f"(min D {t1['min_loss_increase']:.3g})")
+
+    left_min_d = float(np.nanmin(left["loss_increase"]))
+    random_min_d = checks["corollary1"]["min_loss_increase"]
+    surjective = left["rank_U"] == left["d_x"]
+    table.add("Corollary 1 (Figure 1 left): U surjective ⇒ D(N, ΔN) ≥ 0 for all ΔN",
+              min(left_min_d, random_min_d) >= -SURJECTIVE_D_ATOL if surjective else None,
+              f"min D {left_min_d:.1e} on the figure's instance, "
+              f"{random_min_d:.1e} on {p['n_check_instances']} random ones",
+              decided_by="" if surjective else "left_d_theta ≥ left_d_x")
+
+    table.add(f"Figure 1 right: the bound at N = {p['n_reference']} shrinks as d_θ grows",
+              right_summary["spearman"] < SHRINK_SPEARMAN if enough_seeds else None,
+              f"seed mean {mean_ref[0]:.3g} at d_θ = 1 → {mean_ref[right['rank_C'] - 2]:.3g} at "
+              f"d_θ = {right['rank_C'] - 1}; Spearman {right_summary['spearman']:.3f}",
+              decided_by=seeds_decide)
+    table.add("Figure 1 right: the bound is 0 for d_θ ≥ d_x",
+              right_summary["zero_region_relative"] < ZERO_RTOL,
+              f"max over seeds and N {right_summary['zero_region_max']:.1e}")
+    table.add(f"Figure 1 right: the bound is roughly flat in N, for N ≥ {p['n_reference']}",
+              right_summary["spread_large_n"] < FLAT_SPREAD if enough_seeds else None,
+              f"median relative spread {right_summary['spread_large_n']:.2f}",
+              decided_by=seeds_decide)
+    table.add(f"Figure 1 right: the bound is roughly flat in N, over 1 ≤ N ≤ {p['n_max']}",
+              right_summary["spread_all_n"] < FLAT_SPREAD if enough_seeds else None,
+              f"median relative spread {right_summary['spread_all_n']:.2f}",
+              decided_by=seeds_decide)
+
+    below_d_x = slice(None, right["d_x"] - 1)
+    cor2_margin = float(np.min(
+        (right["mean_min_loss_increase"] - right["corollary2_bound"])[below_d_x]))
+    table.add(f"Corollary 2: E_U[D(N, ΔN)] ≥ −½(1 − min(d_x, d_θ)/d_x)(ρ(K_out)‖r_max‖² + ‖ω‖²) "
+              f"on the Figure 1 right instances (seed means, N = {p['n_reference']}, worst ΔN)",
+              cor2_margin >= -SCALE_TOL if enough_seeds else None,
+              f"at d_θ = 1: seed mean of min_ΔN D {right['mean_min_loss_increase'][0]:.3g} vs "
+              f"seed-mean constant {right['corollary2_bound'][0]:.3g}; smallest margin over "
+              f"d_θ < d_x {cor2_margin:.3g}", decided_by=seeds_decide)
+
+    enough_draws = p["cor2_draws"] >= MIN_DRAWS
+    worst = int(nonnormal_order(cor2)[0])
+    table.add("Corollary 2 holds when K_out is non-normal (ρ(K_out) = 1e-3 ≪ ‖K_out‖²; "
+              f"d_θ = 1, N = {p['cor2_n']}, E_U by {p['cor2_draws']} draws)",
+              bool(np.min(cor2["z_score"]) >= -FAIL_Z) if enough_draws else None,
+              f"worst instance: min_ΔN mean D {cor2['mean_d'][worst]:.3g} ± "
+              f"{cor2['standard_error'][worst]:.2g} vs bound {cor2['bound'][worst]:.3g}",
+              decided_by="" if enough_draws else "quick")
+
+    g3_positive = bool((g3["nlb"][:, : g3["rank_C"] - 1, :] > POSITIVE_BOUND).all())
+    table.add(f"Figure G.3: not strongly convex ⇒ the bound reaches 0 before U is surjective "
+              f"(at d_θ = rank C = {g3['rank_C']} < d_x = {g3['d_x']})",
+              (g3_summary["zero_region_relative"] < ZERO_RTOL) and g3_positive
+              and g3["rank_C"] < g3["d_x"],
+              f"max bound for d_θ ≥ {g3['rank_C']}: {g3_summary['zero_region_max']:.1e}; "
+              f"positive below: {g3_positive}")
+
+    ift = checks["ift"]
+    stable = ift["n_stable"]
+    table.add("Lemma 1: for N large enough, Eq. 12 converges (no eigenvalue of X_N with negative "
+              "real part)",
+              bool(np.all(np.diff(stable) >= 0)
+                   and stable[-1] >= STABLE_FRACTION * ift["n_instances"]),
+              "instances with X_N stable at N = " + ", ".join(
+                  f"{n}: {s}/{ift['n_instances']}" for n, s in zip(ift["n"], stable, strict=True)))
+    converged = int(ift["n_converged"].sum())
+    max_error = float(np.nanmax(ift["max_relative_error"])) if converged else float("nan")
+    table.add("Theorem 2: U surjective, ℓ strongly convex ⇒ Eq. 12 converges to θ^{*,N}",
+              max_error < IFT_RTOL if converged else None,
+              f"max relative error {max_error:.1e} over {converged} converged runs",
+              decided_by="" if converged else "quick")
+    return table

@@ -1,0 +1,83 @@
+"""The computations behind the affine-theory chapter (Figure 1, Figure G.3), through the cache.
+
+:func:`collect` runs, or reads back from :mod:`i2o.results`, the five results the chapter
+plots and checks, each a dict of arrays and numbers:
+
+- ``left``: :func:`i2o.affine.corollary1_sweep`, D(N, ΔN) on one instance with U surjective
+  (Figure 1 left, Corollary 1);
+- ``right``: :func:`i2o.affine.lower_bound_sweep` with K_in and K_out square, both problems
+  strongly convex (Figure 1 right, Corollary 2);
+- ``g3``: the same sweep with neither problem strongly convex (Figure G.3);
+- ``checks``: Lemma A.2, Theorem 1, Corollary 1, Lemma 1 and Theorem 2 on random instances;
+- ``cor2``: :func:`i2o.affine.corollary2_nonnormal_check`, Corollary 2 with a non-normal K_out.
+
+The cache key holds the chapter's parameters and the source of :mod:`i2o.affine` and of this
+module, which decides which parameter feeds which sweep.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from i2o import affine, results
+
+FIGURE = "affine"
+CACHE_SOURCES = ("affine", "affine_runs")
+
+
+@dataclass(frozen=True)
+class AffineResults:
+    """The chapter's results, in the stored form of :func:`i2o.results.cached`."""
+
+    left: dict
+    right: dict
+    g3: dict
+    checks: dict
+    cor2: dict
+    seconds: dict[str, float] = field(default_factory=dict)  # time to compute or read, per result
+
+
+def collect(params: Mapping[str, Any]) -> AffineResults:
+    """Every result of the chapter for these (validated) parameters, computed or read back."""
+    p = dict(params)
+    seconds: dict[str, float] = {}
+
+    def cached(name: str, compute: Callable[[], dict]) -> dict:
+        start = time.perf_counter()
+        result = results.cached(FIGURE, name, p, compute, sources=CACHE_SOURCES)
+        seconds[name] = time.perf_counter() - start
+        return result
+
+    common = {"eta_scale": p["eta_scale"], "rtol": p["rank_rtol"]}
+    lower_bound_grid = {"n_seeds": p["n_seeds"], "n_max": p["n_max"], "n_points": p["n_points"],
+                        "n_reference": p["n_reference"], "delta_n_max": p["delta_n_max"]}
+    left = cached("corollary1", lambda: affine.corollary1_sweep(
+        seed=p["seed"], d_z=p["left_d_z"], d_theta=p["left_d_theta"], rank_in=p["left_d_x"],
+        rank_out=p["left_rank_out"], n_list=p["left_n_list"], delta_n_min=p["delta_n_min"],
+        delta_n_max=p["delta_n_max"], **common))
+    right = cached("corollary2", lambda: affine.lower_bound_sweep(
+        seed=p["seed"], d_z=p["right_d_z"], rank_in=p["right_d_z"], rank_out=p["right_d_z"],
+        d_theta_max=p["d_theta_max"], **lower_bound_grid, **common))
+    g3 = cached("figure-g3", lambda: affine.lower_bound_sweep(
+        seed=p["seed"] + 1, d_z=p["g3_d_z"], rank_in=p["g3_d_x"], rank_out=p["g3_rank_out"],
+        d_theta_max=p["g3_d_theta_max"], **lower_bound_grid, **common))
+    checks = cached("checks", lambda: _checks(p))
+    cor2 = cached("corollary2-nonnormal", lambda: affine.corollary2_nonnormal_check(
+        seed=p["seed"], n_instances=p["cor2_instances"], d_z=p["cor2_d_z"], n=p["cor2_n"],
+        delta_n_max=p["delta_n_max"], n_draws=p["cor2_draws"], **common))
+    return AffineResults(left=left, right=right, g3=g3, checks=checks, cor2=cor2, seconds=seconds)
+
+
+def _checks(p: Mapping[str, Any]) -> dict:
+    seed, n, rtol = p["seed"], p["n_check_instances"], p["rank_rtol"]
+    return {
+        "lemma_a2": affine.lemma_a2_check(seed, n),
+        "theorem1": affine.theorem1_check(seed, n, rtol=rtol),
+        "corollary1": affine.corollary1_check(seed, n, rtol=rtol),
+        "ift": affine.ift_check(seed, n, max_steps=p["ift_max_steps"], rtol=rtol),
+        "ift_not_surjective": affine.ift_check(seed, n, max_steps=p["ift_max_steps"],
+                                               surjective_U=False, rtol=rtol),
+    }
