@@ -1,4 +1,4 @@
-"""CIFAR-10 (Krizhevsky, 2009): 60,000 32×32 RGB images in 10 classes, decoded once, cached as arrays.
+"""CIFAR-10 (Krizhevsky, 2009): 60,000 32×32 RGB images in 10 classes, decoded once, cached.
 
 Where the images come from, in order:
 
@@ -42,7 +42,7 @@ class DataNotFoundError(FileNotFoundError):
 
 @dataclass(frozen=True)
 class ImageSet:
-    """Images as ``uint8`` of shape (n, 32, 32, 3), labels as ``int64`` in 0..9, and their origin."""
+    """Images ``uint8`` (n, 32, 32, 3), labels ``int64`` in 0..9, and where they came from."""
 
     images: np.ndarray
     labels: np.ndarray
@@ -181,7 +181,8 @@ def balanced_subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
     classes = np.unique(labels)
     per_class = np.full(len(classes), size // len(classes))
     per_class[: size % len(classes)] += 1
-    chosen = [rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in zip(classes, per_class)]
+    chosen = [rng.permutation(np.flatnonzero(labels == c))[:k]
+              for c, k in zip(classes, per_class, strict=True)]
     return np.sort(np.concatenate(chosen))
 
 

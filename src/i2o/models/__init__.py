@@ -1,12 +1,13 @@
 """DEQ architectures built on :mod:`i2o.deq`.
 
 - :mod:`i2o.models.mdeq` — the multiscale DEQ classifier of Figure 5 (configurations ``TINY``,
-  ``CPU_SMALL``).
+  ``CPU_SMALL``, ``MICRO``).
 """
 
 from i2o.models.mdeq import (
     CONFIGS,
     CPU_SMALL,
+    MICRO,
     TINY,
     MDEQClassifier,
     MDEQConfig,
@@ -14,5 +15,5 @@ from i2o.models.mdeq import (
     count_parameters,
 )
 
-__all__ = ["CONFIGS", "CPU_SMALL", "TINY", "MDEQClassifier", "MDEQConfig", "config",
+__all__ = ["CONFIGS", "CPU_SMALL", "MICRO", "TINY", "MDEQClassifier", "MDEQConfig", "config",
            "count_parameters"]

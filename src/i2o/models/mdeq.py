@@ -19,7 +19,7 @@ them at every solver iteration. The state ``z`` is handled flat, shape ``(batch,
 so that solvers know nothing about its multiscale structure.
 
 ``TINY`` is the public ``cls_mdeq_TINY.yaml`` (≈159K parameters); ``CPU_SMALL`` is a reduced
-configuration for the CPU profiles.
+configuration for the CPU profiles, ``MICRO`` one for smoke runs and tests.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class MDEQConfig:
 
     def state_size(self) -> int:
         """Length of the flat equilibrium state ``z``: Σ_i C_i · H_i · W_i."""
-        return sum(c * r * r for c, r in zip(self.channels, self.resolutions()))
+        return sum(c * r * r for c, r in zip(self.channels, self.resolutions(), strict=True))
 
     def as_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -78,7 +78,10 @@ TINY = MDEQConfig()
 #: A reduced configuration for the CPU profiles: 16×16 and 8×8 branches, 16 channels, expansion 2.
 CPU_SMALL = MDEQConfig(channels=(16, 16), expansion=2, num_groups=4, head_channels=(4, 8),
                        final_channels=64, stem_downsample=1)
-CONFIGS: dict[str, MDEQConfig] = {"tiny": TINY, "cpu_small": CPU_SMALL}
+#: A minute configuration (8×8 and 4×4 branches, 8 channels) for smoke runs and tests.
+MICRO = MDEQConfig(channels=(8, 8), expansion=2, num_groups=4, head_channels=(2, 4),
+                   final_channels=16, stem_downsample=2)
+CONFIGS: dict[str, MDEQConfig] = {"tiny": TINY, "cpu_small": CPU_SMALL, "micro": MICRO}
 
 
 def config(name: str) -> MDEQConfig:
@@ -141,7 +144,7 @@ class VariationalDropout2d(nn.Module):
 
 
 class ResidualBlock(nn.Module):
-    """``GN₃(ReLU(z + GN₂(drop(conv₂ ReLU(GN₁ conv₁ z)) + x)))`` with conv₁ widening by ``expansion``."""
+    """``GN₃(ReLU(z + GN₂(drop(conv₂ ReLU(GN₁ conv₁ z)) + x)))``; conv₁ widens by ``expansion``."""
 
     def __init__(self, channels: int, cfg: MDEQConfig):
         super().__init__()
@@ -205,7 +208,7 @@ class MultiscaleLayer(nn.Module):
                                        for c in cfg.channels)
 
     def reset(self, batch: int, like: torch.Tensor) -> None:
-        for block, post in zip(self.blocks, self.post_conv):
+        for block, post in zip(self.blocks, self.post_conv, strict=True):
             block.conv1.refresh()
             block.conv2.refresh()
             block.drop.reset(batch, block.channels, like)
@@ -213,7 +216,7 @@ class MultiscaleLayer(nn.Module):
 
     def forward(self, zs: list[torch.Tensor], injection: torch.Tensor) -> list[torch.Tensor]:
         hs = [block(z, injection if i == 0 else None)
-              for i, (block, z) in enumerate(zip(self.blocks, zs))]
+              for i, (block, z) in enumerate(zip(self.blocks, zs, strict=True))]
         out = []
         for i in range(len(hs)):
             total = sum(self.fuse[i][j](h) for j, h in enumerate(hs))
@@ -249,7 +252,8 @@ class ClassificationHead(nn.Module):
     def __init__(self, cfg: MDEQConfig):
         super().__init__()
         widths = [w * Bottleneck.expansion for w in cfg.head_channels]
-        self.widen = nn.ModuleList(Bottleneck(c, w) for c, w in zip(cfg.channels, cfg.head_channels))
+        self.widen = nn.ModuleList(
+            Bottleneck(c, w) for c, w in zip(cfg.channels, cfg.head_channels, strict=True))
         self.down = nn.ModuleList(
             nn.Sequential(nn.Conv2d(widths[i], widths[i + 1], 3, stride=2, padding=1),
                           nn.BatchNorm2d(widths[i + 1]), nn.ReLU())
@@ -287,11 +291,12 @@ class MDEQClassifier(nn.Module):
         self.stem = nn.Sequential(*stem)
         self.layer = MultiscaleLayer(cfg)
         self.head = ClassificationHead(cfg)
-        self._shapes = [(c, r, r) for c, r in zip(cfg.channels, cfg.resolutions())]
+        self._shapes = [(c, r, r) for c, r in zip(cfg.channels, cfg.resolutions(), strict=True)]
         self._init_weights()
+        self.to(memory_format=torch.channels_last)
 
     def _init_weights(self) -> None:
-        """As the authors' code: plain convolutions N(0, 0.01); weight-normed ones keep the default."""
+        """As the authors' code: plain convolutions N(0, 0.01); weight-normed ones keep theirs."""
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
                 nn.init.normal_(module.weight, 0.0, 0.01)
@@ -303,14 +308,19 @@ class MDEQClassifier(nn.Module):
 
     # -- flat state ---------------------------------------------------------------------------
     def split(self, z: torch.Tensor) -> list[torch.Tensor]:
-        """Flat state (B, D) → list of branch tensors (B, C_i, H_i, W_i)."""
+        """Flat state (B, D) → list of branch tensors (B, C_i, H_i, W_i), as channels-last views.
+
+        The flat layout of each branch is (H, W, C): the views cost no copy and every layer of
+        ``f`` then runs on channels-last tensors, the fast path of oneDNN convolutions on CPU.
+        """
         sizes = [c * h * w for c, h, w in self._shapes]
-        return [part.reshape(z.shape[0], *shape)
-                for part, shape in zip(torch.split(z, sizes, dim=1), self._shapes)]
+        return [part.reshape(z.shape[0], h, w, c).permute(0, 3, 1, 2)
+                for part, (c, h, w) in zip(torch.split(z, sizes, dim=1), self._shapes, strict=True)]
 
     @staticmethod
     def join(zs: list[torch.Tensor]) -> torch.Tensor:
-        return torch.cat([z.flatten(1) for z in zs], dim=1)
+        """Inverse of :meth:`split` (no copy for channels-last inputs but the concatenation)."""
+        return torch.cat([z.permute(0, 2, 3, 1).reshape(z.shape[0], -1) for z in zs], dim=1)
 
     # -- the pieces of the DEQ ------------------------------------------------------------------
     def reset(self, batch: int, like: torch.Tensor) -> None:
@@ -319,13 +329,14 @@ class MDEQClassifier(nn.Module):
 
     def inject(self, images: torch.Tensor) -> torch.Tensor:
         """The input injection ``x`` (fed to the finest branch), shape (B, C_0, H_0, W_0)."""
-        return self.stem(images)
+        return self.stem(images.contiguous(memory_format=torch.channels_last))
 
     def f(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """The fixed-point map ``f_θ(z, x)`` on flat states."""
         return self.join(self.layer(self.split(z), x))
 
     def initial_state(self, x: torch.Tensor) -> torch.Tensor:
+        """``z_0 = 0``."""
         return x.new_zeros(x.shape[0], self.cfg.state_size())
 
     def classify(self, z: torch.Tensor) -> torch.Tensor:

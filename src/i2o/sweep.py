@@ -1,0 +1,197 @@
+"""Run a figure's training jobs (seeds × arms × training N) with submitit, into the results cache.
+
+Each job computes one result with :func:`i2o.results.cached` under the key the figure's notebook
+uses, resuming from its checkpoint directory when a previous attempt was interrupted; jobs whose
+result is already cached are not submitted. The notebook, run afterwards with the same profile and
+parameters, then only reads and plots.
+
+Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
+
+    python -m i2o.sweep stability --profile paper --executor slurm \\
+        --partition gpu --time 720 --gpus 1 --cpus 4 [-p seeds "[0, 1]"] [--dry-run]
+
+Executors: ``local`` (subprocesses on this machine, ``--max-parallel`` at a time), ``slurm`` (one
+array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per job,
+``--max-parallel`` = array parallelism, ``--slurm-arg KEY=VALUE`` for anything else), ``debug``
+(submitit's in-process executor, for tests). Logs go to ``<results>/_submitit/<figure>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from i2o import profiles, results, runtime
+
+EXECUTORS = ("local", "slurm", "debug")
+
+
+def _stability_jobs(params: Mapping[str, Any]):
+    from i2o.train import stability
+
+    return [(name, job, stability.is_cached(name, job)) for name, job in stability.all_jobs(params)]
+
+
+def _stability_run(name: str, job: Mapping[str, Any]) -> dict[str, Any]:
+    from i2o.train import stability
+
+    return stability.cached_job(name, job)
+
+
+#: figure → (list its jobs as (name, job parameters, cached?), compute one job)
+SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _stability_run)}
+
+
+def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
+    """What a submitted job runs: set the caller's results/data paths and threads, compute."""
+    os.environ.update(env)
+    runtime.set_threads()
+    SWEEPS[figure][1](name, job)
+    return name
+
+
+def _environment() -> dict[str, str]:
+    keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT", "I2O_THREADS")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.setdefault("I2O_RESULTS_DIR", str(results.results_dir().resolve()))
+    return env
+
+
+def sweep(figure: str, profile: str = "quick", executor: str = "local",
+          overrides: Mapping[str, Any] | None = None, partition: str | None = None,
+          time_min: int = 240, gpus: int = 0, cpus: int = 1, max_parallel: int = 2,
+          slurm_args: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:
+    """Submit every job of ``figure`` not yet cached; wait for them; return the names computed.
+
+    Raises :class:`i2o.profiles.ParameterError` (bad figure parameter) or ``ValueError`` (bad
+    executor option) before anything is submitted.
+    """
+    if figure not in SWEEPS:
+        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(SWEEPS)}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
+    for label, value, low in (("time", time_min, 1), ("gpus", gpus, 0), ("cpus", cpus, 1),
+                              ("max-parallel", max_parallel, 1)):
+        if value < low:
+            raise ValueError(f"--{label} must be ≥ {low}; got {value}")
+    if executor == "slurm" and not partition:
+        raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
+    params = profiles.resolve(figure, profile, **dict(overrides or {}))
+    listing = SWEEPS[figure][0](params)
+    todo = [(name, job) for name, job, done in listing if not done]
+    print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
+          f"{len(todo)} to run with the {executor} executor", flush=True)
+    if dry_run or not todo:
+        for name, _ in todo:
+            print(f"  would run {name}")
+        return []
+    return run_jobs(figure, todo, executor, max_parallel, partition, time_min, gpus, cpus,
+                    slurm_args)
+
+
+def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str = "local",
+             max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
+             gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None
+             ) -> list[str]:
+    """Run the given (name, job parameters) of ``figure`` with submitit; return their names.
+
+    Used by :func:`sweep` and by notebooks that compute their missing jobs in parallel.
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
+    import submitit
+
+    folder = results.results_dir() / "_submitit" / figure
+    ex = submitit.AutoExecutor(folder=folder, cluster=executor)
+    common: dict[str, Any] = {"timeout_min": time_min, "cpus_per_task": cpus,
+                              "name": f"i2o-{figure}"}
+    if gpus:
+        common["gpus_per_node"] = gpus
+    if executor == "slurm":
+        common.update(slurm_partition=partition, slurm_array_parallelism=max_parallel)
+        if slurm_args:
+            common["slurm_additional_parameters"] = dict(slurm_args)
+    ex.update_parameters(**common)
+    env = _environment()
+    if executor == "local":
+        env.setdefault("I2O_THREADS", str(cpus))
+    names = [n for n, _ in todo]
+    if executor == "slurm":  # one array job; SLURM enforces the parallelism
+        jobs = ex.map_array(run_one, [figure] * len(todo), names, [j for _, j in todo],
+                            [env] * len(todo))
+        for job, name in zip(jobs, names, strict=True):
+            print(f"  submitted {name}: job {job.job_id}", flush=True)
+        return [_wait(job) for job in jobs]
+    if executor == "debug":  # submitit runs a debug job in this process when asked its result
+        return [_wait(ex.submit(run_one, figure, name, job, env)) for name, job in todo]
+    return _sliding_window(ex, figure, todo, env, max_parallel)
+
+
+def _wait(job) -> str:
+    name = job.result()
+    print(f"  finished {name}", flush=True)
+    return name
+
+
+def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
+                    env: dict[str, str], max_parallel: int) -> list[str]:
+    """Keep ``max_parallel`` jobs running; start the next one as soon as one ends."""
+    import time
+
+    pending, running, done = list(todo), [], []
+    while pending or running:
+        while pending and len(running) < max_parallel:
+            name, job = pending.pop(0)
+            running.append(ex.submit(run_one, figure, name, job, env))
+            print(f"  submitted {name}: job {running[-1].job_id}", flush=True)
+        finished = [job for job in running if job.done()]
+        for job in finished:
+            running.remove(job)
+            done.append(_wait(job))
+        if not finished:
+            time.sleep(0.5)
+    return done
+
+
+def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
+    return {name: yaml.safe_load(raw) for name, raw in pairs or []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m i2o.sweep", description=__doc__.split("\n")[0])
+    parser.add_argument("figure", choices=sorted(SWEEPS))
+    parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
+    parser.add_argument("--executor", default="local", choices=EXECUTORS)
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                        help="override a figure parameter (YAML value), e.g. -p seeds '[0, 1]'")
+    parser.add_argument("--partition", help="SLURM partition (required with --executor slurm)")
+    parser.add_argument("--time", type=int, default=240, help="minutes per job (default 240)")
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs per job (default 0)")
+    parser.add_argument("--cpus", type=int, default=1, help="CPU cores (torch threads) per job")
+    parser.add_argument("--max-parallel", type=int, default=2,
+                        help="jobs running at once (local) / SLURM array parallelism (default 2)")
+    parser.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra sbatch option, e.g. --slurm-arg qos=qos_gpu-t3 (repeatable)")
+    parser.add_argument("--dry-run", action="store_true", help="list the jobs, submit nothing")
+    args = parser.parse_args(argv)
+    try:
+        slurm_args = dict(item.split("=", 1) for item in args.slurm_arg)
+    except ValueError:
+        parser.error(f"--slurm-arg takes KEY=VALUE; got {args.slurm_arg}")
+    try:
+        sweep(args.figure, args.profile, args.executor, _parse_overrides(args.parameter),
+              args.partition, args.time, args.gpus, args.cpus, args.max_parallel, slurm_args,
+              args.dry_run)
+    except (profiles.ParameterError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

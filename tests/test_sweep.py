@@ -1,0 +1,54 @@
+"""i2o.sweep and i2o.train.stability: jobs land in the results cache under the notebook's keys.
+Budget: ~15 s (two micro jobs through submitit's debug executor; the first CIFAR-10 decode of the
+offline copy adds ~10 s once)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from i2o import profiles, results, sweep
+from i2o.train import stability
+
+TINY_RUN = {"model": "micro", "n_train": 32, "n_test": 20, "epochs": 1, "batch_size": 16,
+            "pretrain_steps": 1, "train_iters": [4], "backward_iter": 4, "seeds": [0],
+            "test_iters": [1, 4, 8], "eval_batch": 20}
+
+
+def test_jobs_cover_seeds_arms_and_training_n_with_distinct_keys():
+    params = profiles.resolve("stability", "smoke", seeds=[0, 1], train_iters=[9, 18])
+    jobs = stability.all_jobs(params)
+    assert len(jobs) == 8
+    names = {name for name, _ in jobs}
+    assert "ift-N18-seed1" in names and "unrolled-N9-seed0" in names
+    keys = {results.key(stability.FIGURE, n, j, stability.SOURCES) for n, j in jobs}
+    assert len(keys) == 8
+
+
+def test_debug_sweep_fills_the_cache_the_notebook_reads(data_dir, capsys):
+    done = sweep.sweep("stability", "smoke", "debug", overrides=TINY_RUN)
+    assert sorted(done) == ["ift-N4-seed0", "unrolled-N4-seed0"]
+    params = profiles.resolve("stability", "smoke", **TINY_RUN)
+    for name, job in stability.all_jobs(params):
+        found = results.lookup(stability.FIGURE, name, job, sources=stability.SOURCES)
+        assert found is not None, name
+        accuracy = found["test"]["accuracy"]
+        assert accuracy.shape == (3,) and np.all((0 <= accuracy) & (accuracy <= 1))
+        assert found["history"]["loss"].shape == (2,)
+    assert sweep.sweep("stability", "smoke", "debug", overrides=TINY_RUN) == []
+    assert "0 to run" in capsys.readouterr().out
+
+
+def test_bad_options_fail_before_submitting(capsys):
+    assert sweep.main(["stability", "--executor", "slurm"]) == 2
+    assert "--partition" in capsys.readouterr().err
+    assert sweep.main(["stability", "-p", "seeds", "oops"]) == 2
+    assert "seeds" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        sweep.main(["stability", "--executor", "kubernetes"])
+
+
+def test_dry_run_lists_without_computing(capsys):
+    assert sweep.main(["stability", "--profile", "smoke", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would run ift-N18-seed0" in out and "would run unrolled-N18-seed0" in out
