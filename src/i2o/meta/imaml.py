@@ -35,12 +35,14 @@ from i2o.meta.tasks import TaskBatch
 
 @dataclass(frozen=True)
 class IMAMLConfig:
-    """``regularization`` = λ; ``inner_steps`` = N = jaxopt ``maxiter``; ``cg_maxiter`` for the IFT
-    linear system; ``tol`` jaxopt's stopping tolerance (0: always exactly N iterations)."""
+    """``regularization`` = λ; ``inner_steps`` = N = jaxopt ``maxiter``; ``cg_maxiter`` and
+    ``cg_tol`` (relative residual; JAX's default 10⁻⁵) for the IFT linear system; ``tol`` jaxopt's
+    stopping tolerance of the inner solver (0: always exactly N iterations)."""
 
     regularization: float = 2.0
     inner_steps: int = 16
     cg_maxiter: int = 5
+    cg_tol: float = 1e-5
     max_line_search: int = 15
     acceleration: bool = True
     tol: float = 0.0
@@ -53,8 +55,10 @@ class IMAMLConfig:
         lam = self.regularization
         if not (isinstance(lam, int | float) and not isinstance(lam, bool) and lam > 0):
             raise ValueError(f"regularization (λ) must be a number > 0; got {lam!r}")
-        if not (isinstance(self.tol, int | float) and self.tol >= 0):
-            raise ValueError(f"tol must be a number ≥ 0; got {self.tol!r}")
+        for name in ("tol", "cg_tol"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0):
+                raise ValueError(f"{name} must be a number ≥ 0; got {value!r}")
 
 
 def regularized_loss(params: Params, meta_params: Params, x: jax.Array, y: jax.Array,
@@ -77,7 +81,8 @@ def inner_solver(config: IMAMLConfig, maxiter: int | None = None) -> jaxopt.Grad
         tol=config.tol,
         acceleration=config.acceleration,
         implicit_diff=True,
-        implicit_diff_solve=functools.partial(linear_solve.solve_cg, maxiter=config.cg_maxiter),
+        implicit_diff_solve=functools.partial(linear_solve.solve_cg, maxiter=config.cg_maxiter,
+                                              tol=config.cg_tol),
     )
 
 

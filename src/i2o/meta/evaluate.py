@@ -1,0 +1,148 @@
+"""Test-time sweeps over the number of inner steps (Figures 3 and 4) and their statistics.
+
+For meta-parameters θ_meta and a set of tasks, each task is adapted with k = 1, 2, … inner steps
+(MAML: gradient steps of size α on the support loss from θ_meta; iMAML: jaxopt iterations on
+F(·; θ_meta) continued past the training N, step size and momentum carried along) and at every k
+of a grid we record, per task,
+
+- ``query``: the query MSE ℓ(θ_k, query) (Figure 3's test MSE; Figure 4's training loss when the
+  tasks are the training set);
+- ``support``: the support MSE ℓ(θ_k, support);
+- ``grad_norm``: ‖∇ of the inner objective‖ at θ_k (support MSE for MAML, F for iMAML), which shows
+  how far the inner problem is from convergence.
+
+The grid is swept with one scan over its segments, so a long sweep costs one pass of k_max steps.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from i2o.meta import imaml, maml
+from i2o.meta.mlp import Params, mse
+from i2o.meta.tasks import TaskBatch
+
+
+def step_grid(max_steps: int, points_per_decade: int = 8,
+              include: Sequence[int] = ()) -> np.ndarray:
+    """Sorted unique integers in [1, max_steps], roughly log-spaced, plus ``include``."""
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be an integer ≥ 1; got {max_steps!r}")
+    if points_per_decade < 1:
+        raise ValueError(f"points_per_decade must be ≥ 1; got {points_per_decade!r}")
+    n = int(np.ceil(np.log10(max_steps) * points_per_decade)) + 1
+    grid = np.unique(np.round(np.logspace(0, np.log10(max_steps), max(n, 2))).astype(int))
+    extra = [k for k in include if 1 <= k <= max_steps]
+    return np.unique(np.concatenate([grid, np.asarray(extra, int), [max_steps]]))
+
+
+def _sweep(state0: Any, advance: Callable[[Any], Any], readout: Callable[[Any], jax.Array],
+           grid: jax.Array) -> jax.Array:
+    """``readout`` after grid[0], grid[1], … applications of ``advance`` (one task)."""
+    segments = jnp.diff(grid, prepend=0)
+
+    def segment(state: Any, length: jax.Array) -> tuple[Any, jax.Array]:
+        state = jax.lax.fori_loop(0, length, lambda _, s: advance(s), state)
+        return state, readout(state)
+
+    _, out = jax.lax.scan(segment, state0, segments)
+    return out
+
+
+def _readout(params: Params, grad_fn: Callable[[Params], Params], x_s: jax.Array,
+             y_s: jax.Array, x_q: jax.Array, y_q: jax.Array) -> jax.Array:
+    grads = grad_fn(params)
+    grad_norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree_util.tree_leaves(grads)))
+    return jnp.stack([mse(params, x_q, y_q), mse(params, x_s, y_s), grad_norm])
+
+
+def _maml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
+               y_q: jax.Array, grid: jax.Array, step_size: float) -> jax.Array:
+    def grad_fn(p: Params) -> Params:
+        return jax.grad(mse)(p, x_s, y_s)
+
+    return _sweep(meta_params, lambda p: maml.inner_step(p, x_s, y_s, step_size),
+                  lambda p: _readout(p, grad_fn, x_s, y_s, x_q, y_q), grid)
+
+
+def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
+                y_q: jax.Array, grid: jax.Array, config: imaml.IMAMLConfig) -> jax.Array:
+    solver = imaml.inner_solver(config)
+
+    def grad_fn(p: Params) -> Params:
+        return jax.grad(imaml.regularized_loss)(p, meta_params, x_s, y_s, config.regularization)
+
+    def advance(carry: tuple[Params, Any]) -> tuple[Params, Any]:
+        params, state = carry
+        step = solver.update(params, state, meta_params, x_s, y_s)
+        return step.params, step.state
+
+    state0 = (meta_params, solver.init_state(meta_params, meta_params, x_s, y_s))
+    return _sweep(state0, advance, lambda c: _readout(c[0], grad_fn, x_s, y_s, x_q, y_q), grid)
+
+
+@functools.partial(jax.jit, static_argnames=("method", "config"))
+def _curves_chunk(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
+                  y_q: jax.Array, grid: jax.Array, method: str,
+                  config: maml.MAMLConfig | imaml.IMAMLConfig) -> jax.Array:
+    """Curves of a chunk of tasks; compiled once per (method, config, chunk shape, grid length)."""
+    if method == "maml":
+        one_task = functools.partial(_maml_task, step_size=config.step_size)
+    else:
+        one_task = functools.partial(_imaml_task, config=config)
+    return jax.vmap(lambda a, b, c, d: one_task(meta_params, a, b, c, d, grid))(x_s, y_s, x_q, y_q)
+
+
+def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: Sequence[int],
+                      config: maml.MAMLConfig | imaml.IMAMLConfig,
+                      chunk_size: int = 25) -> dict[str, np.ndarray]:
+    """Per-task curves over ``grid``: ``{"query", "support", "grad_norm"}``, each (tasks, grid).
+
+    ``method`` is ``"maml"`` (uses ``config.step_size``) or ``"imaml"`` (uses the jaxopt solver
+    of ``config``). Tasks are processed ``chunk_size`` at a time (the last chunk padded by
+    repeating tasks, whose rows are dropped), so every chunk shares one compiled program.
+    """
+    if method not in ("maml", "imaml"):
+        raise ValueError(f"method must be 'maml' or 'imaml'; got {method!r}")
+    grid_array = np.asarray(grid)
+    if grid_array.ndim != 1 or len(grid_array) == 0 or np.any(np.diff(grid_array) <= 0) \
+            or grid_array[0] < 0:
+        raise ValueError(f"grid must be a non-empty increasing sequence of integers ≥ 0; "
+                         f"got {grid!r}")
+    n_tasks = tasks.x_support.shape[0]
+    chunk_size = min(chunk_size, n_tasks)
+    outputs = []
+    for start in range(0, n_tasks, chunk_size):
+        index = np.minimum(np.arange(start, start + chunk_size), n_tasks - 1)
+        chunk = _curves_chunk(meta_params, tasks.x_support[index], tasks.y_support[index],
+                              tasks.x_query[index], tasks.y_query[index],
+                              jnp.asarray(grid_array), method=method, config=config)
+        outputs.append(np.asarray(chunk)[: min(chunk_size, n_tasks - start)])
+    stacked = np.concatenate(outputs, axis=0)
+    return {"query": stacked[..., 0], "support": stacked[..., 1], "grad_norm": stacked[..., 2]}
+
+
+def mean_and_standard_error(per_task: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over tasks (axis 0) and its standard error s/√n."""
+    n = per_task.shape[0]
+    return per_task.mean(axis=0), per_task.std(axis=0, ddof=1) / np.sqrt(n)
+
+
+def paired_difference(per_task: np.ndarray, i: int, j: int) -> tuple[float, float]:
+    """Mean of (curve[:, i] − curve[:, j]) over tasks and its paired standard error."""
+    diff = per_task[:, i] - per_task[:, j]
+    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+
+
+def loss_increase(mean_curve: np.ndarray, grid: Sequence[int], n_train: int) -> np.ndarray:
+    """D(N, ΔN) = L(N + ΔN) − L(N) over the grid (the paper's Eq. 8 on a mean loss curve)."""
+    grid = list(grid)
+    if n_train not in grid:
+        raise ValueError(f"the training N = {n_train} must be on the grid {grid}")
+    return mean_curve - mean_curve[grid.index(n_train)]

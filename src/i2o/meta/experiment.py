@@ -1,0 +1,259 @@
+"""Figure-level recipes of the meta-learning chapter, cached in :mod:`i2o.results`.
+
+A *model* is one meta-training run: MAML with N inner steps or iMAML with λ and N, on tasks drawn
+on the fly (Figure 3) or on a fixed training set of B meta-batches (Figure 4). Its final
+meta-parameters are cached under a key made of every hyperparameter that determines them and of
+the source of the training modules only (:data:`TRAINING_SOURCES`), so that editing the
+evaluation or plotting code never retrains; training checkpoints go to the key's checkpoint
+directory, and a restarted run resumes there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from i2o import results
+from i2o.meta import imaml, maml, outer
+from i2o.meta.mlp import Params, init_mlp
+from i2o.meta.tasks import fixed_training_set
+
+FIGURE = "meta"
+TRAINING_SOURCES = ("meta.__init__", "meta.tasks", "meta.mlp", "meta.maml", "meta.imaml",
+                    "meta.checkpoint", "meta.outer")
+METHODS = ("maml", "imaml")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything that determines a meta-trained model.
+
+    ``n_meta_batches=None``: tasks drawn on the fly (Figure 3); an integer B: a fixed training set
+    of B meta-batches drawn once from the seed (Figure 4), cycled through in order.
+    """
+
+    method: str
+    inner_steps: int
+    outer_steps: int
+    regularization: float = 2.0  # λ (iMAML only)
+    step_size: float = 0.01  # α (MAML only)
+    cg_maxiter: int = 5  # iMAML only
+    n_meta_batches: int | None = None
+    meta_batch_size: int = 25
+    learning_rate: float = 1e-3
+    hidden: tuple[int, ...] = (40, 40)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        if self.n_meta_batches is not None and (
+                not isinstance(self.n_meta_batches, int) or self.n_meta_batches < 1):
+            raise ValueError(f"n_meta_batches must be None or an integer ≥ 1; "
+                             f"got {self.n_meta_batches!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer ≥ 0; got {self.seed!r}")
+        self.config()  # validates N, λ, α, CG iterations
+        outer.OuterConfig(self.outer_steps, self.learning_rate)
+
+    @property
+    def name(self) -> str:
+        data = "online" if self.n_meta_batches is None else f"set{self.n_meta_batches}"
+        extra = f"-lam{self.regularization:g}" if self.method == "imaml" else ""
+        return f"{self.method}-N{self.inner_steps}{extra}-{data}-seed{self.seed}"
+
+    def config(self) -> maml.MAMLConfig | imaml.IMAMLConfig:
+        if self.method == "maml":
+            return maml.MAMLConfig(self.inner_steps, self.step_size)
+        return imaml.IMAMLConfig(regularization=self.regularization,
+                                 inner_steps=self.inner_steps, cg_maxiter=self.cg_maxiter)
+
+    def key_params(self) -> dict[str, Any]:
+        """The hyperparameters of this model (only those its method uses)."""
+        params = asdict(self)
+        params["hidden"] = list(self.hidden)
+        drop = ("regularization", "cg_maxiter") if self.method == "maml" else ("step_size",)
+        for name in drop:
+            params.pop(name)
+        return params
+
+    def keys(self) -> tuple[jax.Array, jax.Array]:
+        """(initialization key, task key), both derived from the seed."""
+        init_key, task_key = jax.random.split(jax.random.PRNGKey(self.seed))
+        return init_key, task_key
+
+    def training_set(self):
+        """The fixed training set of Figure 4 (``None`` for tasks drawn on the fly)."""
+        if self.n_meta_batches is None:
+            return None
+        return fixed_training_set(self.keys()[1], self.n_meta_batches, self.meta_batch_size)
+
+
+def meta_loss_fn(spec: ModelSpec) -> outer.MetaLoss:
+    config = spec.config()
+    if spec.method == "maml":
+        return lambda params, tasks: maml.meta_loss(params, tasks, config)
+    return lambda params, tasks: imaml.meta_loss(params, tasks, config)
+
+
+def train_uncached(spec: ModelSpec, checkpoint_dir=None, log: Callable[[str], None] | None = None,
+                   checkpoint_every: int = 1000, stop_at: int | None = None) -> outer.TrainResult:
+    """Meta-train ``spec`` (resuming from ``checkpoint_dir`` if it holds a checkpoint)."""
+    init_key, task_key = spec.keys()
+    training_set = spec.training_set()
+    source = (outer.online_tasks(task_key, spec.meta_batch_size) if training_set is None
+              else outer.cycled_tasks(training_set))
+    config = outer.OuterConfig(spec.outer_steps, spec.learning_rate, checkpoint_every)
+    return outer.train(meta_loss_fn(spec), source, init_mlp(init_key, spec.hidden), config,
+                       checkpoint_dir=checkpoint_dir, log=log, stop_at=stop_at)
+
+
+def train_model(spec: ModelSpec, log: Callable[[str], None] | None = None,
+                checkpoint_every: int = 1000) -> dict[str, Any]:
+    """The cached result of meta-training ``spec``: ``{"params": {...}, "losses", "seconds",
+    "seconds_per_step", "resumed_from"}`` (times are those of the run that computed it)."""
+
+    def compute() -> dict[str, Any]:
+        directory = results.checkpoint_dir(FIGURE, f"train-{spec.name}", spec.key_params(),
+                                           sources=TRAINING_SOURCES)
+        start = time.perf_counter()
+        result = train_uncached(spec, directory, log, checkpoint_every)
+        seconds = time.perf_counter() - start
+        steps_run = result.steps_done - result.resumed_from
+        return {"params": {k: np.asarray(v) for k, v in result.params.items()},
+                "losses": result.losses, "seconds": seconds,
+                "seconds_per_step": seconds / max(steps_run, 1),
+                "resumed_from": result.resumed_from}
+
+    return results.cached(FIGURE, f"train-{spec.name}", spec.key_params(), compute,
+                          sources=TRAINING_SOURCES)
+
+
+def params_of(trained: dict[str, Any]) -> Params:
+    """The meta-parameters of a :func:`train_model` result as JAX arrays."""
+    return {k: jax.numpy.asarray(v) for k, v in trained["params"].items()}
+
+
+# --- Figures 3 and 4: test-time sweeps of the trained models -------------------------------------
+
+def _sweep_setting(p: Any, spec: ModelSpec) -> tuple[np.ndarray, dict[str, Any]]:
+    """The grid of N + ΔN and the description of the swept tasks for one model."""
+    from i2o.meta import evaluate
+
+    if spec.n_meta_batches is None:
+        max_steps = p.maml_max_test_steps if spec.method == "maml" else p.imaml_max_test_steps
+        description = {"test_seed": p.test_seed, "n_test_tasks": p.n_test_tasks}
+    else:
+        max_steps = p.fig4_max_test_steps
+        description = {"tasks": "training set"}
+    grid = evaluate.step_grid(max(max_steps, spec.inner_steps), p.grid_points_per_decade,
+                              include=(spec.inner_steps,))
+    return grid, description
+
+
+def _sweep_key(spec: ModelSpec, grid: np.ndarray, description: dict[str, Any]) -> dict[str, Any]:
+    return {**spec.key_params(), **description, "grid": [int(k) for k in grid]}
+
+
+def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
+              task_description: dict[str, Any]) -> dict[str, Any]:
+    """Cached per-task curves of one trained model on ``tasks`` over ``grid``."""
+    from i2o.meta import evaluate
+
+    key = _sweep_key(spec, grid, task_description)
+
+    def compute() -> dict[str, Any]:
+        start = time.perf_counter()
+        curves = evaluate.adaptation_curves(spec.method, params_of(trained), tasks, grid,
+                                            spec.config())
+        return {**curves, "seconds": time.perf_counter() - start}
+
+    curves = results.cached(FIGURE, f"eval-{spec.name}", key, compute,
+                            sources=TRAINING_SOURCES + ("meta.evaluate",))
+    return {**curves, "grid": np.asarray(grid), "method": spec.method,
+            "inner_steps": spec.inner_steps, "outer_steps": spec.outer_steps,
+            "train_losses": trained["losses"],
+            "train_seconds_per_step": trained["seconds_per_step"]}
+
+
+def figure3_specs(p: Any) -> list[ModelSpec]:
+    """The Figure 3 models of a parameter set ``p`` (see the ``meta`` entry of figures.yaml)."""
+    specs = [ModelSpec("maml", n, p.maml_outer_steps, step_size=p.maml_step_size,
+                       meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
+                       seed=p.seed) for n in p.maml_inner_steps]
+    specs.append(ModelSpec("imaml", p.imaml_inner_steps, p.imaml_outer_steps,
+                           regularization=p.imaml_regularization, cg_maxiter=p.cg_maxiter,
+                           meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
+                           seed=p.seed))
+    return specs
+
+
+def figure4_specs(p: Any) -> list[ModelSpec]:
+    return [ModelSpec("imaml", p.imaml_inner_steps, p.fig4_outer_steps,
+                      regularization=p.imaml_regularization, cg_maxiter=p.cg_maxiter,
+                      n_meta_batches=b, meta_batch_size=p.meta_batch_size,
+                      learning_rate=p.learning_rate, seed=p.seed) for b in p.fig4_meta_batches]
+
+
+def figure3(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Test-MSE curves of every Figure 3 model on ``n_test_tasks`` fixed test tasks."""
+    from i2o.meta.tasks import sample_tasks
+
+    test_tasks = sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks)
+    out = {}
+    for spec in figure3_specs(p):
+        grid, description = _sweep_setting(p, spec)
+        trained = train_model(spec, log, p.checkpoint_every)
+        out[spec.name] = _evaluate(spec, trained, test_tasks, grid, description)
+    return out
+
+
+def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Training-loss curves (query loss on the model's own training tasks) and D(N, ΔN)."""
+    from i2o.meta import evaluate
+    from i2o.meta.tasks import flatten_batches
+
+    out = {}
+    for spec in figure4_specs(p):
+        grid, description = _sweep_setting(p, spec)
+        trained = train_model(spec, log, p.checkpoint_every)
+        curves = _evaluate(spec, trained, flatten_batches(spec.training_set()), grid, description)
+        finite = np.all(np.isfinite(curves["query"]), axis=1)  # see verdicts.finite_tasks
+        mean = curves["query"][finite].mean(axis=0)
+        curves["n_diverged"] = int((~finite).sum())
+        curves["n_meta_batches"] = spec.n_meta_batches
+        curves["loss_at_n"] = float(mean[list(grid).index(spec.inner_steps)])
+        curves["increase"] = evaluate.loss_increase(mean, grid, spec.inner_steps)
+        out[spec.name] = curves
+    return out
+
+
+def recorded_cost(p: Any) -> dict[str, Any]:
+    """Wall time recorded in the results cache for a parameter set, without computing anything:
+    ``{"training": {name: s}, "sweeps": {name: s}, "missing": [names], "total": s}``.
+
+    A training time is that of the run that finished the model (a resumed run records only its
+    own part); a missing entry has not been computed (or was computed by other code)."""
+
+    cost: dict[str, Any] = {"training": {}, "sweeps": {}, "missing": []}
+    for spec in figure3_specs(p) + figure4_specs(p):
+        trained = results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
+                                 TRAINING_SOURCES)
+        if trained is None:
+            cost["missing"].append(f"train-{spec.name}")
+            continue
+        cost["training"][spec.name] = float(trained["seconds"])
+        key = _sweep_key(spec, *_sweep_setting(p, spec))
+        swept = results.lookup(FIGURE, f"eval-{spec.name}", key,
+                               TRAINING_SOURCES + ("meta.evaluate",))
+        if swept is None:
+            cost["missing"].append(f"eval-{spec.name}")
+        else:
+            cost["sweeps"][spec.name] = float(swept["seconds"])
+    cost["total"] = sum(cost["training"].values()) + sum(cost["sweeps"].values())
+    return cost

@@ -1,0 +1,69 @@
+"""Test-time sweeps of i2o.meta (budget: < 30 s at one thread)."""
+
+import jax
+import numpy as np
+import pytest
+
+from i2o.meta import evaluate, imaml, maml, mlp, tasks
+
+
+@pytest.fixture(scope="module")
+def problem():
+    params = mlp.init_mlp(jax.random.PRNGKey(0), (8,))
+    return params, tasks.sample_tasks(jax.random.PRNGKey(1), 4)
+
+
+def test_step_grid():
+    grid = evaluate.step_grid(10_000, 4, include=(16, 5))
+    assert grid[0] == 1 and grid[-1] == 10_000 and 16 in grid and 5 in grid
+    assert np.all(np.diff(grid) > 0)
+    with pytest.raises(ValueError, match="max_steps"):
+        evaluate.step_grid(0)
+
+
+def test_maml_sweep_reproduces_training_adaptation(problem):
+    params, batch = problem
+    config = maml.MAMLConfig(inner_steps=3, step_size=0.01)
+    curves = evaluate.adaptation_curves("maml", params, batch, [0, 1, 3, 50], config,
+                                        chunk_size=3)
+    assert curves["query"].shape == (4, 4)
+    for task in range(4):
+        args = (batch.x_support[task], batch.y_support[task], batch.x_query[task],
+                batch.y_query[task])
+        np.testing.assert_allclose(curves["query"][task, 2],
+                                   maml.task_query_loss(params, *args, config), rtol=1e-10)
+        np.testing.assert_allclose(curves["query"][task, 0],
+                                   mlp.mse(params, args[2], args[3]), rtol=1e-12)
+    # gradient descent with a small step lowers the support loss
+    assert np.all(curves["support"][:, -1] < curves["support"][:, 0])
+
+
+def test_imaml_sweep_reproduces_training_adaptation(problem):
+    params, batch = problem
+    config = imaml.IMAMLConfig(regularization=2.0, inner_steps=16)
+    curves = evaluate.adaptation_curves("imaml", params, batch, [4, 16, 64], config)
+    for task in range(4):
+        args = (batch.x_support[task], batch.y_support[task], batch.x_query[task],
+                batch.y_query[task])
+        np.testing.assert_allclose(curves["query"][task, 1],
+                                   imaml.task_query_loss(params, *args, config), rtol=1e-10)
+    # continuing the iteration drives the inner objective towards stationarity
+    assert np.median(curves["grad_norm"][:, 2]) < np.median(curves["grad_norm"][:, 0])
+
+
+def test_statistics():
+    rng = np.random.default_rng(0)
+    per_task = rng.standard_normal((400, 3)) + np.array([1.0, 2.0, 3.0])
+    mean, se = evaluate.mean_and_standard_error(per_task)
+    np.testing.assert_allclose(mean, per_task.mean(0))
+    assert np.all(np.abs(se - 1 / 20) < 0.01)
+    shared = rng.standard_normal((400, 1)) * 10
+    paired = per_task + shared  # a large per-task effect shared by every column
+    diff, diff_se = evaluate.paired_difference(paired, 2, 0)
+    assert abs(diff - 2.0) < 0.3 and diff_se < 0.1  # pairing removes the shared effect
+    np.testing.assert_allclose(evaluate.loss_increase(np.array([3.0, 1.0, 2.0]), [1, 5, 9], 5),
+                               [2.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="grid"):
+        evaluate.loss_increase(np.zeros(3), [1, 2, 3], 7)
+    with pytest.raises(ValueError, match="method"):
+        evaluate.adaptation_curves("reptile", {}, None, [1], None)
