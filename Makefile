@@ -61,7 +61,7 @@ bench: $(INSTALLED)
 	$(PY) benchmarks/run.py
 
 sweep: $(INSTALLED)
-	$(PY) -m i2o.sweep $(FIG) --profile $(PROFILE) --executor $(EXECUTOR) $(SLURM)
+	$(PY) -m i2o.sweep $(FIG) --profile $(PROFILE) --executor $(EXECUTOR) $(SLURM) $(P)
 
 claims: $(INSTALLED)
 	$(PY) -m i2o.claims

@@ -34,3 +34,26 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"I2O_DATA_DIR={value} is not a directory")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_post_mortem(monkeypatch):
+    """submitit's debug executor opens pdb on a failed job; in tests, let the error surface."""
+    import pdb
+
+    monkeypatch.setattr(pdb, "post_mortem", lambda *args, **kwargs: None)
+
+
+@pytest.fixture(autouse=True)
+def _drop_log_handlers_on_closed_streams():
+    """A library that attaches a logging handler during a test binds it to that test's captured
+    stream; once pytest closes it, any later log record (submitit's debug executor logs one)
+    fails with "I/O operation on closed file". Remove such handlers after each test."""
+    yield
+    import logging
+
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in list(getattr(logger, "handlers", [])):
+            if getattr(getattr(handler, "stream", None), "closed", False):
+                logger.removeHandler(handler)

@@ -1,8 +1,12 @@
 """i2o.sweep and i2o.train.stability: jobs land in the results cache under the notebook's keys.
-Budget: ~15 s (two micro jobs through submitit's debug executor; the first CIFAR-10 decode of the
+Budget: ~25 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor; the first CIFAR-10 decode of the
 offline copy adds ~10 s once)."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -25,9 +29,19 @@ def test_jobs_cover_seeds_arms_and_training_n_with_distinct_keys():
     assert len(keys) == 8
 
 
-def test_debug_sweep_fills_the_cache_the_notebook_reads(data_dir, capsys):
-    done = sweep.sweep("stability", "smoke", "debug", overrides=TINY_RUN)
-    assert sorted(done) == ["ift-N4-seed0", "unrolled-N4-seed0"]
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    overrides = [arg for name, value in TINY_RUN.items() for arg in ("-p", name, json.dumps(value))]
+    return subprocess.run([sys.executable, "-m", "i2o.sweep", "stability", "--profile", "smoke",
+                           *args, *overrides], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_sweep_fills_the_cache_the_notebook_reads(data_dir):
+    """``make sweep`` end to end: submitit's local executor, each job a fresh process writing into
+    the shared cache, run from a separate process (as a user does; it also keeps the jobs away
+    from state other tests leave in pytest's process)."""
+    first = _cli("--executor", "local")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "2 to run" in first.stdout
     params = profiles.resolve("stability", "smoke", **TINY_RUN)
     for name, job in stability.all_jobs(params):
         found = results.lookup(stability.FIGURE, name, job, sources=stability.SOURCES)
@@ -35,8 +49,8 @@ def test_debug_sweep_fills_the_cache_the_notebook_reads(data_dir, capsys):
         accuracy = found["test"]["accuracy"]
         assert accuracy.shape == (3,) and np.all((0 <= accuracy) & (accuracy <= 1))
         assert found["history"]["loss"].shape == (2,)
-    assert sweep.sweep("stability", "smoke", "debug", overrides=TINY_RUN) == []
-    assert "0 to run" in capsys.readouterr().out
+    again = _cli("--executor", "local")
+    assert again.returncode == 0 and "0 to run" in again.stdout
 
 
 def test_bad_options_fail_before_submitting(capsys):

@@ -1,0 +1,186 @@
+"""Test-performance gaps ``P(N + ΔN) − P(N)`` and the panels that draw them (Figures 2, G.1, G.2, G.4).
+
+The convention of the paper's Figure 2: performance ``P`` is cast so that lower is better (error
+rate in %, perplexity, negative PSNR, negative mIoU, EPE, loss); the gap is 0 at ``ΔN = 0``; a
+positive gap means the model got worse. The residual ``‖f(z) − z‖ / ‖f(z)‖`` is drawn on a second
+axis to show that the solver keeps converging while the performance does not improve.
+
+A :class:`GapCurve` comes either from a sweep of the book's own DEQs
+(:func:`curve_from_sweep`, with standard errors over the evaluation set, the per-example
+differences being paired) or from the CSV files of the authors' evaluation scripts
+(:mod:`i2o.authors_csv`, without standard errors); :func:`plot_gap` draws both the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: How per-example values become the reported performance:
+#: ``mean`` — their mean; ``percent`` — 100 × mean (0/1 errors → error rate in %);
+#: ``exp_mean`` — exp(mean) (per-token negative log-likelihoods → perplexity).
+TRANSFORMS = ("mean", "percent", "exp_mean")
+
+
+@dataclass(frozen=True)
+class GapCurve:
+    """Performance and residual against the number of inner iterations, for one trained model.
+
+    Attributes:
+        label: panel title, e.g. ``"CIFAR-10 (classification)"``.
+        metric: what ``value`` measures (lower is better), e.g. ``"top-1 error (%)"``.
+        n_train: ``N``, the iteration count used in training (must be in ``iterations``).
+        iterations: the counts ``N + ΔN``, increasing.
+        value: the performance at each count.
+        gap: ``value − value[N]``.
+        gap_se: standard error of each gap (``nan`` when unknown, e.g. authors' CSVs).
+        residual: mean relative residual at each count (``nan`` when unknown).
+        residual_se: its standard error over the evaluation set (``nan`` when unknown).
+    """
+
+    label: str
+    metric: str
+    n_train: int
+    iterations: np.ndarray
+    value: np.ndarray
+    gap: np.ndarray
+    gap_se: np.ndarray
+    residual: np.ndarray
+    residual_se: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        its = np.asarray(self.iterations)
+        if its.ndim != 1 or its.size == 0 or np.any(np.diff(its) <= 0):
+            raise ValueError(f"iterations must be a non-empty increasing 1-D array; got {its}")
+        if self.n_train not in set(its.tolist()):
+            raise ValueError(f"the training count N = {self.n_train} is not among the evaluated "
+                             f"iterations {its.tolist()}")
+        if self.residual_se is None:
+            object.__setattr__(self, "residual_se", np.full(its.shape, np.nan))
+        for name in ("value", "gap", "gap_se", "residual", "residual_se"):
+            if np.shape(getattr(self, name)) != its.shape:
+                raise ValueError(f"GapCurve.{name} must have the shape of iterations {its.shape}")
+
+    @property
+    def delta(self) -> np.ndarray:
+        """``ΔN`` for every evaluated count."""
+        return np.asarray(self.iterations) - self.n_train
+
+    def at(self, n: int) -> int:
+        index = np.flatnonzero(np.asarray(self.iterations) == n)
+        if index.size == 0:
+            raise KeyError(f"{n} is not an evaluated iteration count")
+        return int(index[0])
+
+    def summary(self) -> dict[str, float]:
+        """The numbers the chapter's claims quote.
+
+        - ``value_at_n``; ``value_at_max`` (largest ``N + ΔN``), ``n_max``;
+        - ``best_gap`` / ``best_gap_se`` / ``best_gap_n``: the most negative gap for ``ΔN > 0``
+          (``nan`` without such counts), i.e. the largest improvement from more iterations;
+        - ``gap_at_max``; ``min_negative_gap``: the smallest gap for ``ΔN < 0``;
+        - ``residual_at_n``, ``residual_at_max``.
+        """
+        delta = self.delta
+        gap = np.asarray(self.gap, dtype=float)
+        out = {"n_train": float(self.n_train), "value_at_n": float(self.value[self.at(self.n_train)]),
+               "n_max": float(self.iterations[-1]), "value_at_max": float(self.value[-1]),
+               "gap_at_max": float(gap[-1]), "gap_se_at_max": float(self.gap_se[-1]),
+               "residual_at_n": float(self.residual[self.at(self.n_train)]),
+               "residual_at_max": float(self.residual[-1])}
+        above = np.flatnonzero(delta > 0)
+        if above.size:
+            best = above[np.nanargmin(gap[above])] if np.any(np.isfinite(gap[above])) else above[0]
+            out.update(best_gap=float(gap[best]), best_gap_se=float(self.gap_se[best]),
+                       best_gap_n=float(self.iterations[best]))
+        else:
+            out.update(best_gap=np.nan, best_gap_se=np.nan, best_gap_n=np.nan)
+        below = np.flatnonzero(delta < 0)
+        out["min_negative_gap"] = float(np.nanmin(gap[below])) if below.size else np.nan
+        out["fraction_negative_worse"] = float(np.mean(gap[below] > 0)) if below.size else np.nan
+        return out
+
+
+def _transform(values: np.ndarray, transform: str) -> tuple[np.ndarray, np.ndarray]:
+    """Performance per count and the per-example linearisation used for standard errors."""
+    mean = values.mean(axis=0)
+    if transform == "mean":
+        return mean, values
+    if transform == "percent":
+        return 100.0 * mean, 100.0 * values
+    # exp_mean: d exp(μ) = exp(μ) dμ  (delta method, per example)
+    return np.exp(mean), np.exp(mean)[None, :] * values
+
+
+def curve_from_sweep(result: Mapping[str, object], metric: str, n_train: int, label: str,
+                     transform: str = "mean", metric_label: str | None = None,
+                     sign: float = 1.0) -> GapCurve:
+    """A :class:`GapCurve` from :func:`i2o.gaps.sweep.sweep_iterations`'s result.
+
+    ``metric`` names the per-example values to use, ``transform`` how they become the performance
+    (:data:`TRANSFORMS`), ``sign = -1`` turns a higher-is-better quantity into a lower-is-better
+    one (e.g. PSNR → negative PSNR). Standard errors of the gaps come from the paired per-example
+    differences (for ``exp_mean``, of their delta-method linearisation); the residual is the mean
+    per-example relative residual with its standard error.
+    """
+    if transform not in TRANSFORMS:
+        raise ValueError(f"transform must be one of {TRANSFORMS}; got {transform!r}")
+    metrics = result["metrics"]
+    if metric not in metrics:
+        raise KeyError(f"metric {metric!r} not in the sweep; it has {sorted(metrics)}")
+    its = np.asarray(result["iterations"])
+    order = np.argsort(its)
+    values = sign * np.asarray(metrics[metric], dtype=float)[:, order]
+    its = its[order]
+    n = values.shape[0]
+    value, linear = _transform(values, transform)
+    base = int(np.flatnonzero(its == n_train)[0]) if n_train in set(its.tolist()) else None
+    if base is None:
+        raise ValueError(f"the training count N = {n_train} is not among the swept {its.tolist()}")
+    differences = linear - linear[:, [base]]
+    se = differences.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
+    residual = np.asarray(result["residual_rel"], dtype=float)[:, order]
+    residual_se = residual.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
+    return GapCurve(label=label, metric=metric_label or metric, n_train=int(n_train),
+                    iterations=its, value=value, gap=value - value[base], gap_se=se,
+                    residual=residual.mean(axis=0), residual_se=residual_se)
+
+
+def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,
+             colour: str = "C0", residual_colour: str = "C2", label: str | None = None):
+    """Draw one panel of Figure 2: the gap (± 1 standard error when known), a black dashed line at
+    ``ΔN = 0``, a red dashed line at gap 0, and the relative residual on a second (log) axis.
+
+    Returns the residual axis (or ``None``).
+    """
+    from matplotlib.ticker import FuncFormatter
+
+    from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
+
+    its = np.asarray(curve.iterations)
+    ax.plot(its, curve.gap, "-o", color=colour, markersize=3, label=label)
+    if np.any(np.isfinite(curve.gap_se)):
+        ax.fill_between(its, curve.gap - curve.gap_se, curve.gap + curve.gap_se, color=colour,
+                        alpha=0.2, linewidth=0)
+    ax.axvline(curve.n_train, **TRAIN_N_LINE)
+    ax.axhline(0.0, **ZERO_LINE)
+    if symlog:
+        spread = np.nanmax(np.abs(curve.gap)) if np.any(np.isfinite(curve.gap)) else 1.0
+        ax.set_yscale("symlog", linthresh=spread / 20 if spread > 0 else 1.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2g}"))
+    ax.set_xlabel(r"$N + \Delta N$")
+    ax.set_ylabel(f"gap in {curve.metric} ↓", color=colour)
+    ax.tick_params(axis="y", colors=colour)
+    ax.set_title(curve.label)
+    if not residual or not np.any(np.isfinite(curve.residual)):
+        return None
+    twin = ax.twinx()
+    twin.plot(its, curve.residual, "-", color=residual_colour, alpha=0.8)
+    if np.any(np.isfinite(curve.residual) & (curve.residual > 0)):
+        twin.set_yscale("log")
+    twin.set_ylabel("relative residual", color=residual_colour)
+    twin.tick_params(axis="y", which="both", colors=residual_colour)
+    twin.grid(False)
+    return twin

@@ -1,0 +1,140 @@
+"""The imaging inverse problem (the paper's Figure G.4): DEQ vs ELDER reconstruction of CIFAR-10.
+
+Clean CIFAR-10 images in ``[0, 1]`` are observed as ``y = A x + σ ε`` (×2 super-resolution or
+denoising, :mod:`i2o.models.inverse`) and reconstructed by the fixed point of a gradient step on a
+data term and a learned prior, in its direct (``"deq"``) or gradient (``"elder"``, Zou et al.
+2023) form. Both are trained with a fixed number ``N`` of fixed-point iterations and implicit
+(IFT) gradients on the mean squared error of ``f(z_N)``, on random ``crop × crop`` patches of the
+training images (the networks are convolutional: evaluation is on whole 32×32 test images, with
+measurement noise drawn once from a fixed seed). The metric is the negative PSNR (dB, lower is
+better) of ``f(z_N)``, per image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from i2o import runtime
+from i2o.deq import DEQ, SolverSpec
+from i2o.gaps.sweep import Probe
+from i2o.gaps.training import HookReleaser, Plan, train_steps
+from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
+from i2o.train.seeding import seed_everything
+
+BACKWARDS = ("ift", "unrolled")
+
+
+@dataclass(frozen=True)
+class InverseJob:
+    """Everything that determines one trained reconstruction network."""
+
+    variant: str = "deq"              # "deq" or "elder"
+    operator: str = "sr2"
+    noise: float = 0.01
+    width: int = 32
+    depth: int = 3
+    n_train: int = 10                 # N: fixed-point iterations in training
+    method: str = "fixed_point"
+    backward: str = "ift"
+    backward_iter: int = 20           # adjoint solver steps (IFT)
+    steps: int = 300
+    batch_size: int = 32
+    crop: int = 16
+    lr: float = 3e-3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.config()  # validates variant, operator, sizes
+        if self.backward not in BACKWARDS:
+            raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
+        if self.crop < 4 or self.crop % 2 or self.crop > 32:
+            raise ValueError(f"crop must be an even integer in [4, 32]; got {self.crop}")
+        SolverSpec(method=self.method, max_iter=self.n_train)
+
+    def config(self) -> InverseConfig:
+        return InverseConfig(variant=self.variant, operator=self.operator, noise=self.noise,
+                             width=self.width, depth=self.depth)
+
+    def deq(self) -> DEQ:
+        forward = SolverSpec(method=self.method, max_iter=self.n_train, tol=0.0)
+        backward = SolverSpec(method=self.method, max_iter=self.backward_iter, tol=0.0)
+        return DEQ(forward=forward, backward=self.backward, backward_spec=backward, output="fz")
+
+    def sweep_spec(self) -> SolverSpec:
+        return self.deq().forward_spec
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def to_unit(images: np.ndarray) -> torch.Tensor:
+    """``uint8`` images (n, 32, 32, 3) → float tensor (n, 3, 32, 32) in [0, 1]."""
+    return torch.from_numpy(np.ascontiguousarray(images)).float().div_(255.0).permute(0, 3, 1, 2)
+
+
+def train_reconstruction(job: InverseJob, images: torch.Tensor,
+                         checkpoint_dir: Path | str | None = None,
+                         progress: bool = False) -> tuple[ReconstructionDEQ, dict[str, list[float]]]:
+    """Seed, build and train (or resume) the network of ``job`` on ``images`` (n, 3, 32, 32)."""
+    seed_everything(job.seed)
+    device = runtime.device()
+    model = ReconstructionDEQ(job.config()).to(device)
+    deq = job.deq()
+    releaser = HookReleaser()
+    n, _, height, width = images.shape
+
+    def step_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        generator = torch.Generator().manual_seed(job.seed * 1_000_003 + step)
+        index = torch.randint(0, n, (job.batch_size,), generator=generator)
+        top = torch.randint(0, height - job.crop + 1, (1,), generator=generator).item()
+        left = torch.randint(0, width - job.crop + 1, (1,), generator=generator).item()
+        clean = images[index, :, top:top + job.crop, left:left + job.crop].to(device)
+        y = model.operator.measure(clean, job.noise, generator)
+        x = model.inject(y)
+        out, stats = deq(model.f, x, model.initial_state(y))
+        releaser.keep(out)
+        loss = (model.image(out, y) - clean).pow(2).mean()
+        return loss, {"residual_rel": stats.forward.residual_rel,
+                      "step_size": float(model.step.detach()),
+                      "prior_weight": float(model.weight.detach())}
+
+    plan = Plan(steps=job.steps, lr=job.lr, seed=job.seed)
+    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, job.variant, releaser)
+    return model, history
+
+
+def noisy_measurements(model: ReconstructionDEQ, images: torch.Tensor, noise: float,
+                      seed: int = 12345) -> torch.Tensor:
+    """``y = A x + σ ε`` for every image at once, the noise drawn from ``seed`` (the same for
+    every model and every ``N``)."""
+    return model.operator.measure(images, noise, torch.Generator().manual_seed(seed))
+
+
+def inverse_probes(model: ReconstructionDEQ, images: torch.Tensor, measurements: torch.Tensor,
+                   batch_size: int = 100) -> Iterator[Probe]:
+    """Probes over ``images`` and their ``measurements`` (:func:`noisy_measurements`). Metrics per
+    image: ``neg_psnr`` (dB) and ``mse`` of ``f(z)`` clipped to [0, 1]."""
+    device = next(model.parameters()).device
+    model.eval()
+    for start in range(0, images.shape[0], batch_size):
+        clean = images[start:start + batch_size].to(device)
+        y = measurements[start:start + batch_size].to(device)
+        x = model.inject(y)
+
+        def score(z: torch.Tensor, fz: torch.Tensor, clean=clean, y=y) -> dict[str, torch.Tensor]:
+            estimate = model.image(fz, y)
+            return {"neg_psnr": -psnr(estimate, clean),
+                    "mse": (estimate.clamp(0, 1) - clean).pow(2).flatten(1).mean(1)}
+
+        yield Probe(g=lambda z, x=x: model.f(z, x), z0=model.initial_state(y), score=score)
+
+
+def baseline_neg_psnr(model: ReconstructionDEQ, images: torch.Tensor,
+                      measurements: torch.Tensor) -> float:
+    """Mean negative PSNR of the initial guess ``A⁺ y`` (no learning at all), for reference."""
+    return float((-psnr(model.operator.pseudo_inverse(measurements), images)).mean())

@@ -1,0 +1,285 @@
+"""The generic N + ΔN sweep, the gap curves and the step-based training loop (budget: ~10 s)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from i2o.deq import SolverSpec
+from i2o.gaps.curves import GapCurve, curve_from_sweep, plot_gap
+from i2o.gaps.sweep import Probe, check_grid, iteration_grid, sweep_iterations
+from i2o.gaps.training import HookReleaser, Plan, train_steps
+
+matplotlib.use("Agg")
+torch.set_num_threads(1)
+DIM, BATCH = 6, 5
+
+
+def _affine_problem(seed: int = 0, contraction: float = 0.8):
+    """``f(z) = W z + x`` with ‖W‖ = contraction: fixed point ``z* = (I − W)⁻¹ x``."""
+    generator = torch.Generator().manual_seed(seed)
+    w = torch.randn(DIM, DIM, generator=generator, dtype=torch.float64)
+    w *= contraction / torch.linalg.matrix_norm(w, 2)
+    x = torch.randn(BATCH, DIM, generator=generator, dtype=torch.float64)
+    z_star = torch.linalg.solve(torch.eye(DIM, dtype=torch.float64) - w, x.T).T
+    return w, x, z_star
+
+
+def _probes(w, x, z_star, batches: int = 2):
+    for b in range(batches):
+        xb, zb = x + b, z_star + torch.linalg.solve(
+            torch.eye(DIM, dtype=torch.float64) - w, torch.full((DIM, BATCH), float(b),
+                                                               dtype=torch.float64)).T
+
+        def score(z, fz, zb=zb):
+            return {"distance": (z - zb).pow(2).sum(1), "one": torch.ones(z.shape[0])}
+
+        yield Probe(g=lambda z, xb=xb: z @ w.T + xb, z0=torch.zeros_like(xb), score=score)
+
+
+def test_fixed_point_sweep_matches_hand_iteration():
+    w, x, z_star = _affine_problem()
+    grid = [0, 1, 3, 7]
+    result = sweep_iterations(_probes(w, x, z_star, batches=1), grid,
+                              SolverSpec(method="fixed_point", return_best=False))
+    z, expected = torch.zeros_like(x), []
+    for n in range(max(grid) + 1):
+        if n in grid:
+            expected.append((z - z_star).pow(2).sum(1).numpy())
+        z = z @ w.T + x
+    np.testing.assert_allclose(result["metrics"]["distance"], np.stack(expected, 1), rtol=1e-10)
+    assert result["metrics"]["distance"].shape == (BATCH, len(grid))
+    assert result["trace_rel"].shape == (1, max(grid) + 1)
+    # a contraction: the residual of z_n decreases with n
+    assert np.all(np.diff(result["residual_rel"].mean(0)) < 0)
+
+
+@pytest.mark.parametrize("method", ["fixed_point", "anderson", "broyden"])
+@pytest.mark.parametrize("return_best", [True, False])
+def test_shared_solve_equals_one_solve_per_count(method, return_best):
+    w, x, z_star = _affine_problem(seed=1)
+    spec = SolverSpec(method=method, return_best=return_best)
+    grid = [9, 0, 2, 5]
+    shared = sweep_iterations(_probes(w, x, z_star), grid, spec, shared_solve=True)
+    separate = sweep_iterations(_probes(w, x, z_star), grid, spec, shared_solve=False)
+    np.testing.assert_array_equal(shared["iterations"], grid)
+    for key in ("residual_rel", "residual_abs", "batch_residual_rel"):
+        np.testing.assert_allclose(shared[key], separate[key], rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(shared["metrics"]["distance"], separate["metrics"]["distance"],
+                               rtol=1e-9, atol=1e-14)
+    assert shared["metrics"]["one"].shape == (2 * BATCH, len(grid))
+
+
+def test_best_iterate_rule_never_increases_the_batch_residual():
+    """With return_best the reported residual is the running minimum of the trace."""
+    w, x, z_star = _affine_problem(seed=2, contraction=1.3)  # expansive: residual grows
+    grid = list(range(8))
+    result = sweep_iterations(_probes(w, x, z_star, batches=1), grid,
+                              SolverSpec(method="fixed_point", return_best=True))
+    trace = result["trace_rel"][0]
+    np.testing.assert_allclose(result["batch_residual_rel"][0], np.minimum.accumulate(trace))
+    last = sweep_iterations(_probes(w, x, z_star, batches=1), grid,
+                            SolverSpec(method="fixed_point", return_best=False))
+    np.testing.assert_allclose(last["batch_residual_rel"][0], trace)
+
+
+def test_grid_and_spec_are_checked_before_compute():
+    with pytest.raises(ValueError, match="distinct integers"):
+        check_grid([1, 1])
+    with pytest.raises(ValueError, match="distinct integers"):
+        check_grid([-1, 2])
+    with pytest.raises(ValueError, match="distinct integers"):
+        check_grid([])
+    with pytest.raises(TypeError, match="SolverSpec"):
+        sweep_iterations([], [1], "broyden")
+    with pytest.raises(ValueError, match="no probe"):
+        sweep_iterations([], [1], SolverSpec())
+
+
+def test_iteration_grid_spans_one_to_factor_n():
+    grid = iteration_grid(8, factor=3.0, points=10)
+    assert grid[0] == 1 and grid[-1] == 24 and 8 in grid
+    assert grid == sorted(set(grid))
+
+
+def _fake_sweep(values: np.ndarray, grid: list[int]) -> dict:
+    return {"iterations": np.asarray(grid), "metrics": {"m": values},
+            "residual_rel": np.tile(1.0 / (1 + np.asarray(grid, float)), (values.shape[0], 1))}
+
+
+def test_curve_gap_and_paired_standard_error():
+    rng = np.random.default_rng(0)
+    grid = [1, 4, 8, 16]
+    values = rng.normal(size=(50, 4)) + np.array([3.0, 1.0, 0.0, 0.5])
+    curve = curve_from_sweep(_fake_sweep(values, grid), "m", n_train=8, label="t")
+    assert curve.gap[2] == 0.0 and curve.gap_se[2] == 0.0
+    diff = values[:, 3] - values[:, 2]
+    assert curve.gap[3] == pytest.approx(diff.mean())
+    assert curve.gap_se[3] == pytest.approx(diff.std(ddof=1) / math.sqrt(50))
+    percent = curve_from_sweep(_fake_sweep(values, grid), "m", 8, "t", transform="percent")
+    np.testing.assert_allclose(percent.gap, 100 * curve.gap)
+    flipped = curve_from_sweep(_fake_sweep(values, grid), "m", 8, "t", sign=-1.0)
+    np.testing.assert_allclose(flipped.gap, -curve.gap)
+
+
+def test_perplexity_transform_uses_the_delta_method():
+    grid = [2, 4]
+    nll = np.array([[1.0, 0.9], [1.2, 1.0], [0.8, 0.8]])
+    curve = curve_from_sweep(_fake_sweep(nll, grid), "m", n_train=4, label="lm",
+                             transform="exp_mean")
+    np.testing.assert_allclose(curve.value, np.exp(nll.mean(0)))
+    linear = np.exp(nll.mean(0)) * nll
+    diff = linear[:, 0] - linear[:, 1]
+    assert curve.gap_se[0] == pytest.approx(diff.std(ddof=1) / math.sqrt(3))
+
+
+def test_curve_rejects_unknown_metric_and_missing_training_count():
+    sweep = _fake_sweep(np.zeros((3, 2)), [1, 2])
+    with pytest.raises(KeyError, match="metric 'x'"):
+        curve_from_sweep(sweep, "x", 1, "t")
+    with pytest.raises(ValueError, match="N = 5"):
+        curve_from_sweep(sweep, "m", 5, "t")
+    with pytest.raises(ValueError, match="transform"):
+        curve_from_sweep(sweep, "m", 1, "t", transform="log")
+
+
+def test_summary_reports_most_negative_gap_above_n():
+    its = np.array([1, 2, 4, 6, 8])
+    gap = np.array([5.0, 1.0, 0.0, -0.3, 0.2])
+    curve = GapCurve("t", "err", 4, its, gap + 10, gap, np.full(5, 0.1), 1.0 / its)
+    s = curve.summary()
+    assert s["best_gap"] == pytest.approx(-0.3) and s["best_gap_n"] == 6
+    assert s["min_negative_gap"] == pytest.approx(1.0)
+    assert s["fraction_negative_worse"] == 1.0
+    assert s["value_at_n"] == 10.0 and s["value_at_max"] == pytest.approx(10.2)
+    with pytest.raises(ValueError, match="not among"):
+        GapCurve("t", "err", 3, its, gap, gap, gap, gap)
+
+
+def test_plot_gap_draws_both_axes():
+    import matplotlib.pyplot as plt
+
+    its = np.array([1, 2, 4, 8])
+    curve = GapCurve("t", "err", 4, its, its * 1.0, its - 4.0, np.full(4, 0.1), 1.0 / its)
+    fig, ax = plt.subplots()
+    twin = plot_gap(ax, curve)
+    assert twin is not None and twin.get_yscale() == "log"
+    assert len(ax.lines) >= 3  # the curve and the two dashed reference lines
+    no_residual = GapCurve("t", "err", 4, its, its * 1.0, its - 4.0, np.full(4, np.nan),
+                           np.full(4, np.nan))
+    assert plot_gap(ax, no_residual) is None
+    plt.close(fig)
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 1)
+
+
+def _tiny_step_loss(model):
+    def step_loss(step):
+        generator = torch.Generator().manual_seed(step)
+        x = torch.randn(8, 3, generator=generator)
+        noise = torch.randn(1, generator=generator)
+        return (model.linear(x).squeeze(1) - x.sum(1) + 0.01 * noise).pow(2).mean(), {"aux": step}
+    return step_loss
+
+
+def test_training_resumes_to_the_same_parameters(tmp_path):
+    plan = Plan(steps=6, lr=0.05, checkpoint_every=3)
+    torch.manual_seed(0)
+    straight = _Tiny()
+    history = train_steps(straight, _tiny_step_loss(straight), plan)
+    torch.manual_seed(0)
+    first = _Tiny()
+    train_steps(first, _tiny_step_loss(first), Plan(steps=6, lr=0.05, checkpoint_every=3),
+                tmp_path)
+    torch.manual_seed(1)  # different initial weights: everything must come from the checkpoint
+    resumed = _Tiny()
+    resumed_history = train_steps(resumed, _tiny_step_loss(resumed), plan, tmp_path)
+    for a, b in zip(straight.parameters(), resumed.parameters()):
+        torch.testing.assert_close(a, b)
+    assert resumed_history["aux"] == history["aux"] == list(range(6))
+    assert history["loss"][-1] < history["loss"][0]
+    with pytest.raises(ValueError, match="another plan"):
+        train_steps(resumed, _tiny_step_loss(resumed), Plan(steps=7, lr=0.05), tmp_path)
+
+
+def test_training_stops_on_a_non_finite_loss():
+    model = _Tiny()
+    with pytest.raises(FloatingPointError, match="step 0"):
+        train_steps(model, lambda step: (model.linear.weight.sum() * float("nan"), {}),
+                    Plan(steps=2))
+    with pytest.raises(ValueError, match="steps"):
+        Plan(steps=0)
+
+
+def test_hook_releaser_clears_backward_hooks():
+    leaf = torch.ones(2, requires_grad=True)
+    out = leaf * 2
+    out.register_hook(lambda g: g)
+    releaser = HookReleaser()
+    releaser.keep(out)
+    releaser.release()
+    assert not out._backward_hooks and not releaser.held
+
+
+def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep():
+    from i2o import profiles
+    from i2o.gaps import chapter
+
+    params = profiles.resolve("deq-gaps", "quick")
+    jobs = chapter.build_jobs(params)
+    main = jobs.classification
+    by_size = {job.train_size: job for job in jobs.overparam}
+    assert by_size[main.train_size] == main  # same key: read from the cache, not retrained
+    steps = main.epochs * math.ceil(main.train_size / main.batch_size)
+    for job in jobs.overparam:  # every size gets at least as many optimiser steps
+        assert job.epochs * math.ceil(job.train_size / job.batch_size) >= steps
+    for task, grid in jobs.grids.items():
+        n = getattr(jobs, task).n_train
+        assert grid[0] == 1 and n in grid and grid[-1] >= 2 * n
+
+
+def test_jobs_round_trip_through_their_cache_description():
+    from i2o import profiles
+    from i2o.gaps import chapter, jobs
+
+    params = profiles.resolve("deq-gaps", "smoke")
+    pairs = chapter.all_jobs(params)
+    names = [name for name, _ in pairs]
+    assert {"classification", "language", "inverse-deq", "inverse-elder"} <= set(names)
+    assert len(pairs) == len({repr(p) for p in pairs})  # the main classifier listed once
+    for name, job in pairs:
+        rebuilt = jobs.job_of(name, job)
+        assert jobs.describe(rebuilt, job["grid"], **{k: job[k] for k in jobs.SIZES[name]}) \
+            == (name, job)
+        assert not jobs.is_cached(name, job)  # the tests' results folder starts empty
+    with pytest.raises(ValueError, match="job name"):
+        jobs.job_of("segmentation", {})
+
+
+def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
+    from i2o.gaps.classification import ClassificationJob, classification_probes, train_mdeq
+
+    job = ClassificationJob(architecture="micro", n_train=3, backward_iter=3, train_size=20,
+                            epochs=1, batch_size=10, pretrain_steps=1)
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(20, 3, 32, 32, generator=generator)
+    labels = torch.arange(20) % 10
+    model, history = train_mdeq(job, images, labels, tmp_path)
+    assert len(history["loss"]) == job.steps() == 2
+    assert math.isnan(history["residual_rel"][0]) and math.isfinite(history["residual_rel"][1])
+    again, resumed = train_mdeq(job, images, labels, tmp_path)  # finished: nothing retrained
+    assert resumed["loss"] == history["loss"]
+    for a, b in zip(model.parameters(), again.parameters()):
+        torch.testing.assert_close(a, b)
+    result = sweep_iterations(classification_probes(again, images, labels, batch_size=8),
+                              [0, 3, 6], job.sweep_spec())
+    errors = result["metrics"]["error"]
+    assert errors.shape == (20, 3) and set(np.unique(errors)) <= {0.0, 1.0}
