@@ -1,4 +1,4 @@
-"""Reading the authors' Figure 2 CSV files, on fixtures written here in their layouts (budget: ~2 s)."""
+"""Reading the authors' Figure 2 CSV files, on fixtures written here in their layouts (~2 s)."""
 
 from __future__ import annotations
 

@@ -202,7 +202,7 @@ def test_training_resumes_to_the_same_parameters(tmp_path):
     torch.manual_seed(1)  # different initial weights: everything must come from the checkpoint
     resumed = _Tiny()
     resumed_history = train_steps(resumed, _tiny_step_loss(resumed), plan, tmp_path)
-    for a, b in zip(straight.parameters(), resumed.parameters()):
+    for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
         torch.testing.assert_close(a, b)
     assert resumed_history["aux"] == history["aux"] == list(range(6))
     assert history["loss"][-1] < history["loss"][0]
@@ -277,7 +277,7 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     assert math.isnan(history["residual_rel"][0]) and math.isfinite(history["residual_rel"][1])
     again, resumed = train_mdeq(job, images, labels, tmp_path)  # finished: nothing retrained
     assert resumed["loss"] == history["loss"]
-    for a, b in zip(model.parameters(), again.parameters()):
+    for a, b in zip(model.parameters(), again.parameters(), strict=True):
         torch.testing.assert_close(a, b)
     result = sweep_iterations(classification_probes(again, images, labels, batch_size=8),
                               [0, 3, 6], job.sweep_spec())

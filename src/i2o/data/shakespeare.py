@@ -136,7 +136,8 @@ def load_shakespeare(data_dir: Path | str | None = None, download: bool = True,
 
 def random_windows(ids: np.ndarray, context: int, count: int,
                    generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` windows at random offsets: inputs and next-character targets, each (count, context)."""
+    """``count`` windows at random offsets: inputs and next-character targets, each
+    ``(count, context)``."""
     _check_context(ids, context)
     starts = generator.integers(0, len(ids) - context, size=count)
     windows = ids[starts[:, None] + np.arange(context + 1)]

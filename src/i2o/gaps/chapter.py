@@ -1,4 +1,4 @@
-"""What the DEQ chapter's notebook computes and draws, so that the notebook stays a few lines a cell.
+"""What the DEQ chapter's notebook computes and draws, so that its cells stay a few lines long.
 
 From the validated parameters of figure ``deq-gaps`` (:func:`i2o.profiles.resolve`):
 :func:`build_jobs` makes the jobs, :func:`run` trains and sweeps them through the results cache,
@@ -129,7 +129,8 @@ def _n_train(jobs: Jobs, task: str) -> int:
 
 def curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
            loss: bool = False) -> dict[str, GapCurve]:
-    """One curve per task on ``split`` data: the task metric, or (``loss=True``) the training loss."""
+    """One curve per task on ``split`` data: the task metric, or (``loss=True``) the training
+    loss."""
     out = {}
     for task in TASKS:
         metric, transform, label, loss_metric, loss_label, title = _METRICS[task]
@@ -148,7 +149,7 @@ def gap_figure(panels: Sequence[GapCurve], columns: int | None = None, width: fl
     columns = columns or len(panels)
     rows = math.ceil(len(panels) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.3 * rows), squeeze=False)
-    for ax, curve in zip(axes.flat, panels):
+    for ax, curve in zip(axes.flat, panels, strict=False):
         plot_gap(ax, curve)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -159,7 +160,7 @@ def gap_figure(panels: Sequence[GapCurve], columns: int | None = None, width: fl
 def overparam_rows(results: Sequence[Mapping[str, Any]], jobs: Jobs) -> list[dict[str, Any]]:
     """Per training-set size: training-loss and test-error curves and the training loss at N."""
     rows = []
-    for job, result in zip(jobs.overparam, results):
+    for job, result in zip(jobs.overparam, results, strict=True):
         train_loss = curve_from_sweep(result["train"], "loss", job.n_train,
                                       f"{job.train_size} images", "mean", "training loss")
         test_error = curve_from_sweep(result["test"], "error", job.n_train,
@@ -178,6 +179,7 @@ def overparam_figure(rows: Sequence[Mapping[str, Any]]):
     (right) against ΔN, one line per training-set size, coloured by the training loss at N."""
     import matplotlib.pyplot as plt
     from matplotlib import cm, colors
+    from matplotlib.ticker import FuncFormatter
 
     from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
 
@@ -187,18 +189,20 @@ def overparam_figure(rows: Sequence[Mapping[str, Any]]):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for row in rows:
         colour = cmap(norm(max(row["loss_at_n"], 1e-4)))
-        for ax, key in zip(axes, ("train_loss", "test_error")):
+        for ax, key in zip(axes, ("train_loss", "test_error"), strict=True):
             curve = row[key]
             ax.plot(curve.delta, curve.gap, "-o", markersize=3, color=colour,
                     label=f"{row['size']} images")
             ax.fill_between(curve.delta, curve.gap - curve.gap_se, curve.gap + curve.gap_se,
                             color=colour, alpha=0.15, linewidth=0)
-    for ax, title in zip(axes, ("training-loss increase D(N, ΔN)", "test-error gap (%)")):
+    titles = ("training-loss increase D(N, ΔN)", "test-error gap (%)")
+    for ax, title in zip(axes, titles, strict=True):
         ax.axvline(0, **TRAIN_N_LINE)
         ax.axhline(0, **ZERO_LINE)
         ax.set_xlabel(r"$\Delta N$")
         ax.set_title(title)
-        ax.set_yscale("symlog", linthresh=0.01 if "loss" in title else 0.5)
+        ax.set_yscale("symlog", linthresh=0.01 if "loss" in title else 1.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2g}"))
     axes[1].legend(fontsize=8)
     fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes,
                  label=r"training loss $\ell(z_N(\theta^{*,N}))$")
@@ -229,7 +233,7 @@ def add_gap_claims(claims, panel: Mapping[str, GapCurve], data: str, decides: bo
     """The claims of Section 4 on each task's curve: fewer iterations hurt, more do not help
     significantly (most negative gap for ΔN > 0 within 2 standard errors of 0), and the residual
     keeps decreasing past N."""
-    for task, curve in panel.items():
+    for curve in panel.values():
         s = curve.summary()
         name = curve.label.split("\n")[0]
         below = curve.delta < 0
@@ -262,15 +266,20 @@ def add_gap_claims(claims, panel: Mapping[str, GapCurve], data: str, decides: bo
 
 def add_overparam_claim(claims, rows: Sequence[Mapping[str, Any]], decides: bool) -> None:
     """Beyond the paper (its Figure 4 for DEQs): the better a DEQ fits its training set, the
-    larger the training-loss increase D(N, ΔN) at the largest ΔN."""
+    larger the training-loss increase D(N, ΔN) at the largest ΔN — decided as: D ordered
+    inversely to the training loss at N, and D of the best-fitting model above 2 standard errors."""
     ordered = sorted(rows, key=lambda r: r["loss_at_n"])
     increases = [r["train_loss"].gap[-1] for r in ordered]
-    holds = bool(np.all(np.diff(increases) <= 0)) if decides and len(rows) > 1 else None
+    errors = [r["train_loss"].gap_se[-1] for r in ordered]
+    holds = None
+    if decides and len(rows) > 1:
+        holds = bool(np.all(np.diff(increases) <= 0) and increases[0] > 2 * errors[0])
     text = "; ".join(f"{r['size']} images: loss {r['loss_at_n']:.3g}, "
-                     f"D = {r['train_loss'].gap[-1]:+.3g}" for r in ordered)
+                     f"D = {d:+.2g} ± {e:.1g}"
+                     for r, d, e in zip(ordered, increases, errors, strict=True))
     claims.add("DEQs that fit their training set better (lower training loss) lose more from "
-               "extra iterations (larger D(N, ΔN) at the largest ΔN)", holds, text,
-               decided_by="quick")
+               "extra iterations (larger D(N, ΔN) at the largest ΔN; the best-fitting one "
+               "significantly > 0)", holds, text, decided_by="quick")
 
 
 def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any]) -> str:
@@ -292,7 +301,7 @@ def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any
         ("inverse ELDER", results["elder"], jobs.elder.n_train, jobs.elder.steps,
          f"{jobs.elder.crop}² patches of {params['inv_train_size']}"),
     ]
-    for job, result in zip(jobs.overparam, results["overparam"]):
+    for job, result in zip(jobs.overparam, results["overparam"], strict=True):
         steps = job.steps()
         entries.append((f"overparam {job.train_size}", result, job.n_train, steps,
                         f"{job.train_size} CIFAR-10 images"))
@@ -324,11 +333,15 @@ def verdicts(test: Mapping[str, GapCurve], train: Mapping[str, GapCurve],
                     f"{curve.metric} (at {int(s['best_gap_n'])})")
         head += (f"; at {int(s['n_max'])} iterations the gap is {s['gap_at_max']:+.3g}. "
                  f"On training data the most negative gap is {t['best_gap']:+.3g} ± "
-                 f"{t['best_gap_se']:.2g} ({'significant' if train_significant else 'not significant'}). ")
+                 f"{t['best_gap_se']:.2g} ("
+                 + ("a significant improvement" if train_significant
+                    else "no significant improvement")
+                 + f"); the {curve.metric} at N is {t['value_at_n']:.4g} on training and "
+                 f"{s['value_at_n']:.4g} on test data. ")
         if np.any(below):
             worse = int(np.sum(curve.gap[below] > 2 * curve.gap_se[below]))
-            head += f"Fewer iterations are significantly worse at {worse} of {int(np.sum(below))} " \
-                    "counts below N"
+            head += (f"Fewer iterations are significantly worse at {worse} of "
+                     f"{int(np.sum(below))} counts below N")
             if np.any(better):
                 best = int(np.argmin(np.where(better, curve.gap[below], np.inf)))
                 head += (f" and significantly *better* at {int(np.sum(better))} (by "

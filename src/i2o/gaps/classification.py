@@ -47,7 +47,8 @@ class ClassificationJob:
     def __post_init__(self) -> None:
         config(self.architecture)  # validates the name
         if self.train_size < 10:
-            raise ValueError(f"train_size must be ≥ 10 (one image per class); got {self.train_size}")
+            raise ValueError(f"train_size must be ≥ 10 (one image per class); got "
+                             f"{self.train_size}")
 
     def steps(self) -> int:
         return self.epochs * math.ceil(self.train_size / self.batch_size)

@@ -1,4 +1,4 @@
-"""Test-performance gaps ``P(N + ΔN) − P(N)`` and the panels that draw them (Figures 2, G.1, G.2, G.4).
+"""Test-performance gaps ``P(N + ΔN) − P(N)`` and the panels drawing them (Figs. 2, G.1, G.2, G.4).
 
 The convention of the paper's Figure 2: performance ``P`` is cast so that lower is better (error
 rate in %, perplexity, negative PSNR, negative mIoU, EPE, loss); the gap is 0 at ``ΔN = 0``; a
@@ -85,10 +85,11 @@ class GapCurve:
         """
         delta = self.delta
         gap = np.asarray(self.gap, dtype=float)
-        out = {"n_train": float(self.n_train), "value_at_n": float(self.value[self.at(self.n_train)]),
+        at_n = self.at(self.n_train)
+        out = {"n_train": float(self.n_train), "value_at_n": float(self.value[at_n]),
                "n_max": float(self.iterations[-1]), "value_at_max": float(self.value[-1]),
                "gap_at_max": float(gap[-1]), "gap_se_at_max": float(self.gap_se[-1]),
-               "residual_at_n": float(self.residual[self.at(self.n_train)]),
+               "residual_at_n": float(self.residual[at_n]),
                "residual_at_max": float(self.residual[-1])}
         above = np.flatnonzero(delta > 0)
         if above.size:

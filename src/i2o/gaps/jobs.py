@@ -1,13 +1,13 @@
 """The chapter's cached jobs: train one DEQ with ``N`` iterations, then sweep ``N + ΔN``.
 
 A job is a ``(name, params)`` pair (:func:`describe`): ``name`` is ``classification``,
-``language``, ``inverse-deq`` or ``inverse-elder``; ``params`` (plain JSON values) holds every field
-of the task's job dataclass plus the sweep grid and evaluation sizes. It is one entry of the results
-cache (:func:`i2o.results.cached`, figure ``deq-gaps``), keyed by ``params`` and by the source of the
-modules it depends on; training checkpoints go to the entry's :func:`i2o.results.checkpoint_dir`,
-so an interrupted job resumes and a finished one costs a file read. :func:`compute` runs one job
-wherever it is called — in the notebook, or in a submitit worker (:mod:`i2o.sweep`). Every job
-returns plain arrays: the sweeps on test and training data
+``language``, ``inverse-deq`` or ``inverse-elder``; ``params`` (plain JSON values) holds every
+field of the task's job dataclass plus the sweep grid and evaluation sizes. It is one entry of the
+results cache (:func:`i2o.results.cached`, figure ``deq-gaps``), keyed by ``params`` and by the
+source of the modules it depends on (:data:`SOURCES`); training checkpoints go to the entry's
+:func:`i2o.results.checkpoint_dir`, so an interrupted job resumes and a finished one costs a file
+read. :func:`compute` runs one job wherever it is called: in the notebook, or in a submitit worker
+(:mod:`i2o.sweep`). Every job returns plain arrays: the sweeps on test and training data
 (:func:`i2o.gaps.sweep.sweep_iterations`), the training history and the model's size.
 """
 

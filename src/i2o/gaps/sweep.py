@@ -79,7 +79,8 @@ class _Recorder:
     scores it when ``n`` is on the grid."""
 
     def __init__(self, probe: Probe, grid: list[int], keep_best: bool, stop_mode: str):
-        self.probe, self.grid, self.keep_best, self.stop_mode = probe, set(grid), keep_best, stop_mode
+        self.probe, self.grid = probe, set(grid)
+        self.keep_best, self.stop_mode = keep_best, stop_mode
         self.calls = 0
         self.best: tuple[torch.Tensor, torch.Tensor, float] | None = None
         self.lowest = math.inf

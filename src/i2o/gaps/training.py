@@ -112,7 +112,8 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
         optimizer.zero_grad(set_to_none=True)
         loss, logs = step_loss(step)
         if not math.isfinite(float(loss.detach())):
-            raise FloatingPointError(f"{description}: loss is {float(loss.detach())} at step {step}")
+            raise FloatingPointError(
+                f"{description}: loss is {float(loss.detach())} at step {step}")
         loss.backward()
         if releaser is not None:
             releaser.release()

@@ -6,7 +6,7 @@ DEQ-Transformer, Figure 2). For a window of ``T`` characters with embeddings
 of one weight-tied, causally masked transformer layer in post-LayerNorm form:
 
 .. math::
-    [q, k, v] &= W_{qkv}\\, z + U_{qkv}\\, (e + p)  \\qquad \\text{(input injection into the projections)}\\\\
+    [q, k, v] &= W_{qkv}\\, z + U_{qkv}\\, (e + p)  \\qquad \\text{(input injection)}\\\\
     h &= \\mathrm{LN}_1\\big(z + W_o\\, \\mathrm{Attn}_{\\text{causal}}(q, k, v)\\big)\\\\
     f_\\theta(z, x) &= \\mathrm{LN}_2\\big(h + W_2\\, \\mathrm{ReLU}(W_1 h)\\big)
 
@@ -96,7 +96,8 @@ class DEQTransformerLM(nn.Module):
         return self.inject_qkv(self.embed(tokens) + self.position[:length])
 
     def f(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """The fixed-point map ``f_θ(z, x)`` on flat states ``(B, T·d)``; ``x`` from :meth:`inject`."""
+        """The fixed-point map ``f_θ(z, x)`` on flat states ``(B, T·d)``; ``x`` from
+        :meth:`inject`."""
         batch, length = x.shape[0], x.shape[1]
         d, heads = self.cfg.width, self.cfg.heads
         seq = z.reshape(batch, length, d)

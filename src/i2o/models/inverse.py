@@ -113,7 +113,8 @@ class Denoiser(nn.Module):
     def __init__(self, channels: int, width: int, depth: int):
         super().__init__()
         sizes = [channels] + [width] * (depth - 1) + [channels]
-        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1) for a, b in zip(sizes, sizes[1:]))
+        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1)
+                                   for a, b in zip(sizes[:-1], sizes[1:], strict=True))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         out = z
