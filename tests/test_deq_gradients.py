@@ -186,3 +186,23 @@ def test_unrolled_deq_returns_the_same_iterate_with_and_without_autograd():
 def test_bad_deq_arguments_are_rejected(kwargs, named):
     with pytest.raises(ValueError, match=f"DEQ {named}"):
         DEQ(**kwargs)
+
+
+def test_ift_output_is_freed_after_backward():
+    """The IFT hook and the output it is attached to must not keep each other alive (a leak of
+    one DEQ output per training step before the hook dropped its reference)."""
+    import gc
+    import weakref
+
+    from i2o.deq import DEQ, SolverSpec
+
+    linear = torch.nn.Linear(6, 6)
+    deq = DEQ(forward=SolverSpec(method="broyden", max_iter=5, tol=0.0), backward="ift")
+    x = torch.randn(3, 6)
+    out, _ = deq(lambda z, inp: torch.tanh(0.3 * linear(z) + inp), x, torch.zeros_like(x))
+    out.sum().backward()
+    alive = weakref.ref(out)
+    del out
+    gc.collect()
+    assert alive() is None
+    assert linear.weight.grad is not None

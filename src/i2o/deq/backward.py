@@ -47,6 +47,9 @@ def attach_implicit_backward(
         raise ValueError("attach_implicit_backward needs out = f(z_star, x) built with autograd")
 
     solving = False  # the vector-Jacobian products below flow through ``out`` and re-enter the hook
+    # ``out`` holds the hook and the hook needs ``out``: a reference cycle through autograd's C++
+    # side that Python's GC cannot free. The hook runs once, then drops ``out`` and removes itself.
+    held = {"out": out}
 
     def replace_gradient(grad: torch.Tensor) -> torch.Tensor | None:
         nonlocal solving
@@ -54,7 +57,7 @@ def attach_implicit_backward(
             return None
 
         def adjoint_map(u: torch.Tensor) -> torch.Tensor:
-            (vjp,) = torch.autograd.grad(out, z_star, u, retain_graph=True)
+            (vjp,) = torch.autograd.grad(held["out"], z_star, u, retain_graph=True)
             return vjp + grad
 
         solving = True
@@ -62,8 +65,10 @@ def attach_implicit_backward(
             result = solve(adjoint_map, torch.zeros_like(grad), spec, differentiable=False)
         finally:
             solving = False
+            handle.remove()
+            held.clear()
         if on_solve is not None:
             on_solve(result)
         return result.z
 
-    out.register_hook(replace_gradient)
+    handle = out.register_hook(replace_gradient)
