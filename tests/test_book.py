@@ -1,4 +1,4 @@
-"""The book end to end: manifest consistency, parameter errors, every notebook at smoke, the HTML."""
+"""The book end to end: manifest consistency, parameter errors, every notebook at smoke, HTML."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from i2o import book, profiles, runtime
-from i2o.profiles import ParameterError
 
 REPO = runtime.repo_root()
 

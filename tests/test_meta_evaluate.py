@@ -67,3 +67,27 @@ def test_statistics():
         evaluate.loss_increase(np.zeros(3), [1, 2, 3], 7)
     with pytest.raises(ValueError, match="method"):
         evaluate.adaptation_curves("reptile", {}, None, [1], None)
+
+
+def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
+    """``python -m i2o.sweep meta`` runs ``experiment.run_job`` per model; afterwards the
+    notebook's own recipe (``figure3``) finds the model and its sweep cached."""
+    from i2o import profiles, results
+    from i2o.meta import experiment
+
+    p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
+    jobs = dict(experiment.all_jobs(p))
+    names = [s.name for s in experiment.figure3_specs(p) + experiment.figure4_specs(p)]
+    assert list(jobs) == names and len(set(names)) == len(names)
+    maml_name = "maml-N1-online-seed0"
+    assert not experiment.job_is_cached(maml_name, jobs[maml_name])
+    experiment.run_job(maml_name, jobs[maml_name], log=None)
+    assert experiment.job_is_cached(maml_name, jobs[maml_name])
+    other = "imaml-N4-lam2-set1-seed0"
+    assert not experiment.job_is_cached(other, jobs[other])
+    before = {path.name for path in results.results_dir().rglob("*")}
+    spec = experiment.figure3_specs(p)[0]
+    trained = experiment.train_model(spec)
+    test_tasks, grid, description = experiment._tasks_and_grid(p, 3, spec)
+    experiment._evaluate(spec, trained, test_tasks, grid, description)
+    assert {path.name for path in results.results_dir().rglob("*")} == before

@@ -1,6 +1,6 @@
 """i2o.sweep and i2o.train.stability: jobs land in the results cache under the notebook's keys.
-Budget: ~25 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor; the first CIFAR-10 decode of the
-offline copy adds ~10 s once)."""
+Budget: ~25 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor; the
+first CIFAR-10 decode of the offline copy adds ~10 s once)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - :mod:`i2o.meta`     MAML and iMAML on sinusoid regression (JAX);
 - :mod:`i2o.profiles` the figure manifest and parameter validation;
 - :mod:`i2o.results`  the results cache; :mod:`i2o.claims` the paper's claims as predicates;
-- :mod:`i2o.plotting` one figure style with provenance; :mod:`i2o.book` notebook execution and build.
+- :mod:`i2o.plotting` one figure style with provenance;
+- :mod:`i2o.book` notebook execution and the book's build.
 """
 
 __version__ = "0.1.0"

@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("run", help="execute one figure's notebook")
     one.add_argument("figure")
-    for p in (one, every := sub.add_parser("all", help="execute every figure's notebook")):
+    for p in (one, sub.add_parser("all", help="execute every figure's notebook")):
         p.add_argument("--profile", default="quick")
         p.add_argument("--force", action="store_true", help="re-execute even if up to date")
     one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))

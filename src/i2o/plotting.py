@@ -1,7 +1,8 @@
 """One figure style for the whole book, and figures saved with their provenance.
 
 Every figure is written as PNG and PDF into ``_build/figures/`` with metadata that says how it was
-made: commit, parameter hash, profile, device, date. ``i2o.plotting.provenance(path)`` reads it back.
+made: commit, parameter hash, profile, device, date; ``i2o.plotting.provenance(path)`` reads it
+back.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def save(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> dict[str, Pat
     out.mkdir(parents=True, exist_ok=True)
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
     fig.savefig(png, metadata={f"i2o:{k}": v for k, v in info.items()} | {"Software": "i2o"})
-    fig.savefig(pdf, metadata={"Subject": json.dumps(info), "Keywords": f"profile={info['profile']}",
-                               "Creator": "i2o"})
+    fig.savefig(pdf, metadata={"Subject": json.dumps(info),
+                               "Keywords": f"profile={info['profile']}", "Creator": "i2o"})
     return {"png": png, "pdf": pdf}
 
 

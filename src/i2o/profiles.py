@@ -195,7 +195,7 @@ def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
 
 
 def show(params: Params) -> None:
-    """Print the profile and every size used, so no reader mistakes a reduced run for the paper's."""
+    """Print the profile and every size used: no reader mistakes a reduced run for the paper's."""
     from i2o import runtime
 
     spec = entry(params.figure)

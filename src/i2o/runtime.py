@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -17,7 +17,7 @@ def repo_root() -> Path:
 
 
 def build_dir() -> Path:
-    """Build products (executed notebooks, figures, claims, HTML): ``I2O_BUILD_DIR`` or ``_build``."""
+    """Build products (executed notebooks, figures, claims, HTML): ``I2O_BUILD_DIR``/``_build``."""
     return Path(os.environ.get("I2O_BUILD_DIR", repo_root() / "_build")).resolve()
 
 
@@ -81,4 +81,4 @@ def git_sha() -> str:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -43,13 +43,29 @@ def _stability_run(name: str, job: Mapping[str, Any]) -> dict[str, Any]:
     return stability.cached_job(name, job)
 
 
+def _meta_jobs(params: Mapping[str, Any]):
+    runtime.jax_single_thread()
+    from i2o.meta import experiment
+
+    return [(name, job, experiment.job_is_cached(name, job))
+            for name, job in experiment.all_jobs(params)]
+
+
+def _meta_run(name: str, job: Mapping[str, Any]) -> None:
+    from i2o.meta import experiment
+
+    experiment.run_job(name, job)
+
+
 #: figure → (list its jobs as (name, job parameters, cached?), compute one job)
-SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _stability_run)}
+SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _stability_run),
+                                                "meta": (_meta_jobs, _meta_run)}
 
 
 def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
     """What a submitted job runs: set the caller's results/data paths and threads, compute."""
     os.environ.update(env)
+    runtime.jax_single_thread()
     runtime.set_threads()
     SWEEPS[figure][1](name, job)
     return name

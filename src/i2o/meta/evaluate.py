@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from i2o.meta import imaml, maml
 from i2o.meta.mlp import Params, mse
@@ -73,18 +74,20 @@ def _maml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Arr
 
 def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
                 y_q: jax.Array, grid: jax.Array, config: imaml.IMAMLConfig) -> jax.Array:
-    solver = imaml.inner_solver(config)
+    theta_meta, unravel = ravel_pytree(meta_params)
+    solver = imaml.inner_solver(config, unravel)
 
     def grad_fn(p: Params) -> Params:
         return jax.grad(imaml.regularized_loss)(p, meta_params, x_s, y_s, config.regularization)
 
-    def advance(carry: tuple[Params, Any]) -> tuple[Params, Any]:
-        params, state = carry
-        step = solver.update(params, state, meta_params, x_s, y_s)
+    def advance(carry: tuple[jax.Array, Any]) -> tuple[jax.Array, Any]:
+        theta, state = carry
+        step = solver.update(theta, state, theta_meta, x_s, y_s)
         return step.params, step.state
 
-    state0 = (meta_params, solver.init_state(meta_params, meta_params, x_s, y_s))
-    return _sweep(state0, advance, lambda c: _readout(c[0], grad_fn, x_s, y_s, x_q, y_q), grid)
+    state0 = (theta_meta, solver.init_state(theta_meta, theta_meta, x_s, y_s))
+    return _sweep(state0, advance,
+                  lambda c: _readout(unravel(c[0]), grad_fn, x_s, y_s, x_q, y_q), grid)
 
 
 @functools.partial(jax.jit, static_argnames=("method", "config"))
@@ -96,7 +99,14 @@ def _curves_chunk(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.
         one_task = functools.partial(_maml_task, step_size=config.step_size)
     else:
         one_task = functools.partial(_imaml_task, config=config)
-    return jax.vmap(lambda a, b, c, d: one_task(meta_params, a, b, c, d, grid))(x_s, y_s, x_q, y_q)
+    def run(a: jax.Array, b: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:
+        return one_task(meta_params, a, b, c, d, grid)
+
+    if method == "maml":
+        return jax.vmap(run)(x_s, y_s, x_q, y_q)
+    # one task after the other: a vmapped line search runs every task in lockstep (see
+    # imaml.adapt_tasks)
+    return jax.lax.map(lambda args: run(*args), (x_s, y_s, x_q, y_q))
 
 
 def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: Sequence[int],

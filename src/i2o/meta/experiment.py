@@ -3,7 +3,7 @@
 A *model* is one meta-training run: MAML with N inner steps or iMAML with λ and N, on tasks drawn
 on the fly (Figure 3) or on a fixed training set of B meta-batches (Figure 4). Its final
 meta-parameters are cached under a key made of every hyperparameter that determines them and of
-the source of the training modules only (:data:`TRAINING_SOURCES`), so that editing the
+the source of its training modules only (:func:`training_sources`), so that editing the
 evaluation or plotting code never retrains; training checkpoints go to the key's checkpoint
 directory, and a restarted run resumes there.
 """
@@ -24,9 +24,14 @@ from i2o.meta.mlp import Params, init_mlp
 from i2o.meta.tasks import fixed_training_set
 
 FIGURE = "meta"
-TRAINING_SOURCES = ("meta.__init__", "meta.tasks", "meta.mlp", "meta.maml", "meta.imaml",
-                    "meta.checkpoint", "meta.outer")
 METHODS = ("maml", "imaml")
+_COMMON_SOURCES = ("meta.__init__", "meta.tasks", "meta.mlp", "meta.checkpoint", "meta.outer")
+
+
+def training_sources(method: str) -> tuple[str, ...]:
+    """The modules whose source keys a trained model in the cache: editing iMAML's code does not
+    invalidate the MAML models, and vice versa."""
+    return (*_COMMON_SOURCES, f"meta.{method}")
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def train_model(spec: ModelSpec, log: Callable[[str], None] | None = None,
 
     def compute() -> dict[str, Any]:
         directory = results.checkpoint_dir(FIGURE, f"train-{spec.name}", spec.key_params(),
-                                           sources=TRAINING_SOURCES)
+                                           sources=training_sources(spec.method))
         start = time.perf_counter()
         result = train_uncached(spec, directory, log, checkpoint_every)
         seconds = time.perf_counter() - start
@@ -131,7 +136,7 @@ def train_model(spec: ModelSpec, log: Callable[[str], None] | None = None,
                 "resumed_from": result.resumed_from}
 
     return results.cached(FIGURE, f"train-{spec.name}", spec.key_params(), compute,
-                          sources=TRAINING_SOURCES)
+                          sources=training_sources(spec.method))
 
 
 def params_of(trained: dict[str, Any]) -> Params:
@@ -174,7 +179,7 @@ def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
         return {**curves, "seconds": time.perf_counter() - start}
 
     curves = results.cached(FIGURE, f"eval-{spec.name}", key, compute,
-                            sources=TRAINING_SOURCES + ("meta.evaluate",))
+                            sources=(*training_sources(spec.method), "meta.evaluate"))
     return {**curves, "grid": np.asarray(grid), "method": spec.method,
             "inner_steps": spec.inner_steps, "outer_steps": spec.outer_steps,
             "train_losses": trained["losses"],
@@ -243,17 +248,64 @@ def recorded_cost(p: Any) -> dict[str, Any]:
     cost: dict[str, Any] = {"training": {}, "sweeps": {}, "missing": []}
     for spec in figure3_specs(p) + figure4_specs(p):
         trained = results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
-                                 TRAINING_SOURCES)
+                                 training_sources(spec.method))
         if trained is None:
             cost["missing"].append(f"train-{spec.name}")
             continue
         cost["training"][spec.name] = float(trained["seconds"])
         key = _sweep_key(spec, *_sweep_setting(p, spec))
         swept = results.lookup(FIGURE, f"eval-{spec.name}", key,
-                               TRAINING_SOURCES + ("meta.evaluate",))
+                               (*training_sources(spec.method), "meta.evaluate"))
         if swept is None:
             cost["missing"].append(f"eval-{spec.name}")
         else:
             cost["sweeps"][spec.name] = float(swept["seconds"])
     cost["total"] = sum(cost["training"].values()) + sum(cost["sweeps"].values())
     return cost
+
+
+# --- scale-out: one job per model (python -m i2o.sweep meta) -------------------------------------
+
+def _specs_by_name(p: Any) -> dict[str, tuple[int, ModelSpec]]:
+    return {spec.name: (figure, spec) for figure, specs in ((3, figure3_specs(p)),
+                                                             (4, figure4_specs(p)))
+            for spec in specs}
+
+
+def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every model of Figures 3 and 4 as a job ``(name, figure parameters)``: a job trains the
+    model and runs its test-time sweep, exactly the cache entries the notebook reads."""
+    return [(name, dict(p)) for name in _specs_by_name(p)]
+
+
+def _tasks_and_grid(p: Any, figure: int, spec: ModelSpec):
+    from i2o.meta.tasks import flatten_batches, sample_tasks
+
+    grid, description = _sweep_setting(p, spec)
+    tasks = (sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks) if figure == 3
+             else flatten_batches(spec.training_set()))
+    return tasks, grid, description
+
+
+def run_job(name: str, p: Any, log: Callable[[str], None] | None = print) -> None:
+    """Train model ``name`` of parameter set ``p`` (resuming its checkpoint) and sweep it."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(**p)
+    figure, spec = _specs_by_name(p)[name]
+    trained = train_model(spec, log, p.checkpoint_every)
+    tasks, grid, description = _tasks_and_grid(p, figure, spec)
+    _evaluate(spec, trained, tasks, grid, description)
+
+
+def job_is_cached(name: str, p: Any) -> bool:
+    """Whether both the trained model and its sweep are in the cache."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(**p)
+    _, spec = _specs_by_name(p)[name]
+    key = _sweep_key(spec, *_sweep_setting(p, spec))
+    return (results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
+                           training_sources(spec.method)) is not None
+            and results.lookup(FIGURE, f"eval-{spec.name}", key,
+                               (*training_sources(spec.method), "meta.evaluate")) is not None)
