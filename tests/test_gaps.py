@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from i2o.deq import SolverSpec
+from i2o.deq.sweep import Probe, check_grid, iteration_grid, sweep_iterations
 from i2o.gaps.curves import GapCurve, curve_from_sweep, plot_gap
-from i2o.gaps.sweep import Probe, check_grid, iteration_grid, sweep_iterations
-from i2o.gaps.training import HookReleaser, Plan, train_steps
+from i2o.train.loop import Plan, train_steps
 
 matplotlib.use("Agg")
 torch.set_num_threads(1)
@@ -206,7 +206,7 @@ def test_training_resumes_to_the_same_parameters(tmp_path):
         torch.testing.assert_close(a, b)
     assert resumed_history["aux"] == history["aux"] == list(range(6))
     assert history["loss"][-1] < history["loss"][0]
-    with pytest.raises(ValueError, match="another plan"):
+    with pytest.raises(ValueError, match="another run"):
         train_steps(resumed, _tiny_step_loss(resumed), Plan(steps=7, lr=0.05), tmp_path)
 
 
@@ -217,16 +217,6 @@ def test_training_stops_on_a_non_finite_loss():
                     Plan(steps=2))
     with pytest.raises(ValueError, match="steps"):
         Plan(steps=0)
-
-
-def test_hook_releaser_clears_backward_hooks():
-    leaf = torch.ones(2, requires_grad=True)
-    out = leaf * 2
-    out.register_hook(lambda g: g)
-    releaser = HookReleaser()
-    releaser.keep(out)
-    releaser.release()
-    assert not out._backward_hooks and not releaser.held
 
 
 def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep():
@@ -265,7 +255,8 @@ def test_jobs_round_trip_through_their_cache_description():
 
 
 def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
-    from i2o.gaps.classification import ClassificationJob, classification_probes, train_mdeq
+    from i2o.gaps.classification import ClassificationJob, train_mdeq
+    from i2o.train.evaluate import classification_probes
 
     job = ClassificationJob(architecture="micro", n_train=3, backward_iter=3, train_size=20,
                             epochs=1, batch_size=10, pretrain_steps=1)

@@ -66,3 +66,11 @@ def test_dry_run_lists_without_computing(capsys):
     assert sweep.main(["stability", "--profile", "smoke", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would run ift-N18-seed0" in out and "would run unrolled-N18-seed0" in out
+
+
+@pytest.mark.parametrize("figure", ["deq-gaps", "meta"])
+def test_every_chapter_with_training_jobs_has_a_sweep(figure, capsys):
+    """``make sweep FIG=deq-gaps`` / ``FIG=meta`` list the jobs the notebooks read."""
+    assert sweep.sweep(figure, "smoke", dry_run=True) == []
+    out = capsys.readouterr().out
+    assert f"{figure} (smoke):" in out and "would run" in out

@@ -112,8 +112,27 @@ def test_shared_solve_evaluation_equals_one_solve_per_n():
     np.testing.assert_allclose(shared["residual_rel"], separate["residual_rel"], rtol=1e-5)
     assert shared["trace_rel"].shape == (13,)
     assert shared["residual_rel"][-1] < shared["residual_rel"][0]  # more steps, closer to z*
-    with pytest.raises(ValueError, match="test iterations"):
+    with pytest.raises(ValueError, match="non-empty list of distinct integers"):
         evaluate_iterations(model, x, y, [])
+
+
+def test_evaluation_goes_through_the_generic_sweep_and_matches_a_direct_solve():
+    """evaluate_iterations (a reduction of i2o.deq.sweep_iterations) gives, for one N, the
+    accuracy and batch residual of classifying the iterate a budget-N Broyden solve returns."""
+    from i2o.deq import SolverSpec, solve
+
+    torch.manual_seed(0)
+    model = MDEQClassifier(MICRO).eval()
+    x, y = _data(20, seed=2)
+    out = evaluate_iterations(model, x, y, [5], batch_size=20)
+    with torch.no_grad():
+        f, injection, z0 = model.prepare(x)
+        result = solve(lambda z: f(z, injection), z0,
+                       SolverSpec(method="broyden", max_iter=5, tol=0.0, return_best=True))
+        accuracy = float((model.classify(result.z).argmax(1) == y).double().mean())
+    assert out["accuracy"][0] == pytest.approx(accuracy)
+    assert out["residual_rel"][0] == pytest.approx(result.residual_rel, rel=1e-5)
+    assert out["residual_abs"][0] == pytest.approx(result.residual_abs, rel=1e-5)
 
 
 def test_bad_settings_are_rejected_before_training():

@@ -1,9 +1,12 @@
-"""Run a figure's training jobs (seeds × arms × training N) with submitit, into the results cache.
+"""Run a figure's training jobs with submitit, into the results cache.
 
-Each job computes one result with :func:`i2o.results.cached` under the key the figure's notebook
-uses, resuming from its checkpoint directory when a previous attempt was interrupted; jobs whose
-result is already cached are not submitted. The notebook, run afterwards with the same profile and
-parameters, then only reads and plots.
+Jobs: ``stability`` one per (seed, arm, training N); ``deq-gaps`` one per trained DEQ (the
+three tasks, the two inverse-problem variants, the overparametrization subsets); ``meta`` one per
+meta-learned model (Figures 3 and 4). Each job computes one result with
+:func:`i2o.results.cached` under the key the figure's notebook uses, resuming from its
+checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
+are not submitted. The notebook, run afterwards with the same profile and parameters, then only
+reads and plots.
 
 Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
 
@@ -57,8 +60,21 @@ def _meta_run(name: str, job: Mapping[str, Any]) -> None:
     experiment.run_job(name, job)
 
 
+def _gaps_jobs(params: Mapping[str, Any]):
+    from i2o.gaps import chapter, jobs
+
+    return [(name, job, jobs.is_cached(name, job)) for name, job in chapter.all_jobs(params)]
+
+
+def _gaps_run(name: str, job: Mapping[str, Any]) -> None:
+    from i2o.gaps import jobs
+
+    jobs.compute(name, dict(job))
+
+
 #: figure → (list its jobs as (name, job parameters, cached?), compute one job)
 SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _stability_run),
+                                                "deq-gaps": (_gaps_jobs, _gaps_run),
                                                 "meta": (_meta_jobs, _meta_run)}
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from i2o import runtime
+from i2o.data.errors import DataNotFoundError
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")
@@ -34,10 +35,6 @@ STD = (0.2023, 0.1994, 0.2010)
 IMAGE_FOLDER = "cifar10"
 OFFICIAL_FOLDER = "cifar-10-batches-py"
 _SUFFIXES = (".jpg", ".jpeg", ".png")
-
-
-class DataNotFoundError(FileNotFoundError):
-    """No copy of a data set was found where it was looked for, and none could be downloaded."""
 
 
 @dataclass(frozen=True)

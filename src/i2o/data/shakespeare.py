@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from i2o import runtime
+from i2o.data.errors import DataNotFoundError
 
 FOLDER = "tinyshakespeare"
 FILENAME = "input.txt"
@@ -35,10 +36,6 @@ URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshake
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 TRAIN_FRACTION = 0.9
 SPLITS = ("train", "test")
-
-
-class DataNotFoundError(FileNotFoundError):
-    """Tiny Shakespeare was not found where it was looked for and could not be downloaded."""
 
 
 @dataclass(frozen=True)

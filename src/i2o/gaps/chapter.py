@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from i2o.deq import iteration_grid
 from i2o.gaps import jobs as job_runner
 from i2o.gaps.classification import ClassificationJob
 from i2o.gaps.curves import GapCurve, curve_from_sweep, plot_gap
 from i2o.gaps.inverse import InverseJob
 from i2o.gaps.language import LanguageJob
-from i2o.gaps.sweep import iteration_grid
 
 TASKS = ("classification", "language", "deq", "elder")
 #: task → (metric, transform, metric label, loss metric, loss label, title)

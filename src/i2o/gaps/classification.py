@@ -4,17 +4,15 @@ Training follows the recipe of the stability chapter (:mod:`i2o.train.classifier
 Figure 5: Broyden without line search, implicit gradients, the head on ``f(z*)``, Adam with coupled
 weight decay, cosine learning rate per batch, an optional weight-tied unrolled warm-up) with a
 fixed number ``N`` of forward iterations and no early stop (``tol = 0``), on a class-balanced
-subset of the training images, one permutation per epoch. It runs in the chapter's step loop
-(:func:`i2o.gaps.training.train_steps`), which releases the IFT hook of every step
-(:class:`~i2o.gaps.training.HookReleaser`). The sweep (:func:`classification_probes`) classifies
-``z`` — the solver's iterate, as the authors' evaluation does — and reports per image the 0/1
-error and the cross-entropy.
+subset of the training images, one permutation per epoch, in the step loop
+:func:`i2o.train.loop.train_steps`. The sweep uses the stability chapter's probes
+(:func:`i2o.train.evaluate.classification_probes`): ``head(z)`` of the solver's iterate, as the
+authors' evaluation does, with the 0/1 error and the cross-entropy of every image.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,9 +21,8 @@ import torch.nn.functional as F
 
 from i2o import runtime
 from i2o.deq import DEQ, SolverSpec
-from i2o.gaps.sweep import Probe
-from i2o.gaps.training import HookReleaser, Plan, train_steps
 from i2o.models.mdeq import MDEQClassifier, config
+from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import epoch_order, seed_everything
 
 
@@ -75,7 +72,6 @@ def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tenso
     device = runtime.device()
     model = MDEQClassifier(config(job.architecture)).to(device)
     deq = job.deq()
-    releaser = HookReleaser()
     n = images.shape[0]
     per_epoch = math.ceil(n / job.batch_size)
 
@@ -89,7 +85,6 @@ def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tenso
             logits, residual = model.classify(model.unrolled_state(x)), math.nan
         else:
             out, stats = deq(f, x, z0)
-            releaser.keep(out)
             logits, residual = model.classify(out), stats.forward.residual_rel
         loss = F.cross_entropy(logits, y)
         correct = float((logits.detach().argmax(1) == y).float().mean())
@@ -97,23 +92,5 @@ def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tenso
 
     plan = Plan(steps=job.steps(), lr=job.lr, lr_min=1e-6, weight_decay=job.weight_decay,
                 clip=0.0, seed=job.seed)
-    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, "MDEQ", releaser)
+    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, "MDEQ")
     return model, history
-
-
-def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,
-                          batch_size: int = 250) -> Iterator[Probe]:
-    """Probes over ``images`` (standardised tensors) with metrics ``error`` (0/1) and ``loss``."""
-    device = next(model.parameters()).device
-    model.eval()
-    for start in range(0, images.shape[0], batch_size):
-        batch = images[start:start + batch_size].to(device)
-        wanted = labels[start:start + batch_size].to(device)
-        f, x, z0 = model.prepare(batch)
-
-        def score(z: torch.Tensor, fz: torch.Tensor, wanted=wanted) -> dict[str, torch.Tensor]:
-            logits = model.classify(z)
-            return {"error": (logits.argmax(1) != wanted).double(),
-                    "loss": F.cross_entropy(logits, wanted, reduction="none")}
-
-        yield Probe(g=lambda z, f=f, x=x: f(z, x), z0=z0, score=score)

@@ -118,7 +118,7 @@ def _transform(values: np.ndarray, transform: str) -> tuple[np.ndarray, np.ndarr
 def curve_from_sweep(result: Mapping[str, object], metric: str, n_train: int, label: str,
                      transform: str = "mean", metric_label: str | None = None,
                      sign: float = 1.0) -> GapCurve:
-    """A :class:`GapCurve` from :func:`i2o.gaps.sweep.sweep_iterations`'s result.
+    """A :class:`GapCurve` from :func:`i2o.deq.sweep_iterations`'s result.
 
     ``metric`` names the per-example values to use, ``transform`` how they become the performance
     (:data:`TRANSFORMS`), ``sign = -1`` turns a higher-is-better quantity into a lower-is-better

@@ -20,10 +20,9 @@ import numpy as np
 import torch
 
 from i2o import runtime
-from i2o.deq import DEQ, SolverSpec
-from i2o.gaps.sweep import Probe
-from i2o.gaps.training import HookReleaser, Plan, train_steps
+from i2o.deq import DEQ, Probe, SolverSpec
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
+from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
 BACKWARDS = ("ift", "unrolled")
@@ -86,7 +85,6 @@ def train_reconstruction(job: InverseJob, images: torch.Tensor,
     device = runtime.device()
     model = ReconstructionDEQ(job.config()).to(device)
     deq = job.deq()
-    releaser = HookReleaser()
     n, _, height, width = images.shape
 
     def step_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
@@ -98,14 +96,13 @@ def train_reconstruction(job: InverseJob, images: torch.Tensor,
         y = model.operator.measure(clean, job.noise, generator)
         x = model.inject(y)
         out, stats = deq(model.f, x, model.initial_state(y))
-        releaser.keep(out)
         loss = (model.image(out, y) - clean).pow(2).mean()
         return loss, {"residual_rel": stats.forward.residual_rel,
                       "step_size": float(model.step.detach()),
                       "prior_weight": float(model.weight.detach())}
 
     plan = Plan(steps=job.steps, lr=job.lr, seed=job.seed)
-    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, job.variant, releaser)
+    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, job.variant)
     return model, history
 
 

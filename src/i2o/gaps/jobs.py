@@ -8,7 +8,7 @@ source of the modules it depends on (:data:`SOURCES`); training checkpoints go t
 :func:`i2o.results.checkpoint_dir`, so an interrupted job resumes and a finished one costs a file
 read. :func:`compute` runs one job wherever it is called: in the notebook, or in a submitit worker
 (:mod:`i2o.sweep`). Every job returns plain arrays: the sweeps on test and training data
-(:func:`i2o.gaps.sweep.sweep_iterations`), the training history and the model's size.
+(:func:`i2o.deq.sweep_iterations`), the training history and the model's size.
 """
 
 from __future__ import annotations
@@ -22,23 +22,23 @@ import numpy as np
 import torch
 
 from i2o import results
+from i2o.deq import sweep_iterations
 from i2o.gaps.classification import ClassificationJob
 from i2o.gaps.inverse import InverseJob
 from i2o.gaps.language import LanguageJob
-from i2o.gaps.sweep import sweep_iterations
 
 FIGURE = "deq-gaps"
-_COMMON = ("gaps.jobs", "gaps.sweep", "deq", "train.checkpoint", "train.schedule",
+_COMMON = ("gaps.jobs", "deq", "train.loop", "train.checkpoint", "train.schedule",
            "train.seeding")
 #: The modules each job's numbers depend on: edits elsewhere (plots, other chapters) do not
 #: invalidate its cache entry.
 SOURCES = {
-    "classification": _COMMON + ("gaps.classification", "gaps.training", "models.mdeq",
+    "classification": _COMMON + ("gaps.classification", "train.evaluate", "models.mdeq",
                                  "data.cifar10"),
-    "language": _COMMON + ("gaps.language", "gaps.training", "models.deq_transformer",
+    "language": _COMMON + ("gaps.language", "models.deq_transformer",
                            "data.shakespeare"),
-    "inverse-deq": _COMMON + ("gaps.inverse", "gaps.training", "models.inverse", "data.cifar10"),
-    "inverse-elder": _COMMON + ("gaps.inverse", "gaps.training", "models.inverse",
+    "inverse-deq": _COMMON + ("gaps.inverse", "models.inverse", "data.cifar10"),
+    "inverse-elder": _COMMON + ("gaps.inverse", "models.inverse",
                                 "data.cifar10"),
 }
 JOB_TYPES = {"classification": ClassificationJob, "language": LanguageJob,
@@ -100,7 +100,8 @@ def _classification(job: ClassificationJob, params, checkpoints, progress) -> di
     """MDEQ on a class-balanced CIFAR-10 subset; sweeps on ``eval_size`` test images and up to
     ``eval_size`` of its own training images."""
     from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
-    from i2o.gaps.classification import classification_probes, train_mdeq
+    from i2o.gaps.classification import train_mdeq
+    from i2o.train.evaluate import classification_probes
 
     grid, eval_size = params["grid"], params["eval_size"]
     train, test = load_cifar10("train"), load_cifar10("test")

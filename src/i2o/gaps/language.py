@@ -1,7 +1,7 @@
 """The language-modelling task: a character-level DEQ transformer on Tiny Shakespeare.
 
 Trained with a fixed number ``N`` of solver iterations (:class:`LanguageJob`), then swept over
-``N + ΔN`` (:func:`language_probes` feeds :func:`i2o.gaps.sweep.sweep_iterations`). The metric is
+``N + ΔN`` (:func:`language_probes` feeds :func:`i2o.deq.sweep_iterations`). The metric is
 the perplexity ``exp(mean negative log-likelihood per character)``; each evaluated example is a
 window of ``context`` characters (its mean per-character NLL), so standard errors are over windows.
 
@@ -28,10 +28,9 @@ import torch
 
 from i2o import runtime
 from i2o.data.shakespeare import CharCorpus, random_windows, tiled_windows
-from i2o.deq import DEQ, SolverSpec
-from i2o.gaps.sweep import Probe
-from i2o.gaps.training import HookReleaser, Plan, train_steps
+from i2o.deq import DEQ, Probe, SolverSpec
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
+from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
 BACKWARDS = ("ift", "unrolled")
@@ -89,7 +88,6 @@ def train_language_model(job: LanguageJob, corpus: CharCorpus,
     device = runtime.device()
     model = DEQTransformerLM(job.config(corpus.vocab_size)).to(device)
     deq = job.deq()
-    releaser = HookReleaser()
     train_ids = corpus.train
 
     def step_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
@@ -98,7 +96,6 @@ def train_language_model(job: LanguageJob, corpus: CharCorpus,
         inputs, targets = torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device)
         x = model.inject(inputs)
         out, stats = deq(model.f, x, model.initial_state(x))
-        releaser.keep(out)
         nll = model.token_nll(out, targets).mean()
         loss = nll
         logs = {"nll": float(nll.detach()), "residual_rel": stats.forward.residual_rel}
@@ -110,8 +107,7 @@ def train_language_model(job: LanguageJob, corpus: CharCorpus,
         return loss, logs
 
     plan = Plan(steps=job.steps, lr=job.lr, seed=job.seed)
-    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, "language model",
-                          releaser)
+    history = train_steps(model, step_loss, plan, checkpoint_dir, progress, "language model")
     return model, history
 
 

@@ -38,3 +38,32 @@ def load_checkpoint(directory: Path | str | None) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def save_training_state(directory: Path | str | None, run: dict[str, Any], step: int,
+                        model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                        history: dict[str, Any]) -> None:
+    """Checkpoint a training run: its description ``run``, the step, model, optimiser, torch's RNG
+    state and the history (nothing when ``directory`` is ``None``)."""
+    if directory is not None:
+        save_checkpoint(directory, {"run": run, "step": step, "model": model.state_dict(),
+                                    "optimizer": optimizer.state_dict(),
+                                    "rng_torch": torch.get_rng_state(), "history": history})
+
+
+def restore_training_state(directory: Path | str | None, run: dict[str, Any],
+                           model: torch.nn.Module, optimizer: torch.optim.Optimizer
+                           ) -> tuple[int, dict[str, Any]] | None:
+    """Load the checkpoint of ``run`` from ``directory`` into ``model``, ``optimizer`` and torch's
+    RNG; return ``(step, history)``, or ``None`` when there is no checkpoint. A checkpoint written
+    by a different run raises ``ValueError`` rather than being silently continued."""
+    state = load_checkpoint(directory)
+    if state is None:
+        return None
+    if state.get("run") != run:
+        raise ValueError(f"checkpoint in {directory} was written by another run: "
+                         f"{state.get('run')} ≠ {run}")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng_torch"])
+    return state["step"], state["history"]

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.allocator import keep_freed_memory
-from i2o.train.checkpoint import load_checkpoint, save_checkpoint
+from i2o.train.checkpoint import restore_training_state, save_training_state
 from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
 from i2o.train.seeding import epoch_order, seed_everything
 
@@ -140,23 +140,10 @@ def train_classifier(
     optimizer = make_optimizer(model, settings.lr, settings.weight_decay)
     deq = make_deq(settings)
 
-    state = load_checkpoint(checkpoint_dir)
     step, history = 0, _fresh_history()
-    if state is not None:
-        if state["settings"] != settings.as_dict():
-            raise ValueError(f"checkpoint in {checkpoint_dir} was written by another run: "
-                             f"{state['settings']} ≠ {settings.as_dict()}")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng_torch"])
-        step, history = state["step"], state["history"]
-
-    def checkpoint() -> None:
-        if checkpoint_dir is not None:
-            save_checkpoint(checkpoint_dir, {
-                "settings": settings.as_dict(), "step": step, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "rng_torch": torch.get_rng_state(),
-                "history": history})
+    restored = restore_training_state(checkpoint_dir, settings.as_dict(), model, optimizer)
+    if restored is not None:
+        step, history = restored
 
     bar = tqdm(total=total_steps, initial=step, disable=not progress, leave=False,
                desc=f"{settings.arm} seed {settings.seed}", unit="step")
@@ -191,7 +178,8 @@ def train_classifier(
         bar.update(1)
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
         if step % settings.checkpoint_every == 0 or step == total_steps:
-            checkpoint()
+            save_training_state(checkpoint_dir, settings.as_dict(), step, model, optimizer,
+                                history)
         if on_step is not None:
             on_step(step)
     bar.close()

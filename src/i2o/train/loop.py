@@ -1,4 +1,4 @@
-"""A step-based training loop with checkpoint/resume, for the chapter's non-classification DEQs.
+"""A step-based training loop with checkpoint/resume, for the DEQ chapter's models.
 
 Each step ``t`` asks ``step_loss(t)`` for a loss (and a few numbers to log); the batch of step ``t``
 must be a function of ``(seed, t)`` only, so that a run killed and resumed from its last checkpoint
@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from i2o.train.checkpoint import load_checkpoint, save_checkpoint
+from i2o.train.checkpoint import restore_training_state, save_training_state
 from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
 
 StepLoss = Callable[[int], tuple[torch.Tensor, dict[str, float]]]
@@ -51,56 +51,20 @@ class Plan:
         return asdict(self)
 
 
-class HookReleaser:
-    """Works around a leak of :func:`i2o.deq.attach_implicit_backward` (reported to its authors):
-    the hook it registers on the DEQ output holds that output, a reference cycle through the
-    tensor's ``_backward_hooks`` that Python's collector does not free (≈ 6 MB per step for the
-    language model). :meth:`keep` an output, :meth:`release` after its backward pass."""
-
-    def __init__(self) -> None:
-        self.held: list[torch.Tensor] = []
-
-    def keep(self, tensor: torch.Tensor) -> torch.Tensor:
-        self.held.append(tensor)
-        return tensor
-
-    def release(self) -> None:
-        for tensor in self.held:
-            hooks = getattr(tensor, "_backward_hooks", None)
-            if hooks:
-                hooks.clear()
-        self.held.clear()
-
-
 def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
                 checkpoint_dir: Path | str | None = None, progress: bool = False,
-                description: str = "train",
-                releaser: HookReleaser | None = None) -> dict[str, list[float]]:
+                description: str = "train") -> dict[str, list[float]]:
     """Train ``model`` in place for ``plan.steps`` steps (resuming from ``checkpoint_dir``).
 
     Returns the history: per step ``loss``, ``lr``, ``seconds`` and every key ``step_loss`` logs.
     A non-finite loss raises ``FloatingPointError`` naming the step (nothing is silently skipped).
-    ``releaser``: the :class:`HookReleaser` that ``step_loss`` hands its DEQ outputs to.
     """
     optimizer = make_optimizer(model, plan.lr, plan.weight_decay)
     history: dict[str, list[float]] = {"loss": [], "lr": [], "seconds": []}
     step = 0
-    state = load_checkpoint(checkpoint_dir)
-    if state is not None:
-        if state["plan"] != plan.as_dict():
-            raise ValueError(f"checkpoint in {checkpoint_dir} was written by another plan: "
-                             f"{state['plan']} ≠ {plan.as_dict()}")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng_torch"])
-        step, history = state["step"], state["history"]
-
-    def checkpoint() -> None:
-        if checkpoint_dir is not None:
-            save_checkpoint(checkpoint_dir, {
-                "plan": plan.as_dict(), "step": step, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "rng_torch": torch.get_rng_state(),
-                "history": history})
+    restored = restore_training_state(checkpoint_dir, plan.as_dict(), model, optimizer)
+    if restored is not None:
+        step, history = restored
 
     model.train()
     bar = tqdm(total=plan.steps, initial=step, disable=not progress, leave=False,
@@ -115,8 +79,6 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
             raise FloatingPointError(
                 f"{description}: loss is {float(loss.detach())} at step {step}")
         loss.backward()
-        if releaser is not None:
-            releaser.release()
         if plan.clip > 0:
             nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
         optimizer.step()
@@ -128,7 +90,7 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
         step += 1
         bar.update(1)
         if step % plan.checkpoint_every == 0 or step == plan.steps:
-            checkpoint()
+            save_training_state(checkpoint_dir, plan.as_dict(), step, model, optimizer, history)
     bar.close()
     model.eval()
     return history
