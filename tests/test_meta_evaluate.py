@@ -86,8 +86,5 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     other = "imaml-N4-lam2-set1-seed0"
     assert not experiment.job_is_cached(other, jobs[other])
     before = {path.name for path in results.results_dir().rglob("*")}
-    spec = experiment.figure3_specs(p)[0]
-    trained = experiment.train_model(spec)
-    test_tasks, grid, description = experiment._tasks_and_grid(p, 3, spec)
-    experiment._evaluate(spec, trained, test_tasks, grid, description)
+    experiment.train_and_sweep(p, experiment.figure3_specs(p)[0])  # what figure3 runs per model
     assert {path.name for path in results.results_dir().rglob("*")} == before

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import jax
@@ -32,6 +33,11 @@ def training_sources(method: str) -> tuple[str, ...]:
     """The modules whose source keys a trained model in the cache: editing iMAML's code does not
     invalidate the MAML models, and vice versa."""
     return (*_COMMON_SOURCES, f"meta.{method}")
+
+
+def sweep_sources(method: str) -> tuple[str, ...]:
+    """The modules whose source keys a model's test-time sweep."""
+    return (*training_sources(method), "meta.evaluate")
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,7 @@ def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
         return {**curves, "seconds": time.perf_counter() - start}
 
     curves = results.cached(FIGURE, f"eval-{spec.name}", key, compute,
-                            sources=(*training_sources(spec.method), "meta.evaluate"))
+                            sources=sweep_sources(spec.method))
     return {**curves, "grid": np.asarray(grid), "method": spec.method,
             "inner_steps": spec.inner_steps, "outer_steps": spec.outer_steps,
             "train_losses": trained["losses"],
@@ -205,29 +211,33 @@ def figure4_specs(p: Any) -> list[ModelSpec]:
                       learning_rate=p.learning_rate, seed=p.seed) for b in p.fig4_meta_batches]
 
 
+def train_and_sweep(p: Any, spec: ModelSpec,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train ``spec`` (or read it from the cache) and sweep it: on the ``n_test_tasks`` fixed test
+    tasks for a model trained on tasks drawn on the fly (Figure 3), on its own training tasks
+    for a model trained on a fixed set (Figure 4)."""
+    from i2o.meta.tasks import flatten_batches, sample_tasks
+
+    grid, description = _sweep_setting(p, spec)
+    trained = train_model(spec, log, p.checkpoint_every)
+    tasks = (sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks)
+             if spec.n_meta_batches is None else flatten_batches(spec.training_set()))
+    return _evaluate(spec, trained, tasks, grid, description)
+
+
 def figure3(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Test-MSE curves of every Figure 3 model on ``n_test_tasks`` fixed test tasks."""
-    from i2o.meta.tasks import sample_tasks
-
-    test_tasks = sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks)
-    out = {}
-    for spec in figure3_specs(p):
-        grid, description = _sweep_setting(p, spec)
-        trained = train_model(spec, log, p.checkpoint_every)
-        out[spec.name] = _evaluate(spec, trained, test_tasks, grid, description)
-    return out
+    return {spec.name: train_and_sweep(p, spec, log) for spec in figure3_specs(p)}
 
 
 def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Training-loss curves (query loss on the model's own training tasks) and D(N, ΔN)."""
     from i2o.meta import evaluate
-    from i2o.meta.tasks import flatten_batches
 
     out = {}
     for spec in figure4_specs(p):
-        grid, description = _sweep_setting(p, spec)
-        trained = train_model(spec, log, p.checkpoint_every)
-        curves = _evaluate(spec, trained, flatten_batches(spec.training_set()), grid, description)
+        curves = train_and_sweep(p, spec, log)
+        grid = curves["grid"]
         finite = np.all(np.isfinite(curves["query"]), axis=1)  # see verdicts.finite_tasks
         mean = curves["query"][finite].mean(axis=0)
         curves["n_diverged"] = int((~finite).sum())
@@ -236,6 +246,16 @@ def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[
         curves["increase"] = evaluate.loss_increase(mean, grid, spec.inner_steps)
         out[spec.name] = curves
     return out
+
+
+def _cached_entries(p: Any, spec: ModelSpec) -> tuple[dict | None, dict | None]:
+    """The model's training and sweep entries in the results cache (``None`` where missing),
+    without computing anything."""
+    trained = results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
+                             training_sources(spec.method))
+    swept = results.lookup(FIGURE, f"eval-{spec.name}", _sweep_key(spec, *_sweep_setting(p, spec)),
+                           sweep_sources(spec.method))
+    return trained, swept
 
 
 def recorded_cost(p: Any) -> dict[str, Any]:
@@ -247,15 +267,11 @@ def recorded_cost(p: Any) -> dict[str, Any]:
 
     cost: dict[str, Any] = {"training": {}, "sweeps": {}, "missing": []}
     for spec in figure3_specs(p) + figure4_specs(p):
-        trained = results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
-                                 training_sources(spec.method))
+        trained, swept = _cached_entries(p, spec)
         if trained is None:
             cost["missing"].append(f"train-{spec.name}")
             continue
         cost["training"][spec.name] = float(trained["seconds"])
-        key = _sweep_key(spec, *_sweep_setting(p, spec))
-        swept = results.lookup(FIGURE, f"eval-{spec.name}", key,
-                               (*training_sources(spec.method), "meta.evaluate"))
         if swept is None:
             cost["missing"].append(f"eval-{spec.name}")
         else:
@@ -266,46 +282,24 @@ def recorded_cost(p: Any) -> dict[str, Any]:
 
 # --- scale-out: one job per model (python -m i2o.sweep meta) -------------------------------------
 
-def _specs_by_name(p: Any) -> dict[str, tuple[int, ModelSpec]]:
-    return {spec.name: (figure, spec) for figure, specs in ((3, figure3_specs(p)),
-                                                             (4, figure4_specs(p)))
-            for spec in specs}
+def _spec_named(name: str, p: Any) -> ModelSpec:
+    return {spec.name: spec for spec in figure3_specs(p) + figure4_specs(p)}[name]
 
 
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
     """Every model of Figures 3 and 4 as a job ``(name, figure parameters)``: a job trains the
     model and runs its test-time sweep, exactly the cache entries the notebook reads."""
-    return [(name, dict(p)) for name in _specs_by_name(p)]
+    return [(spec.name, dict(p)) for spec in figure3_specs(p) + figure4_specs(p)]
 
 
-def _tasks_and_grid(p: Any, figure: int, spec: ModelSpec):
-    from i2o.meta.tasks import flatten_batches, sample_tasks
-
-    grid, description = _sweep_setting(p, spec)
-    tasks = (sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks) if figure == 3
-             else flatten_batches(spec.training_set()))
-    return tasks, grid, description
+def run_job(name: str, job: dict[str, Any], log: Callable[[str], None] | None = print) -> None:
+    """Train model ``name`` of the figure parameters ``job`` (resuming its checkpoint) and
+    sweep it."""
+    p = SimpleNamespace(**job)
+    train_and_sweep(p, _spec_named(name, p), log)
 
 
-def run_job(name: str, p: Any, log: Callable[[str], None] | None = print) -> None:
-    """Train model ``name`` of parameter set ``p`` (resuming its checkpoint) and sweep it."""
-    from types import SimpleNamespace
-
-    p = SimpleNamespace(**p)
-    figure, spec = _specs_by_name(p)[name]
-    trained = train_model(spec, log, p.checkpoint_every)
-    tasks, grid, description = _tasks_and_grid(p, figure, spec)
-    _evaluate(spec, trained, tasks, grid, description)
-
-
-def job_is_cached(name: str, p: Any) -> bool:
+def job_is_cached(name: str, job: dict[str, Any]) -> bool:
     """Whether both the trained model and its sweep are in the cache."""
-    from types import SimpleNamespace
-
-    p = SimpleNamespace(**p)
-    _, spec = _specs_by_name(p)[name]
-    key = _sweep_key(spec, *_sweep_setting(p, spec))
-    return (results.lookup(FIGURE, f"train-{spec.name}", spec.key_params(),
-                           training_sources(spec.method)) is not None
-            and results.lookup(FIGURE, f"eval-{spec.name}", key,
-                               (*training_sources(spec.method), "meta.evaluate")) is not None)
+    p = SimpleNamespace(**job)
+    return None not in _cached_entries(p, _spec_named(name, p))
