@@ -21,9 +21,10 @@ def test_step_grid():
         evaluate.step_grid(0)
 
 
-def test_maml_sweep_reproduces_training_adaptation(problem):
+@pytest.mark.parametrize("normalization", ["none", "joint_bn"])
+def test_maml_sweep_reproduces_training_adaptation(problem, normalization):
     params, batch = problem
-    config = maml.MAMLConfig(inner_steps=3, step_size=0.01)
+    config = maml.MAMLConfig(inner_steps=3, step_size=0.01, normalization=normalization)
     curves = evaluate.adaptation_curves("maml", params, batch, [0, 1, 3, 50], config,
                                         chunk_size=3)
     assert curves["query"].shape == (4, 4)
@@ -33,7 +34,8 @@ def test_maml_sweep_reproduces_training_adaptation(problem):
         np.testing.assert_allclose(curves["query"][task, 2],
                                    maml.task_query_loss(params, *args, config), rtol=1e-10)
         np.testing.assert_allclose(curves["query"][task, 0],
-                                   mlp.mse(params, args[2], args[3]), rtol=1e-12)
+                                   mlp.mse(params, args[2], args[3], normalization, args[0]),
+                                   rtol=1e-12)
     # gradient descent with a small step lowers the support loss
     assert np.all(curves["support"][:, -1] < curves["support"][:, 0])
 

@@ -16,9 +16,10 @@ def _small_problem(hidden, n_tasks=3, seed=0):
     return params, batch
 
 
-def test_maml_meta_gradient_matches_finite_differences():
+@pytest.mark.parametrize("normalization", ["none", "per_set_bn", "joint_bn"])
+def test_maml_meta_gradient_matches_finite_differences(normalization):
     params, batch = _small_problem((6, 6))
-    config = maml.MAMLConfig(inner_steps=3, step_size=0.01)
+    config = maml.MAMLConfig(inner_steps=3, step_size=0.01, normalization=normalization)
     flat, unravel = ravel_pytree(params)
 
     @jax.jit
@@ -93,7 +94,7 @@ def test_imaml_hypergradient_matches_differentiating_a_precise_solve():
 
     precise = imaml.IMAMLConfig(regularization=lam, inner_steps=3000, cg_maxiter=50,
                                   cg_tol=1e-14, tol=1e-13)
-    adapted = imaml.adapt(params, x_s, y_s, precise)
+    adapted = imaml.adapt(params, x_s, y_s, precise, context=x_q)
     np.testing.assert_allclose(ravel_pytree(adapted)[0], solution, atol=1e-8)
     hypergrad = jax.grad(imaml.task_query_loss)(params, x_s, y_s, x_q, y_q, precise)
     np.testing.assert_allclose(ravel_pytree(hypergrad)[0], reference, rtol=1e-6, atol=1e-9)
@@ -117,7 +118,8 @@ def test_imaml_paper_settings_hypergradient_is_close_to_exact():
 @pytest.mark.parametrize("kwargs, word", [
     ({"regularization": 0.0}, "regularization"), ({"regularization": -1.0}, "regularization"),
     ({"inner_steps": 0}, "inner_steps"), ({"cg_maxiter": 0}, "cg_maxiter"),
-    ({"tol": -1.0}, "tol"), ({"cg_tol": -1.0}, "cg_tol")])
+    ({"tol": -1.0}, "tol"), ({"cg_tol": -1.0}, "cg_tol"),
+    ({"normalization": "bn"}, "normalization")])
 def test_imaml_config_validation(kwargs, word):
     with pytest.raises(ValueError, match=word):
         imaml.IMAMLConfig(**kwargs)
@@ -125,18 +127,21 @@ def test_imaml_config_validation(kwargs, word):
 
 @pytest.mark.parametrize("kwargs, word", [({"inner_steps": 0}, "inner_steps"),
                                           ({"inner_steps": 1.5}, "inner_steps"),
-                                          ({"step_size": 0.0}, "step_size")])
+                                          ({"step_size": 0.0}, "step_size"),
+                                          ({"normalization": "batch"}, "normalization")])
 def test_maml_config_validation(kwargs, word):
     with pytest.raises(ValueError, match=word):
         maml.MAMLConfig(**kwargs)
 
 
-def test_imaml_batched_meta_loss_matches_per_task_jaxopt_implicit_diff():
+@pytest.mark.parametrize("normalization", ["none", "joint_bn"])
+def test_imaml_batched_meta_loss_matches_per_task_jaxopt_implicit_diff(normalization):
     """``meta_loss`` solves the tasks one after the other and applies its own vmapped IFT
     backward (``adapt_tasks``); its value and gradient equal the mean over tasks of jaxopt's
-    per-task implicit differentiation (``task_query_loss``)."""
+    per-task implicit differentiation (``task_query_loss``), also when the support loss reads the
+    query inputs (``joint_bn``)."""
     params, batch = _small_problem((8, 8), n_tasks=4, seed=3)
-    config = imaml.IMAMLConfig(regularization=2.0)
+    config = imaml.IMAMLConfig(regularization=2.0, normalization=normalization)
     value, grad = jax.value_and_grad(imaml.meta_loss)(params, batch, config)
     per_task = [jax.value_and_grad(imaml.task_query_loss)(
         params, batch.x_support[t], batch.y_support[t], batch.x_query[t], batch.y_query[t],

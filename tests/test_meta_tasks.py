@@ -49,15 +49,33 @@ def test_sampler_rejects_bad_sizes(kwargs):
         tasks.sample_tasks(jax.random.PRNGKey(0), **kwargs)
 
 
-def test_mlp_shapes_and_transductive_batch_norm():
+def test_mlp_shapes_and_normalizations():
     params = mlp.init_mlp(jax.random.PRNGKey(0))
     assert sum(p.size for p in params.values()) == 40 + 40 + 1600 + 40 + 40 + 1
+    params = jax.tree_util.tree_map(lambda p: 30 * p + 0.01, params)  # away from the init's zeros
     x = jnp.linspace(-5, 5, 10)[:, None]
-    out = mlp.apply_mlp(params, x)
-    assert out.shape == (10, 1) and out.dtype == jnp.float64
-    # batch statistics: shifting every input by a constant leaves the normalization unchanged
-    np.testing.assert_allclose(mlp.apply_mlp(params, x + 2.0), out, rtol=1e-9)
-    # transductive: a point's output depends on the other points of its batch
-    assert not np.allclose(mlp.apply_mlp(params, x[:5])[0], out[0])
+    other = jnp.linspace(-1, 4, 10)[:, None]
+    plain = mlp.apply_mlp(params, x)
+    assert plain.shape == (10, 1) and plain.dtype == jnp.float64
+    # no normalization: a point's output is its own, and shifting the inputs changes it
+    np.testing.assert_allclose(mlp.apply_mlp(params, x[:5]), plain[:5], rtol=1e-12)
+    assert not np.allclose(mlp.apply_mlp(params, x + 2.0), plain)
+    # per-set BN: shifting the whole set by a constant leaves the outputs unchanged (the set's
+    # position is erased), and a point's output depends on the other points of its set
+    per_set = mlp.apply_mlp(params, x, "per_set_bn")
+    np.testing.assert_allclose(mlp.apply_mlp(params, x + 2.0, "per_set_bn"), per_set, rtol=1e-9)
+    assert not np.allclose(mlp.apply_mlp(params, x[:5], "per_set_bn")[0], per_set[0])
+    # joint BN: statistics over the set and its context; shifting only the set is seen
+    joint = mlp.apply_mlp(params, x, "joint_bn", context=other)
+    assert joint.shape == (10, 1)
+    np.testing.assert_allclose(mlp.apply_mlp(params, x + 2.0, "joint_bn", context=other + 2.0),
+                               joint, rtol=1e-9)
+    assert not np.allclose(mlp.apply_mlp(params, x + 2.0, "joint_bn", context=other), joint)
+    np.testing.assert_allclose(
+        mlp.apply_mlp(params, jnp.concatenate([x, other]), "per_set_bn")[:10], joint, rtol=1e-12)
+    with pytest.raises(ValueError, match="context"):
+        mlp.apply_mlp(params, x, "joint_bn")
+    with pytest.raises(ValueError, match="normalization"):
+        mlp.apply_mlp(params, x, "layer_norm")
     with pytest.raises(ValueError, match="hidden"):
         mlp.init_mlp(jax.random.PRNGKey(0), hidden=(0,))

@@ -57,19 +57,22 @@ def _sweep(state0: Any, advance: Callable[[Any], Any], readout: Callable[[Any], 
 
 
 def _readout(params: Params, grad_fn: Callable[[Params], Params], x_s: jax.Array,
-             y_s: jax.Array, x_q: jax.Array, y_q: jax.Array) -> jax.Array:
+             y_s: jax.Array, x_q: jax.Array, y_q: jax.Array, normalization: str) -> jax.Array:
     grads = grad_fn(params)
     grad_norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree_util.tree_leaves(grads)))
-    return jnp.stack([mse(params, x_q, y_q), mse(params, x_s, y_s), grad_norm])
+    return jnp.stack([mse(params, x_q, y_q, normalization, x_s),
+                      mse(params, x_s, y_s, normalization, x_q), grad_norm])
 
 
 def _maml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
-               y_q: jax.Array, grid: jax.Array, step_size: float) -> jax.Array:
-    def grad_fn(p: Params) -> Params:
-        return jax.grad(mse)(p, x_s, y_s)
+               y_q: jax.Array, grid: jax.Array, config: maml.MAMLConfig) -> jax.Array:
+    norm = config.normalization
 
-    return _sweep(meta_params, lambda p: maml.inner_step(p, x_s, y_s, step_size),
-                  lambda p: _readout(p, grad_fn, x_s, y_s, x_q, y_q), grid)
+    def grad_fn(p: Params) -> Params:
+        return jax.grad(mse)(p, x_s, y_s, norm, x_q)
+
+    return _sweep(meta_params, lambda p: maml.inner_step(p, x_s, y_s, config.step_size, norm, x_q),
+                  lambda p: _readout(p, grad_fn, x_s, y_s, x_q, y_q, norm), grid)
 
 
 def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
@@ -77,17 +80,20 @@ def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Ar
     theta_meta, unravel = ravel_pytree(meta_params)
     solver = imaml.inner_solver(config, unravel)
 
+    norm = config.normalization
+
     def grad_fn(p: Params) -> Params:
-        return jax.grad(imaml.regularized_loss)(p, meta_params, x_s, y_s, config.regularization)
+        return jax.grad(imaml.regularized_loss)(p, meta_params, x_s, y_s, config.regularization,
+                                                norm, x_q)
 
     def advance(carry: tuple[jax.Array, Any]) -> tuple[jax.Array, Any]:
         theta, state = carry
-        step = solver.update(theta, state, theta_meta, x_s, y_s)
+        step = solver.update(theta, state, theta_meta, x_s, y_s, x_q)
         return step.params, step.state
 
-    state0 = (theta_meta, solver.init_state(theta_meta, theta_meta, x_s, y_s))
+    state0 = (theta_meta, solver.init_state(theta_meta, theta_meta, x_s, y_s, x_q))
     return _sweep(state0, advance,
-                  lambda c: _readout(unravel(c[0]), grad_fn, x_s, y_s, x_q, y_q), grid)
+                  lambda c: _readout(unravel(c[0]), grad_fn, x_s, y_s, x_q, y_q, norm), grid)
 
 
 @functools.partial(jax.jit, static_argnames=("method", "config"))
@@ -95,10 +101,7 @@ def _curves_chunk(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.
                   y_q: jax.Array, grid: jax.Array, method: str,
                   config: maml.MAMLConfig | imaml.IMAMLConfig) -> jax.Array:
     """Curves of a chunk of tasks; compiled once per (method, config, chunk shape, grid length)."""
-    if method == "maml":
-        one_task = functools.partial(_maml_task, step_size=config.step_size)
-    else:
-        one_task = functools.partial(_imaml_task, config=config)
+    one_task = functools.partial(_maml_task if method == "maml" else _imaml_task, config=config)
     def run(a: jax.Array, b: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:
         return one_task(meta_params, a, b, c, d, grid)
 

@@ -58,6 +58,7 @@ class ModelSpec:
     meta_batch_size: int = 25
     learning_rate: float = 1e-3
     hidden: tuple[int, ...] = (40, 40)
+    normalization: str = "none"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -76,13 +77,15 @@ class ModelSpec:
     def name(self) -> str:
         data = "online" if self.n_meta_batches is None else f"set{self.n_meta_batches}"
         extra = f"-lam{self.regularization:g}" if self.method == "imaml" else ""
-        return f"{self.method}-N{self.inner_steps}{extra}-{data}-seed{self.seed}"
+        norm = "" if self.normalization == "none" else f"-{self.normalization}"
+        return f"{self.method}-N{self.inner_steps}{extra}{norm}-{data}-seed{self.seed}"
 
     def config(self) -> maml.MAMLConfig | imaml.IMAMLConfig:
         if self.method == "maml":
-            return maml.MAMLConfig(self.inner_steps, self.step_size)
+            return maml.MAMLConfig(self.inner_steps, self.step_size, self.normalization)
         return imaml.IMAMLConfig(regularization=self.regularization,
-                                 inner_steps=self.inner_steps, cg_maxiter=self.cg_maxiter)
+                                 inner_steps=self.inner_steps, cg_maxiter=self.cg_maxiter,
+                                 normalization=self.normalization)
 
     def key_params(self) -> dict[str, Any]:
         """The hyperparameters of this model (only those its method uses)."""

@@ -6,10 +6,12 @@ The task-adapted parameters approximately minimize the proximally regularized su
 
 by N iterations of jaxopt's ``GradientDescent`` started at θ_meta with backtracking line search
 (``stepsize=0``; ``maxiter`` = N = 16 in the paper). One such *inner step* is one jaxopt
-iteration: one gradient of F, a backtracking search on the step size (halving from the previous
-iteration's accepted step times two, at most ``maxls`` trials) and, with ``acceleration=True``
-(jaxopt's default, FISTA), Nesterov momentum. The step size is carried from one iteration to the
-next, so evaluating N + ΔN steps at test time simply continues the same iteration.
+iteration: one gradient of F and a backtracking search on the step size (halving from the
+previous iteration's accepted step times two, at most ``maxls`` trials). As in the paper ("gradient
+descent with line search") and in jaxopt's iMAML example, there is no momentum
+(``acceleration=False``; jaxopt's default would be FISTA). The step size is carried from one
+iteration to the next, so evaluating N + ΔN steps at test time simply continues the same
+iteration.
 
 The hypergradient treats θ_N as the exact minimizer θ* and applies the implicit function theorem
 to ∇_θ F(θ*, θ_meta) = 0 (the paper's Eq. 3):
@@ -31,7 +33,7 @@ import jaxopt
 from jax.flatten_util import ravel_pytree
 from jaxopt import implicit_diff, linear_solve
 
-from i2o.meta.mlp import Params, mse
+from i2o.meta.mlp import Params, check_normalization, mse
 from i2o.meta.tasks import TaskBatch
 
 Unravel = Callable[[jax.Array], Params]
@@ -40,16 +42,19 @@ Unravel = Callable[[jax.Array], Params]
 @dataclass(frozen=True)
 class IMAMLConfig:
     """``regularization`` = λ; ``inner_steps`` = N = jaxopt ``maxiter``; ``cg_maxiter`` and
-    ``cg_tol`` (relative residual; JAX's default 10⁻⁵) for the IFT linear system; ``tol`` jaxopt's
-    stopping tolerance of the inner solver (0: always exactly N iterations)."""
+    ``cg_tol`` (relative residual; 10⁻⁷ as in jaxopt's iMAML example) for the IFT linear system;
+    ``tol`` jaxopt's stopping tolerance of the inner solver (0: always exactly N iterations);
+    ``acceleration`` jaxopt's FISTA momentum (off: plain gradient descent, as in the paper);
+    ``normalization`` of the MLP (:data:`i2o.meta.mlp.NORMALIZATIONS`)."""
 
     regularization: float = 2.0
     inner_steps: int = 16
     cg_maxiter: int = 5
-    cg_tol: float = 1e-5
+    cg_tol: float = 1e-7
     max_line_search: int = 15
-    acceleration: bool = True
+    acceleration: bool = False
     tol: float = 0.0
+    normalization: str = "none"
 
     def __post_init__(self) -> None:
         for name in ("inner_steps", "cg_maxiter", "max_line_search"):
@@ -63,15 +68,18 @@ class IMAMLConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0):
                 raise ValueError(f"{name} must be a number ≥ 0; got {value!r}")
+        check_normalization(self.normalization)
 
 
 def regularized_loss(params: Params, meta_params: Params, x: jax.Array, y: jax.Array,
-                     regularization: float) -> jax.Array:
-    """F(θ; θ_meta) = ℓ(θ, (x, y)) + λ/2 ‖θ − θ_meta‖²."""
+                     regularization: float, normalization: str = "none",
+                     context: jax.Array | None = None) -> jax.Array:
+    """F(θ; θ_meta) = ℓ(θ, (x, y)) + λ/2 ‖θ − θ_meta‖² (``context``: ``joint_bn``'s query
+    inputs)."""
     sq = sum(jnp.sum(jnp.square(p - m)) for p, m in
              zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(meta_params),
                  strict=True))
-    return mse(params, x, y) + 0.5 * regularization * sq
+    return mse(params, x, y, normalization, context) + 0.5 * regularization * sq
 
 
 def inner_solver(config: IMAMLConfig, unravel: Unravel,
@@ -83,9 +91,9 @@ def inner_solver(config: IMAMLConfig, unravel: Unravel,
     one array operation instead of one per weight matrix: the same algorithm, about 1.4× faster.
     """
 
-    def objective(theta: jax.Array, theta_meta: jax.Array, x: jax.Array,
-                  y: jax.Array) -> jax.Array:
-        return (mse(unravel(theta), x, y)
+    def objective(theta: jax.Array, theta_meta: jax.Array, x: jax.Array, y: jax.Array,
+                  context: jax.Array) -> jax.Array:
+        return (mse(unravel(theta), x, y, config.normalization, context)
                 + 0.5 * config.regularization * jnp.sum(jnp.square(theta - theta_meta)))
 
     return jaxopt.GradientDescent(
@@ -105,22 +113,25 @@ def cg_solver(config: IMAMLConfig) -> Callable:
     return functools.partial(linear_solve.solve_cg, maxiter=config.cg_maxiter, tol=config.cg_tol)
 
 
-def adapt(meta_params: Params, x: jax.Array, y: jax.Array, config: IMAMLConfig) -> Params:
+def adapt(meta_params: Params, x: jax.Array, y: jax.Array, config: IMAMLConfig,
+          context: jax.Array) -> Params:
     """θ_N ≈ argmin F(·; θ_meta) from θ_meta; differentiable in θ_meta by implicit differentiation
-    (the initialization is not differentiated through, as in iMAML)."""
+    (the initialization is not differentiated through, as in iMAML). ``context``: the task's
+    query inputs (read by ``joint_bn`` only)."""
     theta_meta, unravel = ravel_pytree(meta_params)
     init = jax.lax.stop_gradient(theta_meta)
-    return unravel(inner_solver(config, unravel).run(init, theta_meta, x, y).params)
+    return unravel(inner_solver(config, unravel).run(init, theta_meta, x, y, context).params)
 
 
 def task_query_loss(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
                     y_q: jax.Array, config: IMAMLConfig) -> jax.Array:
     """ℓ(θ_N(θ_meta, support), query) for one task."""
-    return mse(adapt(meta_params, x_s, y_s, config), x_q, y_q)
+    adapted = adapt(meta_params, x_s, y_s, config, context=x_q)
+    return mse(adapted, x_q, y_q, config.normalization, context=x_s)
 
 
-def adapt_tasks(theta_meta: jax.Array, x: jax.Array, y: jax.Array, config: IMAMLConfig,
-                unravel: Unravel) -> jax.Array:
+def adapt_tasks(theta_meta: jax.Array, x: jax.Array, y: jax.Array, context: jax.Array,
+                config: IMAMLConfig, unravel: Unravel) -> jax.Array:
     """θ_N of every task of a batch (rows), as flat vectors; the same numbers as ``adapt`` per
     task, differentiable in θ_meta by the same implicit differentiation (jaxopt's ``root_vjp``
     with CG).
@@ -130,31 +141,33 @@ def adapt_tasks(theta_meta: jax.Array, x: jax.Array, y: jax.Array, config: IMAML
     runs every task for as many trials as the slowest one needs. The backward (a fixed number of
     CG iterations) is vmapped over tasks.
     """
-    return _adapt_tasks(config, unravel, theta_meta, x, y)
+    return _adapt_tasks(config, unravel, theta_meta, x, y, context)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def _adapt_tasks(config: IMAMLConfig, unravel: Unravel, theta_meta: jax.Array, x: jax.Array,
-                 y: jax.Array) -> jax.Array:
+                 y: jax.Array, context: jax.Array) -> jax.Array:
     solver = inner_solver(config, unravel)
-    return jax.lax.map(lambda xy: solver.run(theta_meta, theta_meta, *xy).params, (x, y))
+    return jax.lax.map(lambda args: solver.run(theta_meta, theta_meta, *args).params,
+                       (x, y, context))
 
 
-def _adapt_tasks_forward(config, unravel, theta_meta, x, y):
-    solutions = _adapt_tasks(config, unravel, theta_meta, x, y)
-    return solutions, (solutions, theta_meta, x, y)
+def _adapt_tasks_forward(config, unravel, theta_meta, x, y, context):
+    solutions = _adapt_tasks(config, unravel, theta_meta, x, y, context)
+    return solutions, (solutions, theta_meta, x, y, context)
 
 
 def _adapt_tasks_backward(config, unravel, residuals, cotangents):
-    solutions, theta_meta, x, y = residuals
+    solutions, theta_meta, x, y, context = residuals
     solver = inner_solver(config, unravel)
 
-    def one_task(solution, x_task, y_task, cotangent):
-        return implicit_diff.root_vjp(solver.optimality_fun, solution, (theta_meta, x_task, y_task),
-                                      cotangent, solve=cg_solver(config))
+    def one_task(solution, x_task, y_task, context_task, cotangent):
+        return implicit_diff.root_vjp(solver.optimality_fun, solution,
+                                      (theta_meta, x_task, y_task, context_task), cotangent,
+                                      solve=cg_solver(config))
 
-    d_meta, d_x, d_y = jax.vmap(one_task)(solutions, x, y, cotangents)
-    return jnp.sum(d_meta, axis=0), d_x, d_y
+    d_meta, d_x, d_y, d_context = jax.vmap(one_task)(solutions, x, y, context, cotangents)
+    return jnp.sum(d_meta, axis=0), d_x, d_y, d_context
 
 
 _adapt_tasks.defvjp(_adapt_tasks_forward, _adapt_tasks_backward)
@@ -163,7 +176,9 @@ _adapt_tasks.defvjp(_adapt_tasks_forward, _adapt_tasks_backward)
 def meta_loss(meta_params: Params, tasks: TaskBatch, config: IMAMLConfig) -> jax.Array:
     """Mean query loss over the tasks of a meta-batch (the outer objective of Eq. 5)."""
     theta_meta, unravel = ravel_pytree(meta_params)
-    adapted = adapt_tasks(theta_meta, tasks.x_support, tasks.y_support, config, unravel)
-    per_task = jax.vmap(lambda theta, x, y: mse(unravel(theta), x, y))(
-        adapted, tasks.x_query, tasks.y_query)
+    adapted = adapt_tasks(theta_meta, tasks.x_support, tasks.y_support, tasks.x_query, config,
+                          unravel)
+    per_task = jax.vmap(lambda theta, x, y, context: mse(unravel(theta), x, y,
+                                                         config.normalization, context))(
+        adapted, tasks.x_query, tasks.y_query, tasks.x_support)
     return jnp.mean(per_task)

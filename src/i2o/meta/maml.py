@@ -17,16 +17,18 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from i2o.meta.mlp import Params, mse
+from i2o.meta.mlp import Params, check_normalization, mse
 from i2o.meta.tasks import TaskBatch
 
 
 @dataclass(frozen=True)
 class MAMLConfig:
-    """``inner_steps`` = N (training), ``step_size`` = α."""
+    """``inner_steps`` = N (training), ``step_size`` = α, ``normalization`` of the MLP
+    (:data:`i2o.meta.mlp.NORMALIZATIONS`)."""
 
     inner_steps: int = 1
     step_size: float = 0.01
+    normalization: str = "none"
 
     def __post_init__(self) -> None:
         n = self.inner_steps
@@ -34,20 +36,24 @@ class MAMLConfig:
             raise ValueError(f"inner_steps must be an integer ≥ 1; got {n!r}")
         if not (isinstance(self.step_size, int | float) and self.step_size > 0):
             raise ValueError(f"step_size must be a number > 0; got {self.step_size!r}")
+        check_normalization(self.normalization)
 
 
-def inner_step(params: Params, x: jax.Array, y: jax.Array, step_size: float) -> Params:
-    """One gradient step on the support loss: θ ← θ − α ∇ℓ(θ, (x, y))."""
-    grads = jax.grad(mse)(params, x, y)
+def inner_step(params: Params, x: jax.Array, y: jax.Array, step_size: float,
+               normalization: str = "none", context: jax.Array | None = None) -> Params:
+    """One gradient step on the support loss: θ ← θ − α ∇ℓ(θ, (x, y)) (``context``: the query
+    inputs, used by ``joint_bn`` only)."""
+    grads = jax.grad(mse)(params, x, y, normalization, context)
     return jax.tree_util.tree_map(lambda p, g: p - step_size * g, params, grads)
 
 
 def adapt(meta_params: Params, x: jax.Array, y: jax.Array, n_steps: int,
-          step_size: float) -> Params:
+          step_size: float, normalization: str = "none",
+          context: jax.Array | None = None) -> Params:
     """θ_N: ``n_steps`` unrolled gradient steps from the meta-parameters (differentiable)."""
 
     def body(params: Params, _: None) -> tuple[Params, None]:
-        return inner_step(params, x, y, step_size), None
+        return inner_step(params, x, y, step_size, normalization, context), None
 
     adapted, _ = jax.lax.scan(body, meta_params, None, length=n_steps)
     return adapted
@@ -56,8 +62,9 @@ def adapt(meta_params: Params, x: jax.Array, y: jax.Array, n_steps: int,
 def task_query_loss(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
                     y_q: jax.Array, config: MAMLConfig) -> jax.Array:
     """ℓ(θ_N(θ_meta, support), query) for one task."""
-    adapted = adapt(meta_params, x_s, y_s, config.inner_steps, config.step_size)
-    return mse(adapted, x_q, y_q)
+    adapted = adapt(meta_params, x_s, y_s, config.inner_steps, config.step_size,
+                    config.normalization, context=x_q)
+    return mse(adapted, x_q, y_q, config.normalization, context=x_s)
 
 
 def meta_loss(meta_params: Params, tasks: TaskBatch, config: MAMLConfig) -> jax.Array:
