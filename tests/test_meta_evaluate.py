@@ -82,11 +82,11 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     names = [s.name for s in experiment.figure3_specs(p) + experiment.figure4_specs(p)]
     assert list(jobs) == names and len(set(names)) == len(names)
     maml_name = "maml-N1-online-seed0"
-    assert not experiment.job_is_cached(maml_name, jobs[maml_name])
+    assert not experiment.is_cached(maml_name, jobs[maml_name])
     experiment.run_job(maml_name, jobs[maml_name], log=None)
-    assert experiment.job_is_cached(maml_name, jobs[maml_name])
+    assert experiment.is_cached(maml_name, jobs[maml_name])
     other = "imaml-N4-lam2-set1-seed0"
-    assert not experiment.job_is_cached(other, jobs[other])
+    assert not experiment.is_cached(other, jobs[other])
     before = {path.name for path in results.results_dir().rglob("*")}
     experiment.train_and_sweep(p, experiment.figure3_specs(p)[0])  # what figure3 runs per model
     assert {path.name for path in results.results_dir().rglob("*")} == before

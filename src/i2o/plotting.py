@@ -81,3 +81,10 @@ def provenance(path: Path) -> dict[str, str]:
 def profile_caption(params: Any) -> str:
     """A one-line caption naming the profile, to put under every figure."""
     return f"profile {params.profile!r} · commit {runtime.git_sha()} · {runtime.device_name()}"
+
+
+def show(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> None:
+    """:func:`save` ``fig``, then display it (in a notebook) and close it."""
+    save(fig, name, params)
+    plt.show()
+    plt.close(fig)

@@ -50,7 +50,7 @@ def _meta_jobs(params: Mapping[str, Any]):
     runtime.jax_single_thread()
     from i2o.meta import experiment
 
-    return [(name, job, experiment.job_is_cached(name, job))
+    return [(name, job, experiment.is_cached(name, job))
             for name, job in experiment.all_jobs(params)]
 
 

@@ -54,6 +54,7 @@ class ModelSpec:
     regularization: float = 2.0  # λ (iMAML only)
     step_size: float = 0.01  # α (MAML only)
     cg_maxiter: int = 5  # iMAML only
+    acceleration: bool = False  # iMAML only: jaxopt's FISTA momentum in the inner solver
     n_meta_batches: int | None = None
     meta_batch_size: int = 25
     learning_rate: float = 1e-3
@@ -76,7 +77,8 @@ class ModelSpec:
     @property
     def name(self) -> str:
         data = "online" if self.n_meta_batches is None else f"set{self.n_meta_batches}"
-        extra = f"-lam{self.regularization:g}" if self.method == "imaml" else ""
+        extra = (f"-lam{self.regularization:g}{'-fista' if self.acceleration else ''}"
+                 if self.method == "imaml" else "")
         norm = "" if self.normalization == "none" else f"-{self.normalization}"
         return f"{self.method}-N{self.inner_steps}{extra}{norm}-{data}-seed{self.seed}"
 
@@ -85,13 +87,15 @@ class ModelSpec:
             return maml.MAMLConfig(self.inner_steps, self.step_size, self.normalization)
         return imaml.IMAMLConfig(regularization=self.regularization,
                                  inner_steps=self.inner_steps, cg_maxiter=self.cg_maxiter,
+                                 acceleration=self.acceleration,
                                  normalization=self.normalization)
 
     def key_params(self) -> dict[str, Any]:
         """The hyperparameters of this model (only those its method uses)."""
         params = asdict(self)
         params["hidden"] = list(self.hidden)
-        drop = ("regularization", "cg_maxiter") if self.method == "maml" else ("step_size",)
+        drop = (("regularization", "cg_maxiter", "acceleration") if self.method == "maml"
+                else ("step_size",))
         for name in drop:
             params.pop(name)
         return params
@@ -190,28 +194,63 @@ def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
     curves = results.cached(FIGURE, f"eval-{spec.name}", key, compute,
                             sources=sweep_sources(spec.method))
     return {**curves, "grid": np.asarray(grid), "method": spec.method,
+            "normalization": spec.normalization, "seed": spec.seed,
             "inner_steps": spec.inner_steps, "outer_steps": spec.outer_steps,
             "train_losses": trained["losses"],
             "train_seconds_per_step": trained["seconds_per_step"]}
 
 
+def check_params(p: Any) -> None:
+    """What the manifest's per-parameter schema cannot say; raises ``ParameterError`` before any
+    compute."""
+    from i2o.profiles import ParameterError
+
+    for name in ("maml_inner_steps", "fig4_meta_batches", "fig4_seeds"):
+        values = list(p[name])
+        if len(set(values)) != len(values):
+            raise ParameterError(f"parameter {name!r} of figure 'meta' must not repeat a value; "
+                                 f"got {values}")
+    if len(p.fig4_meta_batches) < 2:
+        raise ParameterError("parameter 'fig4_meta_batches' of figure 'meta' needs at least 2 "
+                             f"training-set sizes to order; got {p.fig4_meta_batches}")
+
+
+def _maml(p: Any, n: int, normalization: str) -> ModelSpec:
+    return ModelSpec("maml", n, p.maml_outer_steps, step_size=p.maml_step_size,
+                     meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
+                     normalization=normalization, seed=p.seed)
+
+
+def _imaml(p: Any, outer_steps: int, n_meta_batches: int | None, seed: int) -> ModelSpec:
+    return ModelSpec("imaml", p.imaml_inner_steps, outer_steps,
+                     regularization=p.imaml_regularization, cg_maxiter=p.cg_maxiter,
+                     acceleration=p.imaml_acceleration, n_meta_batches=n_meta_batches,
+                     meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
+                     normalization=p.normalization, seed=seed)
+
+
 def figure3_specs(p: Any) -> list[ModelSpec]:
     """The Figure 3 models of a parameter set ``p`` (see the ``meta`` entry of figures.yaml)."""
-    specs = [ModelSpec("maml", n, p.maml_outer_steps, step_size=p.maml_step_size,
-                       meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
-                       seed=p.seed) for n in p.maml_inner_steps]
-    specs.append(ModelSpec("imaml", p.imaml_inner_steps, p.imaml_outer_steps,
-                           regularization=p.imaml_regularization, cg_maxiter=p.cg_maxiter,
-                           meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
-                           seed=p.seed))
-    return specs
+    return ([_maml(p, n, p.normalization) for n in p.maml_inner_steps]
+            + [_imaml(p, p.imaml_outer_steps, None, p.seed)])
 
 
 def figure4_specs(p: Any) -> list[ModelSpec]:
-    return [ModelSpec("imaml", p.imaml_inner_steps, p.fig4_outer_steps,
-                      regularization=p.imaml_regularization, cg_maxiter=p.cg_maxiter,
-                      n_meta_batches=b, meta_batch_size=p.meta_batch_size,
-                      learning_rate=p.learning_rate, seed=p.seed) for b in p.fig4_meta_batches]
+    """One iMAML model per (training-set size, seed): each seed draws its own training set."""
+    return [_imaml(p, p.fig4_outer_steps, b, seed)
+            for b in p.fig4_meta_batches for seed in p.fig4_seeds]
+
+
+def ablation_specs(p: Any) -> list[ModelSpec]:
+    """The normalization ablation: the first Figure 3 MAML model with
+    ``ablation_normalization`` (none when it equals the chapter's normalization)."""
+    if p.ablation_normalization == p.normalization:
+        return []
+    return [_maml(p, p.maml_inner_steps[0], p.ablation_normalization)]
+
+
+def all_specs(p: Any) -> list[ModelSpec]:
+    return figure3_specs(p) + figure4_specs(p) + ablation_specs(p)
 
 
 def train_and_sweep(p: Any, spec: ModelSpec,
@@ -231,6 +270,55 @@ def train_and_sweep(p: Any, spec: ModelSpec,
 def figure3(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Test-MSE curves of every Figure 3 model on ``n_test_tasks`` fixed test tasks."""
     return {spec.name: train_and_sweep(p, spec, log) for spec in figure3_specs(p)}
+
+
+def ablation(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Test-MSE curves of the normalization-ablation models."""
+    return {spec.name: train_and_sweep(p, spec, log) for spec in ablation_specs(p)}
+
+
+def bn_floor(p: Any) -> dict[str, float]:
+    """The per-set-BN floor (:mod:`i2o.meta.floor`), cached: ``{"centred", "standardized",
+    "standard_error", "target_variance", "task_agnostic", "seconds"}``."""
+    from i2o.meta import floor
+
+    def compute() -> dict[str, float]:
+        start = time.perf_counter()
+        values = floor.per_set_bn_floor(n_tasks=p.floor_tasks, seed=p.test_seed)._asdict()
+        return {**values, "task_agnostic": floor.task_agnostic_mse(),
+                "seconds": time.perf_counter() - start}
+
+    stored = results.cached(FIGURE, "bn-floor", {"n_tasks": p.floor_tasks, "seed": p.test_seed},
+                            compute, sources=("meta.floor", "meta.tasks"))
+    return {k: float(v) for k, v in stored.items()}
+
+
+def print_costs(computed: dict[str, Any]) -> None:
+    """One line per model: outer steps, time per outer step, final meta-loss, sweep time."""
+    for section in ("figure3", "figure4", "ablation"):
+        for name, c in computed[section].items():
+            print(f"{name:40s} outer steps {c['outer_steps']:6d}  "
+                  f"{1e3 * c['train_seconds_per_step']:7.2f} ms/outer step  "
+                  f"final meta-loss {np.mean(c['train_losses'][-100:]):.3f}  "
+                  f"sweep {c['seconds']:.1f} s over {c['query'].shape[0]} tasks")
+    print(f"per-set-BN floor: {computed['floor']['seconds']:.1f} s")
+
+
+def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Everything the chapter shows: ``{"figure3", "figure4", "ablation", "floor"}``.
+
+    Models missing from the cache are first trained and swept in ``p.workers`` local processes
+    (:func:`i2o.sweep.run_jobs`); everything is then read from the cache."""
+    jobs = all_jobs(p)
+    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
+    print(f"{len(jobs)} models, {len(jobs) - len(missing)} in the results cache, "
+          f"{len(missing)} to train", flush=True)
+    if missing and p.workers > 1:
+        from i2o import sweep
+
+        sweep.run_jobs(FIGURE, missing, "local", max_parallel=p.workers)
+    return {"figure3": figure3(p, log), "figure4": figure4(p, log),
+            "ablation": ablation(p, log), "floor": bn_floor(p)}
 
 
 def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
@@ -269,7 +357,7 @@ def recorded_cost(p: Any) -> dict[str, Any]:
     own part); a missing entry has not been computed (or was computed by other code)."""
 
     cost: dict[str, Any] = {"training": {}, "sweeps": {}, "missing": []}
-    for spec in figure3_specs(p) + figure4_specs(p):
+    for spec in all_specs(p):
         trained, swept = _cached_entries(p, spec)
         if trained is None:
             cost["missing"].append(f"train-{spec.name}")
@@ -286,13 +374,13 @@ def recorded_cost(p: Any) -> dict[str, Any]:
 # --- scale-out: one job per model (python -m i2o.sweep meta) -------------------------------------
 
 def _spec_named(name: str, p: Any) -> ModelSpec:
-    return {spec.name: spec for spec in figure3_specs(p) + figure4_specs(p)}[name]
+    return {spec.name: spec for spec in all_specs(p)}[name]
 
 
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
     """Every model of Figures 3 and 4 as a job ``(name, figure parameters)``: a job trains the
     model and runs its test-time sweep, exactly the cache entries the notebook reads."""
-    return [(spec.name, dict(p)) for spec in figure3_specs(p) + figure4_specs(p)]
+    return [(spec.name, dict(p)) for spec in all_specs(p)]
 
 
 def run_job(name: str, job: dict[str, Any], log: Callable[[str], None] | None = print) -> None:
@@ -302,7 +390,7 @@ def run_job(name: str, job: dict[str, Any], log: Callable[[str], None] | None = 
     train_and_sweep(p, _spec_named(name, p), log)
 
 
-def job_is_cached(name: str, job: dict[str, Any]) -> bool:
+def is_cached(name: str, job: dict[str, Any]) -> bool:
     """Whether both the trained model and its sweep are in the cache."""
     p = SimpleNamespace(**job)
     return None not in _cached_entries(p, _spec_named(name, p))

@@ -1,24 +1,36 @@
-"""The chapter's claims (Section 4, Figures 3 and 4) as predicates over the computed curves.
+"""The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail.
 
-Figure 3, for each model trained with N inner steps, on the fixed test tasks:
+Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the data can decide,
+``None`` with the reason when they cannot. The gates, in the order they are checked:
 
-- *more inner steps than in training help*: the lowest mean test MSE over the grid is at some
-  k* = N + ΔN > N, and MSE(N) − MSE(k*) exceeds ``z`` paired standard errors (pairing by task);
-- *the best MSE is reached before convergence*: MSE(k_max) − MSE(k*) exceeds ``z`` paired standard
-  errors at the largest k of the grid (the inner gradient norm there is reported to show how close
-  to convergence k_max is).
+- *trained*: the model was meta-trained for at least ``min_outer_steps`` outer steps and has
+  learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
+  MSE of the best predictor that ignores the support set
+  (:func:`i2o.meta.floor.task_agnostic_mse`, 3.006; predicting 0 scores 4.25);
+- *diverged tasks*: tasks whose MSE became non-finite at some step count are counted; above
+  ``max_diverged_fraction`` of the tasks the verdict is ``None`` (no silent exclusion that
+  flatters a curve); below it they are excluded at every step count and reported;
+- *converged* (the "before convergence" claim only): a task's inner problem has converged at the
+  largest count k_max when its support loss changed by at most ``rtol`` (relative) over the last
+  interval of the grid; the claim is decided only when at least ``min_converged_fraction`` of the
+  tasks have.
 
-Figure 4: *the better a model fits its training set, the higher D*: across the training-set sizes,
-the Spearman rank correlation between the training loss at N, ℓ(z_N(θ^{*,N})), and
-D(N, ΔN_max) is ≤ −0.7 (with 5 sets: at most one adjacent pair out of order).
+Figure 3's comparisons are made on held-out tasks: the best step count k* is chosen on one half of
+the test tasks (even indices) and the difference is measured on the other half (odd indices), as
+a paired mean with its standard error; a difference "exceeds" when it is larger than ``z`` = 2 of
+them. Choosing k* and testing it on the same tasks would favour the claim.
 
-A claim is left undecided (``None``) when its models were trained for fewer than
-``min_outer_steps`` outer steps: the planning runs showed undertrained models (iMAML below about
-20k steps) whose curves say nothing about the paper's trained ones.
+Figure 4's ordering is a Spearman rank correlation across the training-set sizes between the
+seed-mean training loss at N and the seed-mean D(N, ΔN_max), with ≥ ``min_seeds`` seeds per size.
+The threshold's false-positive rate under a random ordering (exact, by enumerating permutations)
+is stated with the verdict and must be ≤ 5 %: with 5 sizes, ρ ≤ −0.9 has p = 5/120 = 0.042.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,72 +39,286 @@ from scipy import stats
 from i2o.meta import evaluate
 
 Z_SCORE = 2.0
-RANK_CORRELATION_THRESHOLD = -0.7
+RANK_CORRELATION_THRESHOLD = -0.9
+MAX_FALSE_POSITIVE_RATE = 0.05
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What a model and its sweep must satisfy before a claim about it is decided."""
+
+    min_outer_steps: int = 0
+    baseline_mse: float = 3.0057  # floor.task_agnostic_mse()
+    max_diverged_fraction: float = 0.05
+    rtol: float = 1e-3
+    min_converged_fraction: float = 0.9
+    min_seeds: int = 3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    holds: bool | None
+    value: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "holds", False: "fails", None: "undecided"}[self.holds]
 
 
 def finite_tasks(curves: dict[str, Any]) -> np.ndarray:
-    """Tasks whose query MSE stayed finite at every step count of the sweep.
-
-    jaxopt's iteration, run far beyond its training N, diverges on some tasks (its line search
-    restarts the step size at 1 once it falls below 10⁻⁶ and accepts the last trial after 15
-    halvings even without sufficient decrease). Those tasks are excluded from every mean and
-    comparison, at every step count (so comparisons stay paired), and their number is reported."""
+    """Tasks whose query MSE stayed finite at every step count of the sweep."""
     return np.all(np.isfinite(curves["query"]), axis=1)
 
 
-def _decided(holds: bool, outer_steps: int, min_outer_steps: int) -> bool | None:
-    return bool(holds) if outer_steps >= min_outer_steps else None
+def converged_tasks(curves: dict[str, Any], rtol: float) -> np.ndarray:
+    """Tasks whose support loss changed by at most ``rtol`` (relative, plus 10⁻¹² absolute) over
+    the last interval of the grid: their inner problem has converged at k_max."""
+    support = curves["support"]
+    last, previous = support[:, -1], support[:, -2]
+    return np.abs(last - previous) <= rtol * np.abs(previous) + 1e-12
 
 
-def figure3_claims(curves: dict[str, Any], min_outer_steps: int) -> list[tuple[str, bool | None,
-                                                                                  str]]:
-    """(statement, holds, measured value) rows for one model's Figure 3 curves."""
-    grid = list(curves["grid"])
-    n = curves["inner_steps"]
+def _model_name(curves: dict[str, Any]) -> str:
+    norm = curves.get("normalization", "none")
+    suffix = "" if norm == "none" else f", {norm}"
+    method = {"maml": "MAML", "imaml": "iMAML"}[curves["method"]]
+    return f"{method} (N = {curves['inner_steps']}{suffix})"
+
+
+def _training_gate(curves: dict[str, Any], gates: Gates) -> str | None:
+    """The reason the model is not trained enough to decide, or ``None``."""
+    steps = int(curves["outer_steps"])
+    if steps < gates.min_outer_steps:
+        return (f"trained {steps} outer steps, fewer than the {gates.min_outer_steps} needed "
+                f"to decide")
     finite = finite_tasks(curves)
-    mse = curves["query"][finite]
-    diverged = "" if finite.all() else (f"; {int((~finite).sum())} of {len(finite)} tasks "
-                                         "diverged (non-finite MSE) and are excluded")
-    mean, _ = evaluate.mean_and_standard_error(mse)
-    i_n, i_best, i_last = grid.index(n), int(np.argmin(mean)), len(grid) - 1
-    gain, gain_se = evaluate.paired_difference(mse, i_n, i_best)
-    rise, rise_se = evaluate.paired_difference(mse, i_last, i_best)
-    name = f"{curves['method'].upper()} (N = {n})"
-    steps = curves["outer_steps"]
-    grad_best = float(np.median(curves["grad_norm"][finite, i_best]))
-    grad_last = float(np.median(curves["grad_norm"][finite, i_last]))
-    more = (f"{name}: more inner steps than in training help (min test MSE at N + ΔN > N)",
-            _decided(grid[i_best] > n and gain > Z_SCORE * gain_se, steps, min_outer_steps),
-            f"MSE {mean[i_n]:.4f} at N = {n}, min {mean[i_best]:.4f} at N + ΔN = {grid[i_best]}; "
-            f"paired difference {gain:.4f} ± {gain_se:.4f}{diverged}")
-    before = (f"{name}: the best test MSE is reached before convergence",
-              _decided(i_best < i_last and rise > Z_SCORE * rise_se, steps, min_outer_steps),
-              f"MSE at N + ΔN = {grid[i_last]} is {mean[i_last]:.4f}, above the minimum by "
-              f"{rise:.4f} ± {rise_se:.4f} (paired); median inner gradient norm "
-              f"{grad_best:.2e} at the minimum, {grad_last:.2e} at {grid[i_last]}{diverged}")
-    return [more, before]
+    grid = list(curves["grid"])
+    at_n = float(np.mean(curves["query"][finite, grid.index(curves["inner_steps"])]))
+    if at_n >= gates.baseline_mse:
+        return (f"the model has not learned to use the support set: test MSE {at_n:.3f} at N, "
+                f"not below {gates.baseline_mse:.3f} (the best predictor ignoring the support)")
+    return None
 
 
-def figure4_claim(per_set: dict[str, Any], min_outer_steps: int) -> tuple[str, bool | None, str]:
-    """The ordering claim of Figure 4 over every training-set size."""
-    rows = sorted(per_set.values(), key=lambda c: c["n_meta_batches"])
-    loss = np.array([c["loss_at_n"] for c in rows])
-    final_increase = np.array([c["increase"][-1] for c in rows])
-    rho = float(stats.spearmanr(loss, final_increase).statistic) if len(rows) > 2 else float("nan")
-    steps = min(c["outer_steps"] for c in rows)
-    ordered = ", ".join(f"B={c['n_meta_batches']}: ℓ={c['loss_at_n']:.3g}, "
-                        f"D={c['increase'][-1]:.3g}" for c in rows)
-    return ("the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)",
-            _decided(rho <= RANK_CORRELATION_THRESHOLD, steps, min_outer_steps),
-            f"Spearman ρ(ℓ(z_N), D(N, ΔN_max)) = {rho:.2f} (≤ {RANK_CORRELATION_THRESHOLD} "
-            f"needed); {ordered}")
+def _divergence_gate(curves: dict[str, Any], gates: Gates) -> tuple[str | None, str]:
+    finite = finite_tasks(curves)
+    n_bad, n = int((~finite).sum()), len(finite)
+    note = "" if n_bad == 0 else f"; {n_bad} of {n} tasks diverged and are excluded"
+    if n_bad > gates.max_diverged_fraction * n:
+        return (f"{n_bad} of {n} tasks diverged (non-finite MSE), more than "
+                f"{gates.max_diverged_fraction:.0%}"), note
+    return None, note
 
 
-def chapter_numbers(fig3: dict[str, Any], fig4: dict[str, Any]) -> dict[str, Any]:
+def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    index = np.arange(n)
+    return index[index % 2 == 0], index[index % 2 == 1]
+
+
+def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
+    """*More inner steps than N help*: k* = argmin over the grid points beyond N of the mean test
+    MSE on the even tasks; on the odd tasks MSE(N) − MSE(k*) exceeds z paired standard errors."""
+    name = _model_name(curves)
+    claim = f"{name}: more inner steps than in training lower the test MSE"
+    grid = list(curves["grid"])
+    n = int(curves["inner_steps"])
+    for reason in (_training_gate(curves, gates), _divergence_gate(curves, gates)[0]):
+        if reason:
+            return Verdict(claim, None, reason)
+    note = _divergence_gate(curves, gates)[1]
+    if grid[-1] <= n:
+        return Verdict(claim, None, f"the grid stops at N = {n}")
+    mse = curves["query"][finite_tasks(curves)]
+    choose, test = _halves(len(mse))
+    beyond = [i for i, k in enumerate(grid) if k > n]
+    best = beyond[int(np.argmin(mse[choose][:, beyond].mean(axis=0)))]
+    gain, se = evaluate.paired_difference(mse[test], grid.index(n), best)
+    holds = gain > Z_SCORE * se
+    return Verdict(claim, holds,
+                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on {len(test)} held-out "
+                   f"tasks MSE(N) − MSE(k*) = {gain:.4f} ± {se:.4f} (paired SE; needs > "
+                   f"{Z_SCORE:g} SE){note}")
+
+
+def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
+    """*The best test MSE is reached before convergence*: decided only when the inner problem has
+    converged at k_max; k* = argmin of the mean test MSE over the grid on the even tasks; on the
+    odd tasks MSE(k_max) − MSE(k*) exceeds z paired standard errors."""
+    name = _model_name(curves)
+    claim = f"{name}: the best test MSE is reached before the inner problem converges"
+    grid = list(curves["grid"])
+    for reason in (_training_gate(curves, gates), _divergence_gate(curves, gates)[0]):
+        if reason:
+            return Verdict(claim, None, reason)
+    note = _divergence_gate(curves, gates)[1]
+    finite = finite_tasks(curves)
+    kept = {key: curves[key][finite] for key in ("query", "support")}
+    converged = converged_tasks(kept, gates.rtol)
+    share = float(converged.mean())
+    convergence = (f"{share:.0%} of tasks converged at k_max = {grid[-1]} (support loss "
+                   f"changed ≤ {gates.rtol:g} relative since k = {grid[-2]})")
+    if share < gates.min_converged_fraction:
+        return Verdict(claim, None, f"{convergence}; {gates.min_converged_fraction:.0%} needed")
+    mse = kept["query"]
+    choose, test = _halves(len(mse))
+    best = int(np.argmin(mse[choose].mean(axis=0)))
+    rise, se = evaluate.paired_difference(mse[test], len(grid) - 1, best)
+    holds = best < len(grid) - 1 and rise > Z_SCORE * se
+    return Verdict(claim, holds,
+                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on {len(test)} held-out "
+                   f"tasks MSE(k_max) − MSE(k*) = {rise:.4f} ± {se:.4f} (paired SE; needs > "
+                   f"{Z_SCORE:g} SE); {convergence}{note}")
+
+
+def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Verdict:
+    """Sanity check of the per-set-BN floor: no step count brings the mean test MSE more than
+    z standard errors (of the mean and of the floor's Monte Carlo) below it."""
+    name = _model_name(curves)
+    finite = finite_tasks(curves)
+    mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
+    i = int(np.argmin(mean))
+    margin = Z_SCORE * math.hypot(se[i], floor_se)
+    return Verdict(f"{name}: the test MSE never goes below the per-set-BN floor (sanity check)",
+                   bool(mean[i] >= floor - margin),
+                   f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
+                   f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}")
+
+
+def spearman_false_positive_rate(n: int, threshold: float,
+                                 samples: int = 200_000, seed: int = 0) -> float:
+    """P(ρ ≤ threshold) for the Spearman correlation of n untied values under a uniformly random
+    ordering: exact for n ≤ 8 (every permutation), Monte Carlo above."""
+    ranks = np.arange(n)
+    if n <= 8:
+        perms = np.array(list(itertools.permutations(ranks)))
+    else:
+        rng = np.random.default_rng(seed)
+        perms = np.argsort(rng.random((samples, n)), axis=1)
+    rho = 1 - 6 * np.sum((perms - ranks) ** 2, axis=1) / (n * (n ** 2 - 1))
+    return float(np.mean(rho <= threshold + 1e-12))
+
+
+def figure4_summary(per_set: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per training-set size (ascending): seeds, the seed means and standard errors of the
+    training loss at N and of D(N, ΔN_max), and the mean D curve."""
+    sizes: dict[int, list[dict[str, Any]]] = {}
+    for curves in per_set.values():
+        sizes.setdefault(int(curves["n_meta_batches"]), []).append(curves)
+    rows = []
+    for size in sorted(sizes):
+        runs = sizes[size]
+        loss = np.array([c["loss_at_n"] for c in runs])
+        final = np.array([c["increase"][-1] for c in runs])
+        curves = np.array([c["increase"] for c in runs])
+
+        def se(values: np.ndarray) -> float:
+            return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 \
+                else float("nan")
+
+        rows.append({"n_meta_batches": size, "seeds": len(runs),
+                     "loss_at_n": float(loss.mean()), "loss_se": se(loss),
+                     "final_increase": float(final.mean()), "final_increase_se": se(final),
+                     "increase": curves.mean(axis=0), "increase_se": (
+                         curves.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1
+                         else np.full(curves.shape[1], np.nan)),
+                     "grid": runs[0]["grid"], "inner_steps": runs[0]["inner_steps"],
+                     "outer_steps": min(int(c["outer_steps"]) for c in runs),
+                     "n_diverged": sum(int(c.get("n_diverged", 0)) for c in runs),
+                     "n_tasks": sum(int(c["query"].shape[0]) for c in runs)})
+    return rows
+
+
+def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
+    """*The better a model fits its training set, the higher D*: Spearman ρ between the
+    seed-mean training loss at N and the seed-mean D(N, ΔN_max) across set sizes ≤ −0.9."""
+    claim = "the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)"
+    rows = figure4_summary(per_set)
+    seeds = min(r["seeds"] for r in rows)
+    steps = min(r["outer_steps"] for r in rows)
+    rate = spearman_false_positive_rate(len(rows), RANK_CORRELATION_THRESHOLD) \
+        if len(rows) > 1 else 1.0
+    if steps < gates.min_outer_steps:
+        return Verdict(claim, None, f"trained {steps} outer steps, fewer than the "
+                                    f"{gates.min_outer_steps} needed to decide")
+    diverged, tasks = sum(r["n_diverged"] for r in rows), sum(r["n_tasks"] for r in rows)
+    if diverged > gates.max_diverged_fraction * tasks:
+        return Verdict(claim, None, f"{diverged} of {tasks} training tasks diverged (non-finite "
+                                    f"MSE), more than {gates.max_diverged_fraction:.0%}")
+    if seeds < gates.min_seeds:
+        return Verdict(claim, None, f"{seeds} seed(s) per training-set size, "
+                                    f"{gates.min_seeds} needed")
+    if rate > MAX_FALSE_POSITIVE_RATE:
+        return Verdict(claim, None, f"{len(rows)} training-set sizes: ρ ≤ "
+                                    f"{RANK_CORRELATION_THRESHOLD} has a false-positive rate "
+                                    f"{rate:.3f} under a random ordering, above "
+                                    f"{MAX_FALSE_POSITIVE_RATE:.0%}")
+    loss = np.array([r["loss_at_n"] for r in rows])
+    final = np.array([r["final_increase"] for r in rows])
+    rho = float(stats.spearmanr(loss, final).statistic)
+    detail = "; ".join(f"B = {r['n_meta_batches']}: ℓ = {r['loss_at_n']:.3g} ± {r['loss_se']:.2g},"
+                       f" D = {r['final_increase']:.3g} ± {r['final_increase_se']:.2g}"
+                       for r in rows)
+    return Verdict(claim, bool(rho <= RANK_CORRELATION_THRESHOLD),
+                   f"Spearman ρ = {rho:.2f} (needs ≤ {RANK_CORRELATION_THRESHOLD}; "
+                   f"false-positive rate {rate:.3f} under a random ordering); {seeds} seeds per "
+                   f"size (mean ± SE over seeds): {detail}")
+
+
+def figure3_verdicts(curves: dict[str, Any], gates: Gates) -> list[Verdict]:
+    return [more_steps_help(curves, gates), best_before_convergence(curves, gates)]
+
+
+def gates_of(p: Any, floor: dict[str, float]) -> Gates:
+    """The gates of a parameter set ``p`` (the ``meta`` entry of figures.yaml)."""
+    return Gates(min_outer_steps=p.min_outer_steps_to_decide, baseline_mse=floor["task_agnostic"],
+                 max_diverged_fraction=p.max_diverged_fraction, rtol=p.convergence_rtol,
+                 min_converged_fraction=p.min_converged_fraction)
+
+
+def all_verdicts(p: Any, computed: dict[str, Any]) -> dict[str, list[Verdict]]:
+    """Every verdict of the chapter, by section: ``figure3``, ``figure4``, ``ablation``."""
+    gates = gates_of(p, computed["floor"])
+    floor = computed["floor"]
+    ablation = []
+    for curves in computed["ablation"].values():
+        ablation += figure3_verdicts(curves, gates)
+        if curves.get("normalization") == "per_set_bn":
+            ablation.append(above_floor(curves, floor["centred"], floor["standard_error"]))
+    return {"figure3": [v for c in computed["figure3"].values()
+                        for v in figure3_verdicts(c, gates)],
+            "figure4": [fit_ordering(computed["figure4"], gates)] if computed["figure4"] else [],
+            "ablation": ablation}
+
+
+def claims_table(p: Any, computed: dict[str, Any]):
+    """The chapter's :class:`i2o.claims.Claims` (the paper's claims, then the ablation's)."""
+    from i2o import claims
+
+    table = claims.Claims("meta", p.profile)
+    for section, found in all_verdicts(p, computed).items():
+        for v in found:
+            table.add(v.claim, v.holds, v.value)
+    return table
+
+
+_VERB = {True: "holds", False: "does not hold", None: "is undecided"}
+
+
+def conclusions(p: Any, computed: dict[str, Any], section: str) -> str:
+    """One sentence per verdict of ``section``, written from the verdicts (Markdown)."""
+    lines = []
+    for v in all_verdicts(p, computed)[section]:
+        reason = f" ({v.value})" if v.holds is None else ""
+        lines.append(f"- *{v.claim}*: **{_VERB[v.holds]}** in this run{reason}.")
+    return "\n".join(lines) if lines else "- (no claim in this section for these parameters)"
+
+
+def chapter_numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
     """Numbers quoted in the chapter's text (glued by the notebook), keyed by stable names."""
     numbers: dict[str, Any] = {}
     for method in ("maml", "imaml"):
-        chosen = [c for c in fig3.values() if c["method"] == method]
+        chosen = [c for c in computed["figure3"].values() if c["method"] == method]
         if not chosen:
             continue
         c = chosen[0]
@@ -112,12 +338,25 @@ def chapter_numbers(fig3: dict[str, Any], fig4: dict[str, Any]) -> dict[str, Any
             f"meta-{method}-diverged": int((~finite).sum()),
         }
         numbers["meta-n-test-tasks"] = int(c["query"].shape[0])
-    if fig4:
-        rows = sorted(fig4.values(), key=lambda c: c["n_meta_batches"])
-        loss = np.array([c["loss_at_n"] for c in rows])
-        final_increase = np.array([c["increase"][-1] for c in rows])
-        numbers["meta-fig4-rho"] = (float(stats.spearmanr(loss, final_increase).statistic)
-                                    if len(rows) > 2 else float("nan"))
-        numbers["meta-fig4-outer-steps"] = int(min(c["outer_steps"] for c in rows))
+    for c in computed["ablation"].values():
+        finite = finite_tasks(c)
+        mean, _ = evaluate.mean_and_standard_error(c["query"][finite])
+        numbers |= {"meta-ablation-normalization": c["normalization"],
+                    "meta-ablation-mse-n": float(mean[list(c["grid"]).index(c["inner_steps"])]),
+                    "meta-ablation-best-mse": float(mean.min()),
+                    "meta-ablation-last-mse": float(mean[-1]),
+                    "meta-ablation-last-k": int(c["grid"][-1])}
+    floor = computed["floor"]
+    numbers |= {"meta-floor-centred": floor["centred"], "meta-floor-standardized":
+                floor["standardized"], "meta-target-variance": floor["target_variance"],
+                "meta-task-agnostic-mse": floor["task_agnostic"],
+                "meta-min-outer-steps": int(p.min_outer_steps_to_decide),
+                "meta-imaml-solver": ("FISTA (jaxopt's accelerated gradient descent) with "
+                                      "backtracking line search" if p.imaml_acceleration else
+                                      "plain gradient descent with backtracking line search")}
+    if computed["figure4"]:
+        rows = figure4_summary(computed["figure4"])
+        numbers["meta-fig4-outer-steps"] = int(min(r["outer_steps"] for r in rows))
         numbers["meta-fig4-max-delta"] = int(rows[0]["grid"][-1] - rows[0]["inner_steps"])
+        numbers["meta-fig4-seeds"] = int(min(r["seeds"] for r in rows))
     return numbers
