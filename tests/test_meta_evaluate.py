@@ -79,7 +79,8 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
 
     p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
     jobs = dict(experiment.all_jobs(p))
-    names = [s.name for s in experiment.figure3_specs(p) + experiment.figure4_specs(p)]
+    names = [s.name for s in experiment.all_specs(p)]
+    assert "maml-N1-per_set_bn-online-seed0" in names  # the normalization ablation
     assert list(jobs) == names and len(set(names)) == len(names)
     maml_name = "maml-N1-online-seed0"
     assert not experiment.is_cached(maml_name, jobs[maml_name])

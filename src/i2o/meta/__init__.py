@@ -6,13 +6,17 @@ iMAML (a proximally regularized inner problem solved by jaxopt and differentiate
 Eq. 5), then vary the number of inner iterations at test time.
 
 - :mod:`i2o.meta.tasks`      the sinusoid task distribution and fixed training sets;
-- :mod:`i2o.meta.mlp`        the MLP with transductive batch normalization;
+- :mod:`i2o.meta.mlp`        the MLP, without normalization or with per-set / joint batch
+  normalization;
 - :mod:`i2o.meta.maml`       MAML adaptation and meta-loss;
 - :mod:`i2o.meta.imaml`      iMAML adaptation (jaxopt) and meta-loss with implicit hypergradient;
 - :mod:`i2o.meta.checkpoint` atomic checkpoints of pytrees;
 - :mod:`i2o.meta.outer`      the outer (meta-training) loop with checkpoint/resume;
 - :mod:`i2o.meta.evaluate`   test-time sweeps over the number of inner steps, D(N, ΔN);
-- :mod:`i2o.meta.experiment` the figure-level recipes, cached in :mod:`i2o.results`.
+- :mod:`i2o.meta.experiment` the figure-level recipes, cached in :mod:`i2o.results`;
+- :mod:`i2o.meta.floor`      the error floor per-set batch normalization imposes;
+- :mod:`i2o.meta.verdicts`   the chapter's claims as gated predicates;
+- :mod:`i2o.meta.plots`      the figures.
 
 Importing this package switches JAX to float64 (``jax_enable_x64``): jaxopt's backtracking line
 search in float32 was measured to slow down by more than 25× on some runs.

@@ -1,0 +1,145 @@
+"""The meta-learning chapter's claims: every predicate on doctored curves where it must hold, where
+it must fail, and where its gates must leave it undecided; the per-set-BN floor's arithmetic."""
+
+import numpy as np
+import pytest
+
+from i2o.meta import floor, verdicts
+
+GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
+GATES = verdicts.Gates(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
+
+
+def _curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=5000, seed=0,
+            inner_steps=1):
+    """Per-task curves whose mean over tasks follows ``mean_query`` (one value per grid point),
+    with task-to-task noise shared across step counts (as real tasks are)."""
+    rng = np.random.default_rng(seed)
+    task_level = rng.normal(0.0, 0.3, (n_tasks, 1))
+    jitter = rng.normal(0.0, noise, (n_tasks, len(GRID)))
+    query = np.asarray(mean_query)[None, :] * np.exp(task_level) + jitter
+    if mean_support is None:
+        mean_support = np.geomspace(1.0, 1e-3, len(GRID))
+        mean_support[-1] = mean_support[-2]  # converged at k_max
+    support = np.asarray(mean_support)[None, :] * np.exp(task_level)
+    return {"query": query, "support": support, "grad_norm": np.ones_like(query), "grid": GRID,
+            "method": "maml", "normalization": "none", "inner_steps": inner_steps,
+            "outer_steps": outer_steps}
+
+
+DECREASING = np.geomspace(0.6, 0.1, len(GRID))
+U_SHAPE = np.array([0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.2, 0.3, 0.4, 0.45])
+RISING = np.geomspace(0.6, 1.2, len(GRID))
+
+
+def test_more_steps_help_holds_and_fails():
+    assert verdicts.more_steps_help(_curves(DECREASING), GATES).holds is True
+    assert verdicts.more_steps_help(_curves(RISING), GATES).holds is False
+    flat = _curves(np.full(len(GRID), 0.5), noise=0.05)
+    assert verdicts.more_steps_help(flat, GATES).holds is False
+
+
+def test_best_before_convergence_holds_and_fails():
+    verdict = verdicts.best_before_convergence(_curves(U_SHAPE), GATES)
+    assert verdict.holds is True and "held-out" in verdict.value
+    assert verdicts.best_before_convergence(_curves(DECREASING), GATES).holds is False
+
+
+def test_best_before_convergence_needs_a_converged_inner_problem():
+    moving = np.geomspace(1.0, 1e-3, len(GRID))  # still falling by a factor 2 at k_max
+    verdict = verdicts.best_before_convergence(_curves(U_SHAPE, mean_support=moving), GATES)
+    assert verdict.holds is None and "converged" in verdict.value
+
+
+@pytest.mark.parametrize("predicate", [verdicts.more_steps_help,
+                                       verdicts.best_before_convergence])
+def test_gates_leave_claims_undecided(predicate):
+    short = predicate(_curves(U_SHAPE, outer_steps=10), GATES)
+    assert short.holds is None and "outer steps" in short.value
+    unlearned = predicate(_curves(U_SHAPE * 10), GATES)
+    assert unlearned.holds is None and "not learned" in unlearned.value
+    diverging = _curves(U_SHAPE)
+    diverging["query"][:20, -1] = np.nan  # 10 % of the tasks
+    verdict = predicate(diverging, GATES)
+    assert verdict.holds is None and "diverged" in verdict.value
+    few = _curves(U_SHAPE)
+    few["query"][:3, -1] = np.inf  # 1.5 %: excluded and reported, still decided
+    verdict = predicate(few, GATES)
+    assert verdict.holds is not None and "3 of 200 tasks diverged" in verdict.value
+
+
+def test_held_out_choice_is_not_fooled_by_noise():
+    """A flat curve with large noise: picking k* on the same tasks would often find a 'gain';
+    picking it on the other half rarely does."""
+    decided = [verdicts.more_steps_help(_curves(np.full(len(GRID), 0.5), noise=0.2, seed=s),
+                                        GATES).holds for s in range(20)]
+    assert sum(decided) <= 3
+
+
+def test_above_floor_holds_and_fails():
+    curves = _curves(U_SHAPE + 2.0)
+    assert verdicts.above_floor(curves, floor=1.7, floor_se=0.02).holds is True
+    assert verdicts.above_floor(curves, floor=2.5, floor_se=0.02).holds is False
+
+
+def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
+    per_set = {}
+    rng = np.random.default_rng(1)
+    for size, final, loss in zip([1, 2, 5, 10, 25], final_by_size, loss_by_size, strict=False):
+        for seed in range(seeds):
+            increase = np.linspace(0.0, final, n_grid) + rng.normal(0, 1e-3, n_grid)
+            increase[0] = 0.0
+            per_set[f"set{size}-seed{seed}"] = {
+                "n_meta_batches": size, "loss_at_n": loss + rng.normal(0, 1e-3),
+                "increase": increase, "grid": np.arange(16, 16 + n_grid), "inner_steps": 16,
+                "outer_steps": outer_steps, "query": np.zeros((25 * size, n_grid)),
+                "n_diverged": 0}
+    return per_set
+
+
+def test_fit_ordering_holds_fails_and_needs_power():
+    loss = [0.1, 0.2, 0.4, 0.8, 1.2]
+    assert verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), GATES).holds is True
+    assert verdicts.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), GATES).holds is False
+    one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # ρ = −0.9: still holds (false-positive rate 0.042)
+    assert verdicts.fit_ordering(_figure4(one_swap, loss), GATES).holds is True
+    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8
+    assert verdicts.fit_ordering(_figure4(two_swaps, loss), GATES).holds is False
+    few_seeds = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), GATES)
+    assert few_seeds.holds is None and "seed" in few_seeds.value
+    three_sizes = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), GATES)
+    assert three_sizes.holds is None and "false-positive rate" in three_sizes.value
+    short = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, outer_steps=5),
+                                  GATES)
+    assert short.holds is None
+
+
+def test_spearman_false_positive_rate():
+    assert verdicts.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
+    assert verdicts.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)
+    assert verdicts.spearman_false_positive_rate(4, -0.9) == pytest.approx(1 / 24)
+    assert verdicts.spearman_false_positive_rate(3, -0.9) == pytest.approx(1 / 6)
+
+
+def test_uniform_moments_match_quadrature():
+    a, b, t = np.array(-1.3), np.array(2.1), np.array(0.7)
+    x = np.linspace(a, b, 200_001)
+    first, second = floor._uniform_moments(a, b, t)
+    assert first == pytest.approx(np.mean(np.sin(x + t)), abs=2e-5)
+    assert second == pytest.approx(np.mean(np.sin(x + t) ** 2), abs=2e-5)
+
+
+def test_floor_and_baselines():
+    assert floor.target_variance() == pytest.approx(4.2517, abs=1e-4)
+    rng = np.random.default_rng(0)
+    amplitude = rng.uniform(0.1, 5.0, 400_000)
+    x, phase = rng.uniform(-5, 5, 400_000), rng.uniform(0, np.pi, 400_000)
+    y = amplitude * np.sin(x - phase)
+    best = -2 * 2.55 / np.pi * np.cos(x)
+    assert floor.task_agnostic_mse() == pytest.approx(np.mean((y - best) ** 2), rel=0.01)
+    found = floor.per_set_bn_floor(n_tasks=300, n_scales=24, n_shifts=16)
+    # the floor is between "knowing everything" (0) and "predicting 0"; standardizing loses more
+    assert 1.3 < found.centred < 2.1 and 1.6 < found.standardized < 2.5
+    assert found.centred < found.standardized < found.target_variance
+    with pytest.raises(ValueError):
+        floor.per_set_bn_floor(n_tasks=1)
