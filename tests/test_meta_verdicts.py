@@ -143,3 +143,17 @@ def test_floor_and_baselines():
     assert found.centred < found.standardized < found.target_variance
     with pytest.raises(ValueError):
         floor.per_set_bn_floor(n_tasks=1)
+
+
+@pytest.mark.parametrize("override, word", [({"fig4_seeds": [0, 0, 1]}, "fig4_seeds"),
+                                            ({"fig4_meta_batches": [5]}, "fig4_meta_batches"),
+                                            ({"maml_inner_steps": [1, 1]}, "maml_inner_steps")])
+def test_chapter_parameters_checked_before_compute(override, word):
+    from i2o import profiles
+    from i2o.meta import experiment
+
+    params = profiles.resolve("meta", "smoke", **override)
+    with pytest.raises(profiles.ParameterError, match=word):
+        experiment.all_jobs(params)
+    with pytest.raises(profiles.ParameterError, match="normalization"):
+        profiles.resolve("meta", "smoke", normalization="batch")

@@ -380,6 +380,7 @@ def _spec_named(name: str, p: Any) -> ModelSpec:
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
     """Every model of Figures 3 and 4 as a job ``(name, figure parameters)``: a job trains the
     model and runs its test-time sweep, exactly the cache entries the notebook reads."""
+    check_params(p)
     return [(spec.name, dict(p)) for spec in all_specs(p)]
 
 
