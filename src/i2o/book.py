@@ -3,6 +3,11 @@
 Source notebooks in ``book/`` carry no outputs. ``run`` validates a figure's parameters (before a
 kernel even starts), executes its notebook into ``_build/notebooks/``, and records a stamp (source
 notebook, parameters, i2o source hash) so that an unchanged figure is not executed twice.
+Two runs of the same figure at once (``make sweep`` in the background and ``make book``) do not
+collide: a run holds the figure's lock (``_build/notebooks/.locks/<figure>.lock``) while it
+executes; a second run says the figure is already running, waits for it, and then uses the
+notebook it wrote when that notebook matches its own parameters. The executed notebook, stamp
+included, goes to a private temporary file renamed into place, so a reader never sees half of one.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
 ``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``.
 
@@ -21,13 +26,17 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
+from filelock import FileLock, Timeout
 
 from i2o import profiles, results, runtime
 
@@ -70,9 +79,38 @@ def kernel_env() -> dict[str, str]:
     return env
 
 
+@contextmanager
+def _exclusive(name: str, what: str) -> Iterator[bool]:
+    """Hold the build lock ``name``; yield whether another process had to be waited for."""
+    locks = runtime.build_dir() / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    lock, owner = FileLock(str(locks / f"{name}.lock")), locks / f"{name}.owner"
+    waited = False
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        try:
+            holder = owner.read_text().strip()
+        except OSError:
+            holder = "another process"
+        print(f"[i2o] {what}: already running ({holder}); waiting for it to finish", flush=True)
+        lock.acquire()
+        waited = True
+    try:
+        owner.write_text(f"pid {os.getpid()} on {socket.gethostname()} since {runtime.now_iso()}\n")
+        yield waited
+    finally:
+        lock.release()
+
+
 def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = None,
         force: bool = False) -> Path:
-    """Validate, then execute one figure's notebook; return the executed copy's path."""
+    """Validate, then execute one figure's notebook; return the executed copy's path.
+
+    While another process runs the same figure, wait for it; then use its notebook if its stamp is
+    this run's (even with ``force``: it was executed after this run was asked for).
+    """
+    asked = time.time()
     overrides = dict(overrides or {})
     params = profiles.resolve(figure, profile, **overrides)  # fails before any compute
     source = runtime.repo_root() / profiles.entry(figure)["notebook"]
@@ -80,23 +118,40 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
         raise FileNotFoundError(f"figure {figure!r}: notebook {source} does not exist")
     target = executed_path(figure)
     stamp = _stamp(figure, params)
-    if not force and _recorded(target).get("stamp") == stamp:
-        print(f"[i2o] {figure}: up to date ({target.relative_to(runtime.build_dir())}, "
-              f"profile {profile}); --force to re-execute")
-        return target
+    with _exclusive(f"figure-{figure}", figure) as waited:
+        same = _recorded(target).get("stamp") == stamp
+        if same and waited and target.stat().st_mtime >= asked:
+            print(f"[i2o] {figure}: executed meanwhile by the run waited for, with the same "
+                  f"parameters; using it ({target})")
+            return target
+        if same and not force:
+            print(f"[i2o] {figure}: up to date ({target.relative_to(runtime.build_dir())}, "
+                  f"profile {profile}); --force to re-execute")
+            return target
+        return _execute(figure, profile, overrides, params, stamp, source, target)
 
+
+def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profiles.Params,
+             stamp: str, source: Path, target: Path) -> Path:
     import papermill
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.stem}.*.partial.ipynb"):  # from killed runs
+        stale.unlink(missing_ok=True)
     os.environ.update(kernel_env())
     start = time.perf_counter()
     print(f"[i2o] executing {figure} (profile {profile}"
           + (f", overrides {overrides}" if overrides else "") + ") ...", flush=True)
-    partial = target.with_suffix(".partial.ipynb")
-    papermill.execute_notebook(
-        str(source), str(partial), parameters={"profile": profile, **overrides},
-        cwd=str(source.parent), kernel_name="python3", progress_bar=False,
-        request_save_on_cell_execute=False)
+    partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.ipynb")
+    try:
+        papermill.execute_notebook(
+            str(source), str(partial), parameters={"profile": profile, **overrides},
+            cwd=str(source.parent), kernel_name="python3", progress_bar=False,
+            request_save_on_cell_execute=False)
+    except BaseException:
+        if partial.exists():  # keep the failed notebook for reading, never as the executed one
+            partial.replace(target.with_suffix(".failed.ipynb"))
+        raise
     seconds = time.perf_counter() - start
     notebook = json.loads(partial.read_text())
     notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "figure": figure, "profile": profile,
@@ -104,6 +159,7 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
                                        "git": runtime.git_sha(), "date": runtime.now_iso()}
     partial.write_text(json.dumps(notebook, indent=1))
     partial.replace(target)
+    target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
     print(f"[i2o] {figure}: executed in {seconds:.1f} s -> {target}")
     return target
 
@@ -134,7 +190,12 @@ def stage() -> Path:
 
 
 def html() -> Path:
-    """Build the HTML book into ``_build/html`` from the staged sources."""
+    """Build the HTML book into ``_build/html`` from the staged sources (one build at a time)."""
+    with _exclusive("html", "the HTML build"):
+        return _build_html()
+
+
+def _build_html() -> Path:
     staged = stage()
     out = runtime.build_dir()
     command = ["jupyter-book", "build", str(staged), "--path-output", str(staged),

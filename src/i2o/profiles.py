@@ -12,8 +12,10 @@ names the parameter and what it allows.
 
 from __future__ import annotations
 
+import difflib
 import functools
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +101,9 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return (isinstance(value, int | float)) and not isinstance(value, bool)
+    """An int or a finite float (NaN and ±inf compare false with every bound, so refuse them)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
 
 
 def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]) -> Any:
@@ -159,6 +163,13 @@ class Params(dict):
         return resolve(self.figure, self.profile, **{**self, **changes})
 
 
+def _close_names(name: str, names: Iterable[str]) -> list[str]:
+    """Parameters ``name`` is likely a typo of: similar spelling, or the same letters reordered."""
+    names = list(names)
+    return (difflib.get_close_matches(name, names, n=1)
+            or [other for other in names if sorted(other) == sorted(name)])
+
+
 def resolve(figure: str, profile: str = "quick", **given: Any) -> Params:
     """The profile's values of ``figure``, overridden by every non-``None`` value in ``given``."""
     spec = entry(figure)
@@ -167,9 +178,12 @@ def resolve(figure: str, profile: str = "quick", **given: Any) -> Params:
             f"parameter 'profile' must be one of {', '.join(map(repr, PROFILES))}; got {profile!r}")
     unknown = sorted(set(given) - set(spec["parameters"]))
     if unknown:
+        guesses = [f"{name!r} → {close[0]!r}" for name in unknown
+                   if (close := _close_names(name, spec["parameters"]))]
         raise ParameterError(
             f"unknown parameter(s) {', '.join(map(repr, unknown))} for figure {figure!r}; "
-            f"allowed: profile, {', '.join(spec['parameters'])}")
+            f"allowed: profile, {', '.join(spec['parameters'])}"
+            + (f" (did you mean {', '.join(guesses)}?)" if guesses else ""))
     values = dict(spec["profiles"][profile])
     overridden = tuple(k for k, v in given.items() if v is not None)
     for name in overridden:
@@ -184,10 +198,19 @@ def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
 
     Call it in the cell right after the parameters cells with ``globals()``: every public,
     non-module, non-callable name is taken as a parameter, so a misspelt papermill ``-p`` fails.
+    A private name (IPython's ``_``, ``_i1``, ``_oh`` …) is skipped unless it is a typo of a
+    parameter (``_nseeds`` for ``n_seeds``), which fails too.
     """
+    parameters = entry(figure)["parameters"]
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and (
+            name.startswith("__")
+            or not difflib.get_close_matches(name, parameters, n=1, cutoff=0.8))
+
     given = {
         name: value for name, value in namespace.items()
-        if not name.startswith("_") and name not in _NOTEBOOK_NAMES
+        if not private(name) and name not in _NOTEBOOK_NAMES
         and not callable(value) and type(value).__name__ != "module"
     }
     profile = given.pop("profile", "quick")

@@ -8,6 +8,15 @@ hash covers the whole package unless the caller names the modules the result dep
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,
 never silently used.
+
+Several processes may share one cache (``make sweep`` in the background and ``make book``, SLURM
+array jobs). Each key has a lock file (``<figure>/.locks/<entry>.lock``, via ``filelock``): the
+process that computes an entry holds it, and a second process asking for the same entry waits,
+saying what it waits for, then reads the entry instead of computing it again. The operating system
+releases the lock of a killed process, so a crash never blocks the others. Should two writers still
+race (a file system without locks), the loser of the rename verifies the winner's entry (checksum)
+and uses it. Temporary directories left by killed writers (``.<entry>.<token>``) are removed by the
+next process that uses the figure's cache.
 """
 
 from __future__ import annotations
@@ -15,20 +24,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
+import socket
+import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from i2o import runtime
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ARRAYS = "arrays.npz"
 _META = "meta.json"
+_LOCKS = ".locks"
+# One lock object per lock file and process: filelock's locks are reentrant per object, so a
+# ``store`` inside ``cached`` (both holding the key) does not wait for itself.
+_lock_objects: dict[str, FileLock] = {}
+_swept: set[str] = set()
 
 
 class CorruptEntry(RuntimeError):
@@ -135,36 +153,157 @@ def load(path: Path) -> dict[str, Any]:
     return _unflatten(flat)
 
 
-def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> None:
-    """Write an entry atomically: everything goes to a temporary directory renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+def lock_path(path: Path) -> Path:
+    """The lock file of the entry ``path`` (held while the entry is computed and written)."""
+    return path.parent / _LOCKS / f"{path.name}.lock"
+
+
+def _lock(path: Path) -> FileLock:
+    file = lock_path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return _lock_objects.setdefault(str(file), FileLock(str(file)))
+
+
+def _holder(path: Path) -> str:
+    """Who holds the key's lock, as its holder recorded it (best effort)."""
     try:
-        np.savez(tmp / _ARRAYS, **_flatten(result))
-        meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": runtime.now_iso(),
-                "git": runtime.git_sha()}
-        (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        return lock_path(path).with_suffix(".owner").read_text().strip()
+    except OSError:
+        return "another process"
+
+
+@contextmanager
+def holding(path: Path, what: str) -> Iterator[None]:
+    """Hold the lock of entry ``path``; if another process holds it, say so and wait for it."""
+    lock = _lock(path)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        print(f"[i2o] results cache: waiting for {what} ({path.name}): {_holder(path)} is "
+              f"computing it (lock {lock_path(path)})", file=sys.stderr, flush=True)
+        lock.acquire()
+    try:
+        if lock.lock_counter == 1:
+            lock_path(path).with_suffix(".owner").write_text(
+                f"pid {os.getpid()} on {socket.gethostname()} since {runtime.now_iso()}\n")
+        yield
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        lock.release()
 
 
-def lookup(figure: str, name: str, params: Mapping[str, Any],
-           sources: Iterable[str] | None = None) -> dict[str, Any] | None:
-    """The cached result, or ``None`` when absent or corrupted (a corrupted entry is deleted)."""
-    path = entry_dir(figure, name, params, sources)
+def _is_temporary(child: Path) -> bool:
+    return child.name.startswith(".") and child.name != _LOCKS and child.is_dir()
+
+
+def _entry_of_temporary(child: Path) -> Path:
+    """``.<entry>.<token>`` → ``<entry>``."""
+    return child.with_name(child.name[1:].rsplit(".", 1)[0])
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """Delete the temporary directories of writers that died before renaming them into place.
+
+    A temporary directory belongs to a live writer exactly when its entry's lock is held (every
+    writer holds it), so one whose lock can be taken is stale. Returns what was removed.
+    """
+    removed = []
+    if not directory.is_dir():
+        return removed
+    for child in sorted(directory.iterdir()):
+        if not _is_temporary(child):
+            continue
+        entry = _entry_of_temporary(child)
+        lock = _lock(entry)
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            continue  # its writer is alive
+        try:
+            if lock.lock_counter == 1 and child.exists():
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child)
+        finally:
+            lock.release()
+    if removed:
+        print(f"[i2o] results cache: removed {len(removed)} temporary entr"
+              f"{'y' if len(removed) == 1 else 'ies'} left by interrupted writers in {directory}",
+              file=sys.stderr, flush=True)
+    return removed
+
+
+def _publish(tmp: Path, path: Path) -> bool:
+    """Rename ``tmp`` to ``path``; return ``False`` when a valid entry was already there.
+
+    Losing the race to another writer of the same key is not an error: the winner's entry is
+    verified (checksum) and kept. A corrupted one is replaced.
+    """
+    for _ in range(3):
+        try:
+            os.rename(tmp, path)
+            return True
+        except OSError:
+            if not path.exists():
+                raise
+        try:
+            load(path)
+            return False
+        except CorruptEntry as error:
+            warnings.warn(f"results cache: replacing corrupted entry ({error})", stacklevel=3)
+            shutil.rmtree(path, ignore_errors=True)
+    raise OSError(f"results cache: could not rename {tmp} to {path}")
+
+
+def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> None:
+    """Write an entry atomically: everything goes to a temporary directory renamed into place.
+
+    A valid entry already at ``path`` (same key, so the same result) is kept as it is.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flat = _flatten(result)
+    with holding(path, path.name):
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        tmp.mkdir()
+        try:
+            np.savez(tmp / _ARRAYS, **flat)
+            meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": runtime.now_iso(),
+                    "git": runtime.git_sha()}
+            (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
+            _publish(tmp, path)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The entry at ``path``, or ``None`` when absent or corrupted (a corrupted entry is deleted,
+    unless another process holds its key, in which case that process is rewriting it)."""
     if not path.exists():
         return None
     try:
         return load(path)
     except CorruptEntry as error:
-        warnings.warn(f"results cache: discarding corrupted entry ({error}); recomputing",
-                      stacklevel=2)
-        shutil.rmtree(path, ignore_errors=True)
-        return None
+        lock = _lock(path)
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            return None
+        try:
+            try:
+                return load(path)  # rewritten meanwhile
+            except CorruptEntry:
+                pass
+            warnings.warn(f"results cache: discarding corrupted entry ({error}); recomputing",
+                          stacklevel=3)
+            shutil.rmtree(path, ignore_errors=True)
+            return None
+        finally:
+            lock.release()
+
+
+def lookup(figure: str, name: str, params: Mapping[str, Any],
+           sources: Iterable[str] | None = None) -> dict[str, Any] | None:
+    """The cached result, or ``None`` when absent or corrupted (a corrupted entry is deleted)."""
+    return _read(entry_dir(figure, name, params, sources))
 
 
 def cached(figure: str, name: str, params: Mapping[str, Any],
@@ -174,17 +313,25 @@ def cached(figure: str, name: str, params: Mapping[str, Any],
 
     ``compute`` returns a (nested) dict of arrays, numbers and strings. What comes back is always
     the stored form (lists become arrays, 0-d arrays become Python scalars), whether it was just
-    computed or read, so a first and a cached run behave the same.
+    computed or read, so a first and a cached run behave the same. While computing, the key's lock
+    is held: another process asking for the same entry waits for it instead of computing it too.
     """
     params = dict(params)
-    found = lookup(figure, name, params, sources)
+    path = entry_dir(figure, name, params, sources)
+    found = _read(path)
     if found is not None:
         return found
-    path = entry_dir(figure, name, params, sources)
-    result = compute()
-    store(path, result, {"figure": figure, "name": name, "params": params,
-                         "source": source_hash(sources)})
-    return load(path)
+    if str(path.parent) not in _swept:
+        _swept.add(str(path.parent))
+        remove_stale_temporaries(path.parent)
+    with holding(path, f"{figure}/{name}"):
+        found = _read(path)  # computed by the process we waited for
+        if found is not None:
+            return found
+        result = compute()
+        store(path, result, {"figure": figure, "name": name, "params": params,
+                             "source": source_hash(sources)})
+        return load(path)
 
 
 def clean(figure: str | None = None) -> None:

