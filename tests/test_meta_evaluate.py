@@ -86,7 +86,7 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     assert not experiment.is_cached(maml_name, jobs[maml_name])
     experiment.run_job(maml_name, jobs[maml_name], log=None)
     assert experiment.is_cached(maml_name, jobs[maml_name])
-    other = "imaml-N4-lam2-set1-seed0"
+    other = "imaml-N4-lam2-fista-set1-seed0"
     assert not experiment.is_cached(other, jobs[other])
     before = {path.name for path in results.results_dir().rglob("*")}
     experiment.train_and_sweep(p, experiment.figure3_specs(p)[0])  # what figure3 runs per model
