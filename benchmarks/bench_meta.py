@@ -4,7 +4,8 @@ Paper settings: MLP 1-40-40-1 with transductive batch norm, meta-batch of 25 sin
 (10 support, 10 query points), Adam; MAML with N = 1 and N = 5 unrolled steps; iMAML with
 λ = 2, 16 jaxopt iterations with line search and 5 CG iterations; float64, one CPU thread.
 
-"Ours" is ``i2o.meta.outer``: chunks of outer steps run inside one jit-compiled ``lax.scan``.
+"Ours" is ``i2o.chapters.meta.outer``:
+chunks of outer steps run inside one jit-compiled ``lax.scan``.
 The peer is an implementation in the style of the authors' jaxopt iMAML example, written for this
 benchmark: the same model and solver (jaxopt ``GradientDescent(stepsize=-1, maxiter=16)`` with its
 default tolerance, implicit differentiation with CG), but one jit-compiled ``value_and_grad`` per
@@ -31,7 +32,7 @@ import optax  # noqa: E402
 from jaxopt import linear_solve  # noqa: E402
 
 from i2o import profiles  # noqa: E402
-from i2o.meta import experiment, imaml, maml, mlp, outer  # noqa: E402
+from i2o.chapters.meta import imaml, maml, mlp, outer, runs  # noqa: E402
 
 ROUNDS = 5
 META_BATCH = 25
@@ -133,7 +134,7 @@ def run() -> list[dict]:
 def _paper_profile_cost() -> dict:
     """Total wall time of the paper profile, as recorded in the results cache by the runs that
     computed it (training and sweeps); nothing is computed here."""
-    cost = experiment.recorded_cost(profiles.resolve("meta", "paper"))
+    cost = runs.recorded_cost(profiles.resolve("meta", "paper"))
     missing = cost["missing"]
     note = ("sum of the recorded training and sweep times of the paper profile's cached results; "
             + (f"not yet computed: {', '.join(missing)}" if missing else "complete"))

@@ -1,4 +1,4 @@
-"""Tests of i2o.affine_runs, i2o.affine_claims and i2o.affine_figures: the affine chapter's
+"""Tests of i2o.chapters.affine (runs, claims, figures): the affine chapter's
 computations, quoted numbers, claims verdicts and figures, on smoke-sized results (some doctored
 to make a claim fail). Budget: under 10 s."""
 
@@ -15,7 +15,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from i2o import affine_claims, affine_figures, affine_runs, profiles
+from i2o import profiles
+from i2o.chapters.affine import claims as affine_claims
+from i2o.chapters.affine import figures as affine_figures
+from i2o.chapters.affine import runs as affine_runs
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "affine.ipynb"
 
@@ -52,11 +55,11 @@ def _doctored(results: affine_runs.AffineResults, **changes) -> affine_runs.Affi
 
 
 def _verdicts(params, results) -> list[bool | None]:
-    return [row.holds for row in affine_claims.affine_claims(params, results).rows]
+    return [row.holds for row in affine_claims.claims(params, results).rows]
 
 
 def _row(params, results, starts: str):
-    table = affine_claims.affine_claims(params, results)
+    table = affine_claims.claims(params, results)
     rows = [row for row in table.rows if row.claim.startswith(starts)]
     assert len(rows) == 1, starts
     return rows[0]
@@ -84,7 +87,7 @@ def test_collect_returns_the_stored_form_and_reads_back_the_same(smoke, tmp_path
 
 def test_smoke_results_give_the_expected_verdicts(smoke):
     params, results = smoke
-    table = affine_claims.affine_claims(params, results)
+    table = affine_claims.claims(params, results)
     assert table.profile == "smoke" and table.figure == "affine"
     assert [row.holds for row in table.rows] == SMOKE_VERDICTS
     undecided = [row for row in table.rows if row.holds is None]
@@ -94,7 +97,7 @@ def test_smoke_results_give_the_expected_verdicts(smoke):
 def test_claims_are_written_as_json(smoke, tmp_path, monkeypatch):
     params, results = smoke
     monkeypatch.setenv("I2O_BUILD_DIR", str(tmp_path))
-    path = affine_claims.affine_claims(params, results).write()
+    path = affine_claims.claims(params, results).write()
     assert [row["holds"] for row in json.loads(path.read_text())] == SMOKE_VERDICTS
 
 
@@ -144,7 +147,7 @@ def test_nonnormal_corollary2_fails_beyond_five_standard_errors(smoke):
     z[1] = -6.0
     doctored = _doctored(results, cor2={"z_score": z})
     assert _row(with_draws, doctored, statement).holds is False
-    assert affine_claims.chapter_numbers(params, doctored)["affine-cor2nn-z"] == -6.0
+    assert affine_claims.numbers(params, doctored)["affine-cor2nn-z"] == -6.0
 
 
 def test_figure_g3_fails_when_the_bound_is_not_zero_from_rank_C_on(smoke):
@@ -180,7 +183,7 @@ def test_every_glue_name_of_the_chapter_is_provided(smoke):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     used = set(re.findall(r"\{glue:text\}`([^`:]+)", markdown))
-    numbers = affine_claims.chapter_numbers(params, results)
+    numbers = affine_claims.numbers(params, results)
     assert used and used <= set(numbers)
     assert all(isinstance(v, int | float) for v in numbers.values())
     assert numbers["affine-left-rank-u"] == params.left_d_x

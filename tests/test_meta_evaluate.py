@@ -1,10 +1,10 @@
-"""Test-time sweeps of i2o.meta (budget: < 30 s at one thread)."""
+"""Test-time sweeps of i2o.chapters.meta (budget: < 30 s at one thread)."""
 
 import jax
 import numpy as np
 import pytest
 
-from i2o.meta import evaluate, imaml, maml, mlp, tasks
+from i2o.chapters.meta import evaluate, imaml, maml, mlp, tasks
 
 
 @pytest.fixture(scope="module")
@@ -72,22 +72,22 @@ def test_statistics():
 
 
 def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
-    """``python -m i2o.sweep meta`` runs ``experiment.run_job`` per model; afterwards the
+    """``python -m i2o.sweep meta`` runs ``runs.run_job`` per model; afterwards the
     notebook's own recipe (``figure3``) finds the model and its sweep cached."""
     from i2o import profiles, results
-    from i2o.meta import experiment
+    from i2o.chapters.meta import runs
 
     p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
-    jobs = dict(experiment.all_jobs(p))
-    names = [s.name for s in experiment.all_specs(p)]
+    jobs = dict(runs.all_jobs(p))
+    names = [s.name for s in runs.all_specs(p)]
     assert "maml-N1-per_set_bn-online-seed0" in names  # the normalization ablation
     assert list(jobs) == names and len(set(names)) == len(names)
     maml_name = "maml-N1-online-seed0"
-    assert not experiment.is_cached(maml_name, jobs[maml_name])
-    experiment.run_job(maml_name, jobs[maml_name], log=None)
-    assert experiment.is_cached(maml_name, jobs[maml_name])
+    assert not runs.is_cached(maml_name, jobs[maml_name])
+    runs.run_job(maml_name, jobs[maml_name], log=None)
+    assert runs.is_cached(maml_name, jobs[maml_name])
     other = "imaml-N4-lam2-fista-set1-seed0"
-    assert not experiment.is_cached(other, jobs[other])
+    assert not runs.is_cached(other, jobs[other])
     before = {path.name for path in results.results_dir().rglob("*")}
-    experiment.train_and_sweep(p, experiment.figure3_specs(p)[0])  # what figure3 runs per model
+    runs.train_and_sweep(p, runs.figure3_specs(p)[0])  # what figure3 runs per model
     assert {path.name for path in results.results_dir().rglob("*")} == before

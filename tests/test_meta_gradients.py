@@ -1,5 +1,5 @@
-"""Meta-gradients of i2o.meta: MAML against finite differences, iMAML's implicit hypergradient
-against differentiating through a high-precision inner solve (float64; budget: < 40 s)."""
+"""Meta-gradients of the meta chapter: MAML against finite differences, iMAML's implicit
+hypergradient against differentiating through a high-precision inner solve (float64; budget: < 40 s)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from i2o.meta import imaml, maml, mlp, tasks
+from i2o.chapters.meta import imaml, maml, mlp, tasks
 
 
 def _small_problem(hidden, n_tasks=3, seed=0):

@@ -1,10 +1,11 @@
-"""Outer loop of i2o.meta: checkpoint/resume, the results cache, validation (budget: < 40 s)."""
+"""Outer loop of the meta chapter: checkpoint/resume, the results cache, validation
+(budget: < 40 s)."""
 
 import jax
 import numpy as np
 import pytest
 
-from i2o.meta import checkpoint, experiment, outer
+from i2o.chapters.meta import checkpoint, outer, runs
 
 
 def _same_params(a, b):
@@ -13,38 +14,38 @@ def _same_params(a, b):
 
 @pytest.mark.parametrize("method", ["maml", "imaml"])
 def test_interrupted_run_resumes_to_the_same_parameters(tmp_path, method):
-    spec = experiment.ModelSpec(method, inner_steps=2, outer_steps=6, hidden=(8,),
+    spec = runs.ModelSpec(method, inner_steps=2, outer_steps=6, hidden=(8,),
                                 meta_batch_size=3, n_meta_batches=2 if method == "imaml" else None)
-    straight = experiment.train_uncached(spec, checkpoint_every=2)
-    partial = experiment.train_uncached(spec, tmp_path, checkpoint_every=2, stop_at=3)
+    straight = runs.train_uncached(spec, checkpoint_every=2)
+    partial = runs.train_uncached(spec, tmp_path, checkpoint_every=2, stop_at=3)
     assert partial.steps_done == 4 and (tmp_path / checkpoint.FILENAME).exists()
     assert not _same_params(partial.params, straight.params)
-    resumed = experiment.train_uncached(spec, tmp_path, checkpoint_every=2)
+    resumed = runs.train_uncached(spec, tmp_path, checkpoint_every=2)
     assert resumed.resumed_from == 4 and resumed.steps_done == 6
     assert _same_params(resumed.params, straight.params)
     np.testing.assert_array_equal(resumed.losses, straight.losses)
     # a finished run found in its checkpoint directory returns at once, unchanged
-    again = experiment.train_uncached(spec, tmp_path, checkpoint_every=2)
+    again = runs.train_uncached(spec, tmp_path, checkpoint_every=2)
     assert again.resumed_from == 6 and _same_params(again.params, straight.params)
 
 
 def test_training_lowers_the_meta_loss():
-    spec = experiment.ModelSpec("maml", inner_steps=1, outer_steps=300, n_meta_batches=1,
+    spec = runs.ModelSpec("maml", inner_steps=1, outer_steps=300, n_meta_batches=1,
                                 meta_batch_size=5)
-    losses = experiment.train_uncached(spec, checkpoint_every=300).losses
+    losses = runs.train_uncached(spec, checkpoint_every=300).losses
     assert losses[-20:].mean() < 0.8 * losses[:20].mean()
 
 
 def test_train_model_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
-    spec = experiment.ModelSpec("maml", inner_steps=1, outer_steps=4, hidden=(8,),
+    spec = runs.ModelSpec("maml", inner_steps=1, outer_steps=4, hidden=(8,),
                                 meta_batch_size=2)
-    first = experiment.train_model(spec, checkpoint_every=2)
+    first = runs.train_model(spec, checkpoint_every=2)
     assert first["losses"].shape == (4,) and first["resumed_from"] == 0
     assert list((tmp_path / "meta").glob("train-maml-N1-online-seed0-*.ckpt/state.npz"))
-    second = experiment.train_model(spec, checkpoint_every=2)
+    second = runs.train_model(spec, checkpoint_every=2)
     assert second["seconds"] == first["seconds"]  # read from the cache, not recomputed
-    assert _same_params(experiment.params_of(first), experiment.params_of(second))
+    assert _same_params(runs.params_of(first), runs.params_of(second))
 
 
 def test_checkpoint_rejects_another_model(tmp_path):
@@ -55,7 +56,7 @@ def test_checkpoint_rejects_another_model(tmp_path):
 
 
 def test_cycled_tasks_visit_the_training_set_in_order():
-    from i2o.meta.tasks import fixed_training_set
+    from i2o.chapters.meta.tasks import fixed_training_set
 
     fixed = fixed_training_set(jax.random.PRNGKey(0), 3, 2)
     source = outer.cycled_tasks(fixed)
@@ -70,7 +71,7 @@ def test_cycled_tasks_visit_the_training_set_in_order():
 def test_model_spec_validation(kwargs, word):
     base = {"method": "imaml", "inner_steps": 16, "outer_steps": 10}
     with pytest.raises(ValueError, match=word):
-        experiment.ModelSpec(**{**base, **kwargs})
+        runs.ModelSpec(**{**base, **kwargs})
 
 
 def test_outer_config_validation():

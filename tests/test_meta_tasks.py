@@ -1,11 +1,11 @@
-"""Sinusoid task sampler and MLP of i2o.meta (budget: < 10 s at one thread)."""
+"""Sinusoid task sampler and MLP of i2o.chapters.meta (budget: < 10 s at one thread)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from i2o.meta import mlp, tasks
+from i2o.chapters.meta import mlp, tasks
 
 
 def test_task_ranges_shapes_and_targets():

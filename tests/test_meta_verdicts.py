@@ -4,10 +4,10 @@ it must fail, and where its gates must leave it undecided; the per-set-BN floor'
 import numpy as np
 import pytest
 
-from i2o.meta import floor, verdicts
+from i2o.chapters.meta import claims, floor
 
 GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
-GATES = verdicts.Gates(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
+GATES = claims.Gates(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
 
 
 def _curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=5000, seed=0,
@@ -33,26 +33,26 @@ RISING = np.geomspace(0.6, 1.2, len(GRID))
 
 
 def test_more_steps_help_holds_and_fails():
-    assert verdicts.more_steps_help(_curves(DECREASING), GATES).holds is True
-    assert verdicts.more_steps_help(_curves(RISING), GATES).holds is False
+    assert claims.more_steps_help(_curves(DECREASING), GATES).holds is True
+    assert claims.more_steps_help(_curves(RISING), GATES).holds is False
     flat = _curves(np.full(len(GRID), 0.5), noise=0.05)
-    assert verdicts.more_steps_help(flat, GATES).holds is False
+    assert claims.more_steps_help(flat, GATES).holds is False
 
 
 def test_best_before_convergence_holds_and_fails():
-    verdict = verdicts.best_before_convergence(_curves(U_SHAPE), GATES)
+    verdict = claims.best_before_convergence(_curves(U_SHAPE), GATES)
     assert verdict.holds is True and "held-out" in verdict.value
-    assert verdicts.best_before_convergence(_curves(DECREASING), GATES).holds is False
+    assert claims.best_before_convergence(_curves(DECREASING), GATES).holds is False
 
 
 def test_best_before_convergence_needs_a_converged_inner_problem():
     moving = np.geomspace(1.0, 1e-3, len(GRID))  # still falling by a factor 2 at k_max
-    verdict = verdicts.best_before_convergence(_curves(U_SHAPE, mean_support=moving), GATES)
+    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=moving), GATES)
     assert verdict.holds is None and "converged" in verdict.value
 
 
-@pytest.mark.parametrize("predicate", [verdicts.more_steps_help,
-                                       verdicts.best_before_convergence])
+@pytest.mark.parametrize("predicate", [claims.more_steps_help,
+                                       claims.best_before_convergence])
 def test_gates_leave_claims_undecided(predicate):
     short = predicate(_curves(U_SHAPE, outer_steps=10), GATES)
     assert short.holds is None and "outer steps" in short.value
@@ -71,15 +71,15 @@ def test_gates_leave_claims_undecided(predicate):
 def test_held_out_choice_is_not_fooled_by_noise():
     """A flat curve with large noise: picking k* on the same tasks would often find a 'gain';
     picking it on the other half rarely does."""
-    decided = [verdicts.more_steps_help(_curves(np.full(len(GRID), 0.5), noise=0.2, seed=s),
+    decided = [claims.more_steps_help(_curves(np.full(len(GRID), 0.5), noise=0.2, seed=s),
                                         GATES).holds for s in range(20)]
     assert sum(decided) <= 3
 
 
 def test_above_floor_holds_and_fails():
     curves = _curves(U_SHAPE + 2.0)
-    assert verdicts.above_floor(curves, floor=1.7, floor_se=0.02).holds is True
-    assert verdicts.above_floor(curves, floor=2.5, floor_se=0.02).holds is False
+    assert claims.above_floor(curves, floor=1.7, floor_se=0.02).holds is True
+    assert claims.above_floor(curves, floor=2.5, floor_se=0.02).holds is False
 
 
 def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
@@ -99,26 +99,26 @@ def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
 
 def test_fit_ordering_holds_fails_and_needs_power():
     loss = [0.1, 0.2, 0.4, 0.8, 1.2]
-    assert verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), GATES).holds is True
-    assert verdicts.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), GATES).holds is False
+    assert claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), GATES).holds is True
+    assert claims.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), GATES).holds is False
     one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # ρ = −0.9: still holds (false-positive rate 0.042)
-    assert verdicts.fit_ordering(_figure4(one_swap, loss), GATES).holds is True
+    assert claims.fit_ordering(_figure4(one_swap, loss), GATES).holds is True
     two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8
-    assert verdicts.fit_ordering(_figure4(two_swaps, loss), GATES).holds is False
-    few_seeds = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), GATES)
+    assert claims.fit_ordering(_figure4(two_swaps, loss), GATES).holds is False
+    few_seeds = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), GATES)
     assert few_seeds.holds is None and "seed" in few_seeds.value
-    three_sizes = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), GATES)
+    three_sizes = claims.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), GATES)
     assert three_sizes.holds is None and "false-positive rate" in three_sizes.value
-    short = verdicts.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, outer_steps=5),
+    short = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, outer_steps=5),
                                   GATES)
     assert short.holds is None
 
 
 def test_spearman_false_positive_rate():
-    assert verdicts.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
-    assert verdicts.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)
-    assert verdicts.spearman_false_positive_rate(4, -0.9) == pytest.approx(1 / 24)
-    assert verdicts.spearman_false_positive_rate(3, -0.9) == pytest.approx(1 / 6)
+    assert claims.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
+    assert claims.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)
+    assert claims.spearman_false_positive_rate(4, -0.9) == pytest.approx(1 / 24)
+    assert claims.spearman_false_positive_rate(3, -0.9) == pytest.approx(1 / 6)
 
 
 def test_uniform_moments_match_quadrature():
@@ -150,10 +150,10 @@ def test_floor_and_baselines():
                                             ({"maml_inner_steps": [1, 1]}, "maml_inner_steps")])
 def test_chapter_parameters_checked_before_compute(override, word):
     from i2o import profiles
-    from i2o.meta import experiment
+    from i2o.chapters.meta import runs
 
     params = profiles.resolve("meta", "smoke", **override)
     with pytest.raises(profiles.ParameterError, match=word):
-        experiment.all_jobs(params)
+        runs.all_jobs(params)
     with pytest.raises(profiles.ParameterError, match="normalization"):
         profiles.resolve("meta", "smoke", normalization="batch")

@@ -1,16 +1,27 @@
 """i2o — inner iterations overfitting.
 
 The shared package of the book that reproduces *Test like you Train in Implicit Deep Learning*
-(Ramzi, Ablin, Peyré, Moreau). One module per concept:
+(Ramzi, Ablin, Peyré, Moreau). Three layers; imports run only downward (``tests/test_layout.py``):
 
-- :mod:`i2o.affine`   the affine bilevel theory of Section 3 (Figure 1, Figure G.3);
-- :mod:`i2o.deq`      fixed-point solvers and DEQ backward modes (PyTorch);
-- :mod:`i2o.models`   DEQ architectures; :mod:`i2o.data` data sets; :mod:`i2o.train` training loops;
-- :mod:`i2o.meta`     MAML and iMAML on sinusoid regression (JAX);
-- :mod:`i2o.profiles` the figure manifest and parameter validation;
-- :mod:`i2o.results`  the results cache; :mod:`i2o.claims` the paper's claims as predicates;
-- :mod:`i2o.plotting` one figure style with provenance;
-- :mod:`i2o.book` notebook execution and the book's build.
+- chapters, one package per notebook (:mod:`i2o.chapters`): ``affine`` (Figures 1, G.3),
+  ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4);
+- book machinery, which knows the chapters only through ``figures.yaml``: :mod:`i2o.profiles`
+  (the manifest and parameter validation), :mod:`i2o.results` (the results cache),
+  :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.plotting` (one figure style with
+  provenance), :mod:`i2o.sweep` (submitit jobs), :mod:`i2o.book` (notebook execution, the HTML);
+- engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
+  :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (training
+  loops); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
+
+Glossary (one name per quantity, from the manifest to the solver):
+
+- ``N`` the number of inner iterations used in training: ``train_iters`` (stability), ``n`` in
+  the affine theory, ``maml_inner_steps``/``imaml_inner_steps`` (meta); the deq-gaps manifest
+  still calls it ``*_n_train``;
+- ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
+- ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside
+  :mod:`i2o.deq`, where :class:`i2o.deq.SolverSpec` translates;
+- data sizes: ``n_train``/``n_test`` (stability), ``n_test_tasks`` (meta).
 """
 
 __version__ = "0.1.0"

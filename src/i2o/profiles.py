@@ -41,7 +41,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def load_manifest() -> dict[str, Any]:
-    """The parsed manifest: ``{figure: {notebook, title, outputs, parameters, profiles}}``."""
+    """The parsed manifest: ``{figure: {notebook, package, title, outputs, parameters, profiles}}``."""
     return _load(str(MANIFEST_PATH))
 
 
@@ -57,7 +57,7 @@ def entry(figure: str) -> dict[str, Any]:
 
 
 def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
-    for key in ("notebook", "title", "outputs", "parameters", "profiles"):
+    for key in ("notebook", "package", "title", "outputs", "parameters", "profiles"):
         if key not in entry:
             raise ValueError(f"figures.yaml: figure {figure!r} has no {key!r}")
     for name, schema in entry["parameters"].items():

@@ -22,9 +22,11 @@ array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -32,50 +34,36 @@ import yaml
 from i2o import profiles, results, runtime
 
 EXECUTORS = ("local", "slurm", "debug")
+JOB_FACES = ("all_jobs", "is_cached", "run_job")
 
 
-def _stability_jobs(params: Mapping[str, Any]):
-    from i2o.train import stability
+def chapter_runs(figure: str) -> ModuleType:
+    """The ``runs`` module of ``figure``'s chapter package (the manifest's ``package``).
 
-    return [(name, job, stability.is_cached(name, job)) for name, job in stability.all_jobs(params)]
-
-
-def _stability_run(name: str, job: Mapping[str, Any]) -> dict[str, Any]:
-    from i2o.train import stability
-
-    return stability.cached_job(name, job)
-
-
-def _meta_jobs(params: Mapping[str, Any]):
-    runtime.jax_single_thread()
-    from i2o.meta import experiment
-
-    return [(name, job, experiment.is_cached(name, job))
-            for name, job in experiment.all_jobs(params)]
+    A chapter with sweep jobs exposes ``all_jobs(params) -> [(name, job)]``,
+    ``is_cached(name, job) -> bool`` and ``run_job(name, job)``. The machinery finds the chapter
+    by name, never by import, so a new chapter only edits the manifest and its own folder.
+    """
+    package = profiles.entry(figure)["package"]
+    runtime.jax_single_thread()  # before a chapter imports JAX
+    return importlib.import_module(f"{package}.runs")
 
 
-def _meta_run(name: str, job: Mapping[str, Any]) -> None:
-    from i2o.meta import experiment
-
-    experiment.run_job(name, job)
-
-
-def _gaps_jobs(params: Mapping[str, Any]):
-    from i2o.gaps import chapter, jobs
-
-    return [(name, job, jobs.is_cached(name, job)) for name, job in chapter.all_jobs(params)]
+def has_jobs(figure: str) -> bool:
+    """Whether ``figure``'s chapter has sweep jobs."""
+    runs = chapter_runs(figure)
+    return all(hasattr(runs, face) for face in JOB_FACES)
 
 
-def _gaps_run(name: str, job: Mapping[str, Any]) -> None:
-    from i2o.gaps import jobs
+def sweepable() -> list[str]:
+    """The figures whose chapters have sweep jobs, in manifest order."""
+    return [figure for figure in profiles.load_manifest() if has_jobs(figure)]
 
-    jobs.compute(name, dict(job))
 
-
-#: figure → (list its jobs as (name, job parameters, cached?), compute one job)
-SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _stability_run),
-                                                "deq-gaps": (_gaps_jobs, _gaps_run),
-                                                "meta": (_meta_jobs, _meta_run)}
+def list_jobs(figure: str, params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+    """Every job of ``figure`` for these parameters, as (name, job parameters, cached?)."""
+    runs = chapter_runs(figure)
+    return [(name, job, bool(runs.is_cached(name, job))) for name, job in runs.all_jobs(params)]
 
 
 def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
@@ -83,7 +71,7 @@ def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) ->
     os.environ.update(env)
     runtime.jax_single_thread()
     runtime.set_threads()
-    SWEEPS[figure][1](name, job)
+    chapter_runs(figure).run_job(name, job)
     return name
 
 
@@ -103,8 +91,8 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     Raises :class:`i2o.profiles.ParameterError` (bad figure parameter) or ``ValueError`` (bad
     executor option) before anything is submitted.
     """
-    if figure not in SWEEPS:
-        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(SWEEPS)}")
+    if figure not in profiles.load_manifest() or not has_jobs(figure):
+        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(sweepable())}")
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
     for label, value, low in (("time", time_min, 1), ("gpus", gpus, 0), ("cpus", cpus, 1),
@@ -114,7 +102,7 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     params = profiles.resolve(figure, profile, **dict(overrides or {}))
-    listing = SWEEPS[figure][0](params)
+    listing = list_jobs(figure, params)
     todo = [(name, job) for name, job, done in listing if not done]
     print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
           f"{len(todo)} to run with the {executor} executor", flush=True)
@@ -196,7 +184,7 @@ def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m i2o.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("figure", choices=sorted(SWEEPS))
+    parser.add_argument("figure", choices=profiles.figures())
     parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
     parser.add_argument("--executor", default="local", choices=EXECUTORS)
     parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),

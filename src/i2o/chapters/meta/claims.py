@@ -7,7 +7,7 @@ Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the 
   (``fig4_min_outer_steps`` for the Figure 4 models, which cycle through a fixed set) and has
   learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
   MSE of the best predictor that ignores the support set
-  (:func:`i2o.meta.floor.task_agnostic_mse`, 3.006; predicting 0 scores 4.25);
+  (:func:`i2o.chapters.meta.floor.task_agnostic_mse`, 3.006; predicting 0 scores 4.25);
 - *diverged tasks*: tasks whose MSE became non-finite at some step count are counted; above
   ``max_diverged_fraction`` of the tasks the verdict is ``None`` (no silent exclusion that
   flatters a curve); below it they are excluded at every step count and reported;
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o.meta import evaluate
+from i2o.chapters.meta import evaluate
 
 Z_SCORE = 2.0
 RANK_CORRELATION_THRESHOLD = -0.9
@@ -295,7 +295,7 @@ def all_verdicts(p: Any, computed: dict[str, Any]) -> dict[str, list[Verdict]]:
             "ablation": ablation}
 
 
-def claims_table(p: Any, computed: dict[str, Any]):
+def claims(p: Any, computed: dict[str, Any]):
     """The chapter's :class:`i2o.claims.Claims` (the paper's claims, then the ablation's)."""
     from i2o import claims
 
@@ -318,7 +318,7 @@ def conclusions(p: Any, computed: dict[str, Any], section: str) -> str:
     return "\n".join(lines) if lines else "- (no claim in this section for these parameters)"
 
 
-def chapter_numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
+def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
     """Numbers quoted in the chapter's text (glued by the notebook), keyed by stable names."""
     numbers: dict[str, Any] = {}
     for method in ("maml", "imaml"):

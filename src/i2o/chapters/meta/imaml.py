@@ -33,8 +33,8 @@ import jaxopt
 from jax.flatten_util import ravel_pytree
 from jaxopt import implicit_diff, linear_solve
 
-from i2o.meta.mlp import Params, check_normalization, mse
-from i2o.meta.tasks import TaskBatch
+from i2o.chapters.meta.mlp import Params, check_normalization, mse
+from i2o.chapters.meta.tasks import TaskBatch
 
 Unravel = Callable[[jax.Array], Params]
 
@@ -45,7 +45,7 @@ class IMAMLConfig:
     ``cg_tol`` (relative residual; 10⁻⁷ as in jaxopt's iMAML example) for the IFT linear system;
     ``tol`` jaxopt's stopping tolerance of the inner solver (0: always exactly N iterations);
     ``acceleration`` jaxopt's FISTA momentum (off: plain gradient descent, as in the paper);
-    ``normalization`` of the MLP (:data:`i2o.meta.mlp.NORMALIZATIONS`)."""
+    ``normalization`` of the MLP (:data:`i2o.chapters.meta.mlp.NORMALIZATIONS`)."""
 
     regularization: float = 2.0
     inner_steps: int = 16

@@ -20,24 +20,24 @@ import jax
 import numpy as np
 
 from i2o import results
-from i2o.meta import imaml, maml, outer
-from i2o.meta.mlp import Params, init_mlp
-from i2o.meta.tasks import fixed_training_set
+from i2o.chapters.meta import FIGURE, imaml, maml, outer
+from i2o.chapters.meta.mlp import Params, init_mlp
+from i2o.chapters.meta.tasks import fixed_training_set
 
-FIGURE = "meta"
 METHODS = ("maml", "imaml")
-_COMMON_SOURCES = ("meta.__init__", "meta.tasks", "meta.mlp", "meta.checkpoint", "meta.outer")
+_COMMON_SOURCES = ("chapters.meta.__init__", "chapters.meta.tasks", "chapters.meta.mlp",
+                   "chapters.meta.checkpoint", "chapters.meta.outer")
 
 
 def training_sources(method: str) -> tuple[str, ...]:
     """The modules whose source keys a trained model in the cache: editing iMAML's code does not
     invalidate the MAML models, and vice versa."""
-    return (*_COMMON_SOURCES, f"meta.{method}")
+    return (*_COMMON_SOURCES, f"chapters.meta.{method}")
 
 
 def sweep_sources(method: str) -> tuple[str, ...]:
     """The modules whose source keys a model's test-time sweep."""
-    return (*training_sources(method), "meta.evaluate")
+    return (*training_sources(method), "chapters.meta.evaluate")
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def params_of(trained: dict[str, Any]) -> Params:
 
 def _sweep_setting(p: Any, spec: ModelSpec) -> tuple[np.ndarray, dict[str, Any]]:
     """The grid of N + ΔN and the description of the swept tasks for one model."""
-    from i2o.meta import evaluate
+    from i2o.chapters.meta import evaluate
 
     if spec.n_meta_batches is None:
         max_steps = p.maml_max_test_steps if spec.method == "maml" else p.imaml_max_test_steps
@@ -181,7 +181,7 @@ def _sweep_key(spec: ModelSpec, grid: np.ndarray, description: dict[str, Any]) -
 def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
               task_description: dict[str, Any]) -> dict[str, Any]:
     """Cached per-task curves of one trained model on ``tasks`` over ``grid``."""
-    from i2o.meta import evaluate
+    from i2o.chapters.meta import evaluate
 
     key = _sweep_key(spec, grid, task_description)
 
@@ -258,7 +258,7 @@ def train_and_sweep(p: Any, spec: ModelSpec,
     """Train ``spec`` (or read it from the cache) and sweep it: on the ``n_test_tasks`` fixed test
     tasks for a model trained on tasks drawn on the fly (Figure 3), on its own training tasks
     for a model trained on a fixed set (Figure 4)."""
-    from i2o.meta.tasks import flatten_batches, sample_tasks
+    from i2o.chapters.meta.tasks import flatten_batches, sample_tasks
 
     grid, description = _sweep_setting(p, spec)
     trained = train_model(spec, log, p.checkpoint_every)
@@ -278,9 +278,9 @@ def ablation(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict
 
 
 def bn_floor(p: Any) -> dict[str, float]:
-    """The per-set-BN floor (:mod:`i2o.meta.floor`), cached: ``{"centred", "standardized",
+    """The per-set-BN floor (:mod:`i2o.chapters.meta.floor`), cached: ``{"centred", "standardized",
     "standard_error", "target_variance", "task_agnostic", "seconds"}``."""
-    from i2o.meta import floor
+    from i2o.chapters.meta import floor
 
     def compute() -> dict[str, float]:
         start = time.perf_counter()
@@ -289,7 +289,7 @@ def bn_floor(p: Any) -> dict[str, float]:
                 "seconds": time.perf_counter() - start}
 
     stored = results.cached(FIGURE, "bn-floor", {"n_tasks": p.floor_tasks, "seed": p.test_seed},
-                            compute, sources=("meta.floor", "meta.tasks"))
+                            compute, sources=("chapters.meta.floor", "chapters.meta.tasks"))
     return {k: float(v) for k, v in stored.items()}
 
 
@@ -323,13 +323,13 @@ def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
 
 def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Training-loss curves (query loss on the model's own training tasks) and D(N, ΔN)."""
-    from i2o.meta import evaluate
+    from i2o.chapters.meta import evaluate
 
     out = {}
     for spec in figure4_specs(p):
         curves = train_and_sweep(p, spec, log)
         grid = curves["grid"]
-        finite = np.all(np.isfinite(curves["query"]), axis=1)  # see verdicts.finite_tasks
+        finite = np.all(np.isfinite(curves["query"]), axis=1)  # see claims.finite_tasks
         mean = curves["query"][finite].mean(axis=0)
         curves["n_diverged"] = int((~finite).sum())
         curves["n_meta_batches"] = spec.n_meta_batches

@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from i2o.meta import checkpoint
-from i2o.meta.mlp import Params
-from i2o.meta.tasks import TaskBatch, sample_tasks
+from i2o.chapters.meta import checkpoint
+from i2o.chapters.meta.mlp import Params
+from i2o.chapters.meta.tasks import TaskBatch, sample_tasks
 
 MetaLoss = Callable[[Params, TaskBatch], jax.Array]
 TaskSource = Callable[[jax.Array], TaskBatch]

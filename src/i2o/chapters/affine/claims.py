@@ -1,7 +1,7 @@
 """What the affine-theory chapter says about its results: the numbers its text quotes, the tables
 it prints, and its claims table (Section 3, Appendices A and C of the paper).
 
-All functions take the chapter's parameters and an :class:`i2o.affine_runs.AffineResults`.
+All functions take the chapter's parameters and an :class:`.runs.AffineResults`.
 
 Tolerances of the claims (stated in the chapter):
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from i2o import affine
-from i2o.affine_runs import AffineResults
+from i2o.chapters.affine.runs import AffineResults
+from i2o.chapters.affine.sweeps import lower_bound_summary
 from i2o.claims import Claims
 
 SCALE_TOL = 1e-9
@@ -45,11 +45,11 @@ def nonnormal_order(cor2: Mapping[str, Any]) -> np.ndarray:
     return np.argsort(cor2["z_score"])
 
 
-def chapter_numbers(params: Mapping[str, Any], results: AffineResults) -> dict[str, int | float]:
+def numbers(params: Mapping[str, Any], results: AffineResults) -> dict[str, int | float]:
     """Every number the chapter's text quotes, by glue name (``affine-…``)."""
     left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
                                      results.cor2)
-    right_summary, g3_summary = affine.lower_bound_summary(right), affine.lower_bound_summary(g3)
+    right_summary, g3_summary = lower_bound_summary(right), lower_bound_summary(g3)
     mean_ref = right_summary["mean_at_reference"]
     worst = int(nonnormal_order(cor2)[0])
     ift, ift_ns = checks["ift"], checks["ift_not_surjective"]
@@ -134,13 +134,13 @@ def checks_table(checks: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def affine_claims(params: Any, results: AffineResults) -> Claims:
+def claims(params: Any, results: AffineResults) -> Claims:
     """The chapter's claims table for ``params`` (a :class:`i2o.profiles.Params`, which names the
     profile) on ``results``; call ``.report()`` on it to show and write it."""
     p = params
     left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
                                      results.cor2)
-    right_summary, g3_summary = affine.lower_bound_summary(right), affine.lower_bound_summary(g3)
+    right_summary, g3_summary = lower_bound_summary(right), lower_bound_summary(g3)
     mean_ref = right_summary["mean_at_reference"]
     table = Claims("affine", p.profile)
     enough_seeds = p["n_seeds"] >= MIN_SEEDS

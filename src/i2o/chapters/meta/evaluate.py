@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from i2o.meta import imaml, maml
-from i2o.meta.mlp import Params, mse
-from i2o.meta.tasks import TaskBatch
+from i2o.chapters.meta import imaml, maml
+from i2o.chapters.meta.mlp import Params, mse
+from i2o.chapters.meta.tasks import TaskBatch
 
 
 def step_grid(max_steps: int, points_per_decade: int = 8,

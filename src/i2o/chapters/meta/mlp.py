@@ -10,7 +10,7 @@ chooses ``norm``:
   the paper's Appendix). With a one-dimensional input, unit j of the first layer sees w_j x, which
   standardization turns into sign(w_j)(x − x̄)/s (once |w_j| s ≫ √ε): the set's mean x̄ (and nearly
   its spread s) are erased, so a function fitted on the support is read on the query in shifted
-  coordinates (see :mod:`i2o.meta.floor` for the error this costs).
+  coordinates (see :mod:`i2o.chapters.meta.floor` for the error this costs).
 - ``"joint_bn"``: the same normalization with statistics over the support and the query *inputs
   together* (``context`` = the other set's inputs), so both sets share one coordinate frame.
 

@@ -1,5 +1,5 @@
 """Figures 3 and 4 of the paper and the normalization ablation, drawn from the curves of
-:mod:`i2o.meta.experiment` (plotting only: nothing here computes a result)."""
+:mod:`i2o.chapters.meta.runs` (plotting only: nothing here computes a result)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from i2o import plotting
-from i2o.meta import evaluate, verdicts
+from i2o.chapters.meta import claims, evaluate
 
 
 def figure_3(curves: dict[str, dict[str, Any]]) -> plt.Figure:
@@ -23,7 +23,7 @@ def figure_3(curves: dict[str, dict[str, Any]]) -> plt.Figure:
         shades = plt.cm.viridis(np.linspace(0.1, 0.75, len(chosen))) if len(chosen) > 1 \
             else [plotting.ARM_COLOURS[method]]
         for c, colour in zip(chosen, shades, strict=True):
-            finite = verdicts.finite_tasks(c)
+            finite = claims.finite_tasks(c)
             mean, se = evaluate.mean_and_standard_error(c["query"][finite])
             label = f"N = {c['inner_steps']}"
             if not finite.all():
@@ -49,7 +49,7 @@ def figure_3(curves: dict[str, dict[str, Any]]) -> plt.Figure:
 def figure_4(per_set: dict[str, dict[str, Any]]) -> plt.Figure:
     """D(N, ΔN) against ΔN, one curve per training-set size (mean over seeds, band ± one standard
     error over seeds), coloured by the seed-mean ℓ(z_N(θ^{*,N}))."""
-    rows = verdicts.figure4_summary(per_set)
+    rows = claims.figure4_summary(per_set)
     losses = np.array([c["loss_at_n"] for c in rows])
     norm = mpl.colors.LogNorm(vmin=losses.min(), vmax=max(losses.max(), losses.min() * 1.01))
     cmap = plt.cm.plasma
@@ -90,7 +90,7 @@ def normalization_ablation(ablation: dict[str, dict[str, Any]],
                 and r["inner_steps"] == c["inner_steps"]]
         shown += same[:1] + [c]
     for i, c in enumerate(shown):
-        finite = verdicts.finite_tasks(c)
+        finite = claims.finite_tasks(c)
         mean, se = evaluate.mean_and_standard_error(c["query"][finite])
         label = f"{c['method'].upper()} N = {c['inner_steps']}, {c.get('normalization', 'none')}"
         ax.plot(c["grid"], mean, color=colours[i], label=label)

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from i2o.meta.mlp import Params, check_normalization, mse
-from i2o.meta.tasks import TaskBatch
+from i2o.chapters.meta.mlp import Params, check_normalization, mse
+from i2o.chapters.meta.tasks import TaskBatch
 
 
 @dataclass(frozen=True)
 class MAMLConfig:
     """``inner_steps`` = N (training), ``step_size`` = α, ``normalization`` of the MLP
-    (:data:`i2o.meta.mlp.NORMALIZATIONS`)."""
+    (:data:`i2o.chapters.meta.mlp.NORMALIZATIONS`)."""
 
     inner_steps: int = 1
     step_size: float = 0.01

@@ -1,4 +1,4 @@
-"""The affine chapter's figures, drawn from the results of :func:`i2o.affine_runs.collect`.
+"""The affine chapter's figures, drawn from the results of :func:`.runs.collect`.
 
 - :func:`figure_1_left`: D(N, ΔN) against ΔN for each training N (Figure 1 left, Corollary 1);
 - :func:`lower_bound_figure`: Theorem 1's negative lower bound against d_θ at one N, and against
@@ -22,7 +22,7 @@ from i2o import plotting
 
 def figure_1_left(left: Mapping[str, Any], params: Mapping[str, Any]) -> Figure:
     """D(N, ΔN) = ℓ(z_{N+ΔN}(θ^{*,N})) − ℓ(z_N(θ^{*,N})) against ΔN, one curve per N, from a
-    :func:`i2o.affine.corollary1_sweep` result. The vertical axis is linear near 0 and logarithmic
+    :func:`.sweeps.corollary1_sweep` result. The vertical axis is linear near 0 and logarithmic
     beyond, so that curves of very different scales are all visible."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for n, increase in zip(left["n_list"], left["loss_increase"], strict=True):
@@ -41,7 +41,7 @@ def figure_1_left(left: Mapping[str, Any], params: Mapping[str, Any]) -> Figure:
 
 def lower_bound_figure(sweep: Mapping[str, Any], d_theta_panel: Sequence[int],
                        title: str) -> Figure:
-    """Two panels from a :func:`i2o.affine.lower_bound_sweep` result.
+    """Two panels from a :func:`.sweeps.lower_bound_sweep` result.
 
     Left: the bound ½‖(P(C) − P(C E_N U))(K_out r_N − ω)‖² (Theorem 1) at N = n_reference per seed
     (dots) and its seed mean (line) against d_θ, the dotted line at d_θ = rank C; when Corollary

@@ -1,6 +1,6 @@
 """The error floor that per-set batch normalization puts under every sinusoid model.
 
-With ``normalization="per_set_bn"`` (:mod:`i2o.meta.mlp`) the query set is normalized with its own
+With ``normalization="per_set_bn"`` (:mod:`.mlp`) the query set is normalized with its own
 statistics. The first hidden layer computes w_j x per unit and standardizes it over the set, so
 the rest of the network sees the query inputs only through their *centred* positions
 c_i = x_i − x̄ (the spread s enters only through √(w_j² s² + ε)); in the limit |w_j| s ≫ √ε it
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from i2o.meta.tasks import AMPLITUDE_RANGE, INPUT_RANGE, PHASE_RANGE
+from i2o.chapters.meta.tasks import AMPLITUDE_RANGE, INPUT_RANGE, PHASE_RANGE
 
 
 class Floor(NamedTuple):
