@@ -25,6 +25,8 @@ LOCK       := requirements.lock
 UV_VERSION := 0.13.9
 # The install marker is keyed on the lock (and pyproject.toml, for the editable install itself).
 INSTALLED  := $(VENV)/.installed-$(shell cat $(LOCK) pyproject.toml | sha256sum | cut -c1-12)
+# MathJax served by the book itself (math renders offline), pinned by package-lock.json.
+MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
 RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 
@@ -49,7 +51,11 @@ $(INSTALLED): $(LOCK) pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-* && touch $@
 
-install: $(INSTALLED)
+install: $(INSTALLED) $(MATHJAX)
+
+$(MATHJAX): package-lock.json
+	npm ci --no-audit --no-fund && touch $@ \
+	  || echo "warning: npm ci failed; the book's math will load from a CDN"
 
 # Regenerate requirements.lock after a change of pyproject.toml's pins (needs PyPI; uv in its own
 # venv, .venv-lock). Versions already in the lock are kept unless pyproject asks otherwise.
@@ -63,20 +69,20 @@ lock:
 
 # Data sets first (fetched, verified), then every chapter that can run, then the HTML; a chapter
 # that could not be built is named at the end (one line each) and the exit status is non-zero.
-book: $(INSTALLED)
+book: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book book $(RUN_FLAGS)
 
 data: $(INSTALLED)
 	$(PY) -m i2o.data.fetch
 
-html: $(INSTALLED)
+html: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book html
 
-fig-%: $(INSTALLED)
+fig-%: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book run $* $(RUN_FLAGS) $(P)
 	$(PY) -m i2o.book html
 
-test: $(INSTALLED)
+test: $(INSTALLED) $(MATHJAX)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(INSTALLED)

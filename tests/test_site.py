@@ -32,6 +32,7 @@ PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain
 GLUE = {"output_type": "display_data",
         "data": {"application/papermill.record/text/plain": "1"}, "metadata": {}}
 TEXT = {"output_type": "stream", "name": "stdout", "text": "profile 'smoke'\n"}
+MD = {"output_type": "display_data", "data": {"text/markdown": "**verdict**"}, "metadata": {}}
 
 
 def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
@@ -43,9 +44,11 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
         _cell("import numpy as np"),
         {"cell_type": "markdown", "metadata": {},
          "source": "(target)=\n## Figure 5\n\nTest accuracy {glue:text}`a` against N. More."},
-        _cell('fig = draw()\nplotting.save(fig, "figure-5", p)\nplt.show()', [PNG]),
+        _cell('fig = draw(r["x"])\nplotting.save(fig, "figure-5", p)\nplt.show()', [PNG]),
+        _cell('plotting.show(draw(), "not-in-the-manifest", p)', [PNG]),
+        _cell('plotting.show(draw(), "figure-g1", p)\ndisplay(Markdown(x))', [TEXT, PNG, GLUE, MD]),
     ]}
-    cells = site.present(notebook)["cells"]
+    cells = site.present(notebook, ["figure-5", "figure-g1"])["cells"]
     tags = [c["metadata"].get("tags") for c in cells]
     assert "hide-input" in tags[0] and "hide-input" in tags[1]
     assert tags[2] == ["remove-input"]  # text output shown, code removed
@@ -54,6 +57,12 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
     assert figure["name"] == "fig-figure-5"
     assert figure["caption"] == "Figure 5. Test accuracy … against N."
     assert "remove-input" in tags[6]
+    assert "mystnb" not in cells[7]["metadata"] and tags[7] == ["remove-input"]
+    # a figure with a table after it: the table moves to a cell of its own after the figure
+    assert cells[8]["metadata"]["mystnb"]["figure"]["name"] == "fig-figure-g1"
+    assert cells[8]["outputs"] == [TEXT, PNG]
+    assert cells[9]["outputs"] == [GLUE, MD] and tags[9] == ["remove-input"]
+    assert len(cells) == 10
 
 
 def test_presenting_twice_is_stable():
@@ -76,7 +85,7 @@ def _fake_build(tmp_path: Path, built: dict[str, float]) -> dict[str, Path]:
                             "date": "2026-11-23T10:00:00Z"}}
             cells = [_cell(f'plotting.save(fig, "{o}", p)', [PNG])
                      for o in profiles.entry(figure)["outputs"]]
-            site.present({"cells": cells})
+            site.present({"cells": cells}, profiles.entry(figure)["outputs"])
             for output in profiles.entry(figure)["outputs"]:
                 (build / "figures" / f"{output}.png").write_bytes(b"\x89PNG")
             (build / "claims" / f"{figure}.json").write_text(json.dumps(

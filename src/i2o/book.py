@@ -257,7 +257,8 @@ def stage() -> Path:
             reason = f"not executed yet: run `make fig-{figure}` or `make book`"
         notebooks[figure] = staged / notebook
         if reason is None:  # presented for reading: plumbing hidden, figures numbered
-            shown = site.present(json.loads(executed.read_text()))
+            shown = site.present(json.loads(executed.read_text()),
+                                 profiles.entry(figure)["outputs"])
             notebooks[figure].write_text(json.dumps(shown, indent=1))
         else:
             _write_not_built(notebooks[figure], figure, reason)

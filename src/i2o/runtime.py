@@ -123,11 +123,12 @@ class Progress:
     the bar), ``close()``; usable as a context manager, and ``Progress.over(iterable, ...)`` wraps
     a loop. Written to :func:`terminal_stream` only, so nothing reaches a notebook's pages; off
     with ``I2O_PROGRESS=0`` or ``enabled=False``. Updates at most every ``I2O_PROGRESS_INTERVAL``
-    seconds (default 1 on a terminal, 30 in a log file).
+    seconds (default 1 on a terminal, 30 in a log file). On a terminal a finished bar is erased
+    (``leave``); in a log file its last state stays.
     """
 
     def __init__(self, total: int | None, desc: str, unit: str = "it", initial: int = 0,
-                 enabled: bool | None = None, leave: bool = False) -> None:
+                 enabled: bool | None = None, leave: bool | None = None) -> None:
         from tqdm import tqdm
 
         stream = terminal_stream()
@@ -136,7 +137,8 @@ class Progress:
         interval = float(os.environ.get("I2O_PROGRESS_INTERVAL", 1.0 if interactive else 30.0))
         self.enabled = on
         self._bar = tqdm(total=total, initial=initial, desc=f"[i2o] {desc}", unit=unit,
-                         file=stream, disable=not on, leave=leave, mininterval=interval,
+                         file=stream, disable=not on, mininterval=interval,
+                         leave=(not interactive) if leave is None else leave,
                          dynamic_ncols=interactive, ascii=not interactive)
 
     @classmethod

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ HIDE, REMOVE_INPUT, REMOVE_CELL = "hide-input", "remove-input", "remove-cell"
 TIMINGS_START = "<!-- i2o:timings:start -->"
 TIMINGS_END = "<!-- i2o:timings:end -->"
 FIGURES_PAGE = "book/figures.md"
-_SAVED = re.compile(r"plotting\.(?:save|show)\(.*?[\"']([A-Za-z0-9_-]+)[\"']", re.DOTALL)
 _INVISIBLE = ("application/papermill.record", "application/vnd.jupyter.widget")
 
 
@@ -78,10 +77,19 @@ def _caption(markdown: str) -> str:
     return ". ".join(part.rstrip(".") for part in (heading, sentence) if part) + "."
 
 
-def present(notebook: dict[str, Any]) -> dict[str, Any]:
-    """Tag ``notebook`` (an executed notebook as JSON) in place for reading; return it."""
+def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, Any]:
+    """Tag ``notebook`` (an executed notebook as JSON) in place for reading; return it.
+
+    ``outputs``: the figure names the notebook saves (the manifest's ``outputs``). A cell whose
+    code names exactly one of them (quoted) and shows exactly one image becomes that figure;
+    myst-nb would wrap every display output of the cell in it, so the cell's other displays
+    (tables, glue records) move to a copy of the cell placed right after it.
+    """
+    outputs = list(outputs)
     last_markdown = ""
+    cells: list[dict[str, Any]] = []
     for cell in notebook.get("cells", []):
+        cells.append(cell)
         if cell["cell_type"] == "markdown":
             last_markdown = "".join(cell["source"])
             continue
@@ -90,18 +98,32 @@ def present(notebook: dict[str, Any]) -> dict[str, Any]:
         metadata = cell.setdefault("metadata", {})
         tags = [t for t in metadata.get("tags", []) if t not in (HIDE, REMOVE_INPUT, REMOVE_CELL)]
         source = "".join(cell["source"])
+        metadata["tags"] = tags
         if "parameters" in tags or "injected-parameters" in tags:
             tags.append(HIDE)
-        elif not any(_visible(o) for o in cell.get("outputs", [])):
+            continue
+        if not any(_visible(o) for o in cell.get("outputs", [])):
             tags.append(REMOVE_CELL)
-        else:
-            tags.append(REMOVE_INPUT)
-            saved = _SAVED.findall(source)
-            images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
-            if len(saved) == 1 and len(images) == 1:
-                metadata.setdefault("mystnb", {})["figure"] = {
-                    "caption": _caption(last_markdown), "name": figure_label(saved[0])}
-        metadata["tags"] = tags
+            continue
+        tags.append(REMOVE_INPUT)
+        saved = [o for o in outputs if f'"{o}"' in source or f"'{o}'" in source]
+        shown = cell.get("outputs", [])
+        images = [i for i, o in enumerate(shown) if o.get("output_type") in
+                  ("display_data", "execute_result") and "image/png" in o.get("data", {})]
+        if len(saved) != 1 or len(images) != 1:
+            continue
+        keep = [i for i, o in enumerate(shown)
+                if i == images[0] or (i < images[0] and o.get("output_type") == "stream")]
+        rest = [o for i, o in enumerate(shown) if i not in keep]
+        cell["outputs"] = [shown[i] for i in keep]
+        metadata.setdefault("mystnb", {})["figure"] = {
+            "caption": _caption(last_markdown), "name": figure_label(saved[0])}
+        if rest:
+            cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
+                          "metadata": {"tags": [REMOVE_INPUT if any(map(_visible, rest))
+                                                else REMOVE_CELL]},
+                          "outputs": rest, "source": ""})
+    notebook["cells"] = cells
     return notebook
 
 
@@ -159,8 +181,8 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
             reference = (f"{{numref}}`{figure_label(output)}`" if output in labelled
                          else "—")
             rows.append([
-                paper_label(output), thumbnail, reference, f"{{doc}}`{chapter}`",
-                f"`{entry['notebook']}`",
+                paper_label(output), thumbnail, reference, f"{{doc}}`{figure} <{chapter}>`",
+                f"`{Path(entry['notebook']).name}`",
                 f"`{stamp.get('profile')}`" if built
                 else f"not built: {stamp.get('not_built', '?')}",
                 (f"{counts['holds']} / {counts['fails']} / {counts['undecided']}"
