@@ -41,8 +41,22 @@ def test_no_data_gives_one_line_naming_the_variable(tmp_path, monkeypatch):
     assert reasons["affine"] is None
     for figure in ("stability", "deq-gaps"):
         assert "\n" not in reasons[figure]
-        assert "I2O_DATA_DIR" in reasons[figure] and "cifar10" in reasons[figure]
-    assert "shakespeare" in reasons["deq-gaps"]
+        assert "I2O_DATA_DIR" in reasons[figure] and "DATA_DIR=" in reasons[figure]
+        assert reasons[figure].startswith(f"cifar10: not found in {tmp_path / 'empty'}")
+    assert "; shakespeare: not found" in reasons["deq-gaps"]
+    assert len(reasons["stability"]) < 200
+
+
+def test_a_failed_download_is_named_briefly(tmp_path, monkeypatch):
+    from i2o.data.errors import DataNotFoundError
+
+    monkeypatch.setenv("I2O_DATA_DIR", str(tmp_path))
+    try:
+        raise DataNotFoundError("long message\nwith every path") from OSError("no network")
+    except DataNotFoundError as error:
+        line = fetch.one_line("cifar10", error)
+    assert line == (f"cifar10: not found in {tmp_path} (download failed: OSError: no network); "
+                    f"{fetch.VARIABLE_HINT}")
 
 
 def test_preflight_cli_names_each_blocked_figure(tmp_path, monkeypatch, capsys):

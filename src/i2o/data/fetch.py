@@ -81,7 +81,15 @@ def ensure(name: str, download: bool = True) -> str:
 
 
 def one_line(name: str, error: BaseException) -> str:
-    """What is wrong with data set ``name``, in one line that names the variable to set."""
+    """What is wrong with data set ``name``, in one short line that names the variable to set
+    (the loaders' full message, with every path looked at, is for the loaders' own errors)."""
+    from i2o.data.errors import DataNotFoundError
+
+    if isinstance(error, DataNotFoundError):
+        cause = error.__cause__
+        tried = (f" (download failed: {type(cause).__name__}: {str(cause).splitlines()[0]})"
+                 if cause is not None and str(cause).strip() else "")
+        return f"{name}: not found in {runtime.data_dir()}{tried}; {VARIABLE_HINT}"
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     hint = "" if "I2O_DATA_DIR" in first else f"; {VARIABLE_HINT}"
     return f"{name}: {type(error).__name__}: {first}{hint}"
