@@ -63,7 +63,7 @@ lock:
 	@$(PYTHON) scripts/check_python.py
 	test -x .venv-lock/bin/uv || ($(PYTHON) -m venv .venv-lock \
 	  && .venv-lock/bin/pip install --quiet uv==$(UV_VERSION))
-	.venv-lock/bin/uv pip compile pyproject.toml --extra book --extra dev --extra bench \
+	.venv-lock/bin/uv pip compile --quiet pyproject.toml --extra book --extra dev --extra bench \
 	  --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
 	  -o $(LOCK)
 

@@ -121,7 +121,7 @@ def test_second_run_is_up_to_date(built_book, capsys):
 
 
 def _chromium() -> str | None:
-    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"):
         if os.path.exists(candidate):
             return candidate
     return None
