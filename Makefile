@@ -63,9 +63,13 @@ lock:
 	@$(PYTHON) scripts/check_python.py
 	test -x .venv-lock/bin/uv || ($(PYTHON) -m venv .venv-lock \
 	  && .venv-lock/bin/pip install --quiet uv==$(UV_VERSION))
+	cp $(LOCK) $(LOCK).new 2>/dev/null || true
 	.venv-lock/bin/uv pip compile --quiet pyproject.toml --extra book --extra dev --extra bench \
 	  --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
-	  -o $(LOCK)
+	  -o $(LOCK).new
+	@# replaced only when it changed (an unchanged lock does not trigger a reinstall)
+	if cmp -s $(LOCK) $(LOCK).new; then rm $(LOCK).new; echo "$(LOCK) unchanged"; \
+	else mv $(LOCK).new $(LOCK); echo "$(LOCK) updated: make install"; fi
 
 # Data sets first (fetched, verified), then every chapter that can run, then the HTML; a chapter
 # that could not be built is named at the end (one line each) and the exit status is non-zero.
