@@ -20,47 +20,80 @@ export OMP_NUM_THREADS ?= 1
 export I2O_THREADS ?= 1
 export XLA_FLAGS ?= --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1
 
-INSTALLED  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# The whole environment, pinned with hashes (`make lock` regenerates it from pyproject.toml).
+LOCK       := requirements.lock
+UV_VERSION := 0.13.9
+# The install marker is keyed on the lock (and pyproject.toml, for the editable install itself).
+INSTALLED  := $(VENV)/.installed-$(shell cat $(LOCK) pyproject.toml | sha256sum | cut -c1-12)
+# MathJax served by the book itself (math renders offline), pinned by package-lock.json.
+MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
 RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 
-.PHONY: install book html test bench sweep claims lint clean clean-results help
+.PHONY: install lock data book html test bench sweep claims lint clean clean-results help
 
 help:
 	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE)) and build _build/html"
 	@echo "make fig-<name>      one figure, e.g. make fig-affine PROFILE=paper P=\"-p n_seeds 50\""
+	@echo "make data            fetch and verify the data sets once (DATA_DIR=... for a local copy)"
 	@echo "make test            run the test suite"
+	@echo "make lock            regenerate requirements.lock from pyproject.toml (needs PyPI)"
 	@echo "make bench           performance measurements into _build/bench.json"
 	@echo "make sweep FIG=stability EXECUTOR=local|slurm SLURM=\"--partition gpu --gpus 1\""
 	@echo "make claims          print every executed notebook's claims"
 	@echo "make clean           remove build products; make clean-results removes the results cache"
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): $(LOCK) pyproject.toml
+	@$(PYTHON) scripts/check_python.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[book,dev,bench]'
+	$(PY) -m pip install --quiet --require-hashes -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-* && touch $@
 
-install: $(INSTALLED)
+install: $(INSTALLED) $(MATHJAX)
 
-book: $(INSTALLED)
-	$(PY) -m i2o.book all $(RUN_FLAGS)
+$(MATHJAX): package-lock.json
+	npm ci --no-audit --no-fund && touch $@ \
+	  || echo "warning: npm ci failed; the book's math will load from a CDN"
+
+# Regenerate requirements.lock after a change of pyproject.toml's pins (needs PyPI; uv in its own
+# venv, .venv-lock). Versions already in the lock are kept unless pyproject asks otherwise.
+lock:
+	@$(PYTHON) scripts/check_python.py
+	test -x .venv-lock/bin/uv || ($(PYTHON) -m venv .venv-lock \
+	  && .venv-lock/bin/pip install --quiet uv==$(UV_VERSION))
+	cp $(LOCK) $(LOCK).new 2>/dev/null || true
+	.venv-lock/bin/uv pip compile --quiet pyproject.toml --extra book --extra dev --extra bench \
+	  --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
+	  -o $(LOCK).new
+	@# replaced only when it changed (an unchanged lock does not trigger a reinstall)
+	if cmp -s $(LOCK) $(LOCK).new; then rm $(LOCK).new; echo "$(LOCK) unchanged"; \
+	else mv $(LOCK).new $(LOCK); echo "$(LOCK) updated: make install"; fi
+
+# Data sets first (fetched, verified), then every chapter that can run, then the HTML; a chapter
+# that could not be built is named at the end (one line each) and the exit status is non-zero.
+book: $(INSTALLED) $(MATHJAX)
+	$(PY) -m i2o.book book $(RUN_FLAGS)
+
+data: $(INSTALLED)
+	$(PY) -m i2o.data.fetch
+
+html: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book html
 
-html: $(INSTALLED)
-	$(PY) -m i2o.book html
-
-fig-%: $(INSTALLED)
+fig-%: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book run $* $(RUN_FLAGS) $(P)
 	$(PY) -m i2o.book html
 
-test: $(INSTALLED)
+test: $(INSTALLED) $(MATHJAX)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(INSTALLED)
 	$(PY) benchmarks/run.py
 
 sweep: $(INSTALLED)
+	$(PY) -m i2o.preflight $(FIG)
 	$(PY) -m i2o.sweep $(FIG) --profile $(PROFILE) --executor $(EXECUTOR) $(SLURM) $(P)
 
 claims: $(INSTALLED)

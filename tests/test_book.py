@@ -121,16 +121,25 @@ def test_second_run_is_up_to_date(built_book, capsys):
 
 
 def _chromium() -> str | None:
-    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"):
         if os.path.exists(candidate):
             return candidate
     return None
 
 
+def _pages(site: Path) -> list[str]:
+    """Every page of the book: the root, the chapters, the Figures page and the others."""
+    toc = _toc_files()
+    return sorted(f"{name}.html" for name in toc)
+
+
 @pytest.mark.book
 @pytest.mark.browser
 def test_pages_render_in_a_real_browser(built_book):
-    """Headless Chromium loads each chapter: every image decoded, no console error."""
+    """Headless Chromium loads every page: no console error, every image decoded, every internal
+    link resolves, nothing requested from outside the book (MathJax included), math typeset by
+    MathJax, plumbing hidden (parameters folded, no glue calls shown), numbered captioned figures,
+    launch and repository buttons, and one row per manifest figure on the Figures page."""
     executable = _chromium()
     if executable is None:
         pytest.skip("headless Chromium is absent (Debian package 'chromium'; .ci/run installs it)")
@@ -138,38 +147,98 @@ def test_pages_render_in_a_real_browser(built_book):
     import functools
     import http.server
     import threading
+    import urllib.error
+    import urllib.parse
+    import urllib.request
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
-                                directory=str(built_book["html"]))
-    handler.log_message = lambda *args: None
+    from i2o import site as site_module
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    root = built_book["html"]
+    handler = functools.partial(Quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    offline_math = site_module.mathjax_source() is not None
+    chapters = {profiles.entry(f)["notebook"].replace(".ipynb", ".html")
+                for f in profiles.figures()}
+    checked_links: dict[str, int] = {}
     try:
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=executable, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run"])
-            for figure in profiles.figures():
+            for name in _pages(root):
                 page = browser.new_page()
                 problems: list[str] = []
-                offline: list[str] = []
+                outside: list[str] = []
                 page.on("console", lambda m, out=problems: m.type == "error" and out.append(m.text))
                 page.on("pageerror", lambda e, out=problems: out.append(str(e)))
-                page.on("requestfailed", lambda r, out=offline: out.append(r.url))
-                url = (f"http://127.0.0.1:{server.server_address[1]}/"
-                       + profiles.entry(figure)["notebook"].replace(".ipynb", ".html"))
-                page.goto(url, wait_until="load")
-                page.wait_for_timeout(500)
-                local_failures = [u for u in offline if u.startswith("http://127.0.0.1")]
-                assert not local_failures, f"{figure}: the book's own files failed {local_failures}"
-                if offline:  # CDN scripts (MathJax) cannot load on a machine without internet
-                    problems = [p for p in problems if not p.startswith("Failed to load resource")]
+                page.on("request", lambda r, out=outside: None if r.url.startswith(
+                    (base, "data:", "blob:")) else out.append(r.url))
+                page.goto(base + name, wait_until="load")
+                page.wait_for_timeout(300)
+                if offline_math:
+                    assert not outside, f"{name}: requests outside the book {outside}"
+                    assert not problems, f"{name}: console errors {problems}"
+                else:  # MathJax from its CDN cannot load offline
+                    problems = [m for m in problems if not m.startswith("Failed to load resource")]
+                    assert not problems, f"{name}: console errors {problems}"
                 widths = page.evaluate(
-                    "Array.from(document.images).map(i => [i.src.slice(0, 60), i.naturalWidth])")
-                assert widths, f"{figure}: no image on the page"
-                assert all(w > 0 for _, w in widths), f"{figure}: broken images {widths}"
-                assert not problems, f"{figure}: console errors {problems}"
+                    "Array.from(document.images).map(i => [i.src.slice(-60), i.naturalWidth])")
+                assert all(w > 0 for _, w in widths), f"{name}: broken images {widths}"
+                math = page.evaluate("document.querySelectorAll('.math').length")
+                if math and offline_math:
+                    page.wait_for_function(
+                        "window.MathJax && MathJax.startup && MathJax.startup.document"
+                        " && document.querySelectorAll('mjx-container').length > 0", timeout=20000)
+                    raw = page.evaluate("Array.from(document.querySelectorAll('.math'))"
+                                        ".filter(e => !e.querySelector('mjx-container')).length")
+                    assert raw == 0, f"{name}: {raw} of {math} formulas not typeset"
+                links = page.evaluate("Array.from(document.querySelectorAll('a[href]'))"
+                                      ".map(a => a.href)")
+                for link in links:
+                    url = urllib.parse.urldefrag(link)[0]
+                    if url.startswith(base) and url not in checked_links:
+                        try:
+                            checked_links[url] = urllib.request.urlopen(url, timeout=10).status
+                        except urllib.error.HTTPError as error:
+                            checked_links[url] = error.code
+                broken = [u for u in links if checked_links.get(urllib.parse.urldefrag(u)[0],
+                                                                200) != 200]
+                assert not broken, f"{name}: broken internal links {broken}"
+                if name in chapters:
+                    _check_chapter(page, name, widths)
+                if name == "book/figures.html":
+                    rows = page.evaluate("document.querySelectorAll("
+                                         "'table.i2o-figures tbody tr').length")
+                    outputs = sum(len(profiles.entry(f)["outputs"]) for f in profiles.figures())
+                    assert rows == outputs, f"Figures page: {rows} rows for {outputs} figures"
                 page.close()
             browser.close()
     finally:
         server.shutdown()
+
+
+def _check_chapter(page, name: str, widths: list) -> None:
+    """A chapter page: plumbing hidden, figures numbered with captions, launch buttons."""
+    assert widths, f"{name}: no image on the page"
+    visible = page.evaluate("document.querySelector('main').innerText")
+    for plumbing in ("glue(", "resolve_namespace(", "import matplotlib"):
+        assert plumbing not in visible, f"{name}: plumbing code {plumbing!r} is visible"
+    folded = page.evaluate(
+        "Array.from(document.querySelectorAll('details.hide')).filter(d => !d.open"
+        " && d.parentElement.textContent.includes('profile =')).length")
+    assert folded >= 1, f"{name}: the parameters cell is not folded"
+    captions = page.evaluate("Array.from(document.querySelectorAll('figure figcaption'))"
+                             ".map(c => c.innerText)")
+    assert captions and all(c.strip().startswith("Fig") for c in captions), \
+        f"{name}: figures not numbered and captioned: {captions}"
+    hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    for wanted in ("mybinder.org", "colab.research.google.com"):
+        assert any(wanted in h for h in hrefs), f"{name}: no {wanted} launch button"
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    assert config["repository"]["url"] in hrefs, f"{name}: no repository button"

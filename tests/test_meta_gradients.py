@@ -1,5 +1,6 @@
 """Meta-gradients of the meta chapter: MAML against finite differences, iMAML's implicit
-hypergradient against differentiating through a high-precision inner solve (float64; budget: < 40 s)."""
+hypergradient against differentiating through a high-precision inner solve (float64;
+budget: < 40 s)."""
 
 import jax
 import jax.numpy as jnp

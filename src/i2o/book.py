@@ -8,6 +8,10 @@ collide: a run holds the figure's lock (``_build/notebooks/.locks/<figure>.lock`
 executes; a second run says the figure is already running, waits for it, and then uses the
 notebook it wrote when that notebook matches its own parameters. The executed notebook, stamp
 included, goes to a private temporary file renamed into place, so a reader never sees half of one.
+``all`` (and ``book``, which then builds the HTML) first checks that the data sets are there
+(:mod:`i2o.preflight`) and keeps going past a chapter that cannot run or fails: it is reported at
+the end with the first line of its error, its page in the HTML says "not built" and why, and the
+exit status is non-zero.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
 ``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``.
 
@@ -15,6 +19,7 @@ Command line (what the Makefile calls)::
 
     python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]
     python -m i2o.book all --profile quick
+    python -m i2o.book book --profile quick     # all, then html, whatever failed
     python -m i2o.book html
     python -m i2o.book figures
 """
@@ -38,7 +43,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import profiles, results, runtime
+from i2o import profiles, results, runtime, site
 
 STAMP_KEY = "i2o"
 
@@ -131,6 +136,13 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
         return _execute(figure, profile, overrides, params, stamp, source, target)
 
 
+def _progress_bar() -> bool | dict[str, Any]:
+    """papermill's bar over the notebook's cells, on the terminal (never in the notebook)."""
+    if not runtime.progress_enabled():
+        return False
+    return {"desc": "[i2o] cells", "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
+
+
 def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profiles.Params,
              stamp: str, source: Path, target: Path) -> Path:
     import papermill
@@ -146,7 +158,7 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters={"profile": profile, **overrides},
-            cwd=str(source.parent), kernel_name="python3", progress_bar=False,
+            cwd=str(source.parent), kernel_name="python3", progress_bar=_progress_bar(),
             request_save_on_cell_execute=False)
     except BaseException:
         if partial.exists():  # keep the failed notebook for reading, never as the executed one
@@ -160,12 +172,69 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     partial.write_text(json.dumps(notebook, indent=1))
     partial.replace(target)
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
+    failure_path(figure).unlink(missing_ok=True)
     print(f"[i2o] {figure}: executed in {seconds:.1f} s -> {target}")
     return target
 
 
-def run_all(profile: str = "quick", force: bool = False) -> list[Path]:
-    return [run(figure, profile, force=force) for figure in profiles.figures()]
+def failure_path(figure: str) -> Path:
+    """Why the last run of ``figure`` built no notebook (one line), while that is so."""
+    return executed_path(figure).with_suffix(".notbuilt.txt")
+
+
+def first_error_line(error: BaseException) -> str:
+    """The first line of what went wrong: the notebook's own exception for a failed cell."""
+    if type(error).__name__ == "PapermillExecutionError":
+        text = f"{error.ename}: {error.evalue}"  # type: ignore[attr-defined]
+    else:
+        text = f"{type(error).__name__}: {error}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _record_failure(figure: str, reason: str) -> None:
+    path = failure_path(figure)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(reason + "\n")
+
+
+def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
+    """Run every figure that can run; return ``{figure: one-line reason}`` for the others.
+
+    A preflight first makes every data set ready (:mod:`i2o.preflight`): a figure whose data is
+    missing is not started. A figure whose notebook fails does not stop the others. Each failure
+    is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for the HTML build.
+    """
+    from i2o import preflight
+
+    figures = profiles.figures()
+    for figure in figures:  # parameter errors stop everything, before any compute
+        profiles.resolve(figure, profile)
+    print("[i2o] preflight: data sets of " + ", ".join(
+        f for f in figures if preflight.needs(f)), flush=True)
+    failures = {figure: reason for figure, reason in preflight.check(figures).items() if reason}
+    for figure, reason in failures.items():
+        print(f"[i2o] {figure}: not started: {reason}", flush=True)
+        _record_failure(figure, reason)
+    for figure in figures:
+        if figure in failures:
+            continue
+        try:
+            run(figure, profile, force=force)
+        except profiles.ParameterError:
+            raise
+        except Exception as error:  # keep going: the others still run, the reason is reported
+            failures[figure] = first_error_line(error)
+            print(f"[i2o] {figure}: FAILED: {failures[figure]} "
+                  f"(notebook: {executed_path(figure).with_suffix('.failed.ipynb')})", flush=True)
+            _record_failure(figure, failures[figure])
+    return failures
+
+
+def report(failures: dict[str, str]) -> None:
+    """One line per chapter that was not built, on stderr, after everything else."""
+    for figure, reason in failures.items():
+        print(f"[i2o] not built: {figure}: {reason}", file=sys.stderr, flush=True)
 
 
 def stage() -> Path:
@@ -178,15 +247,47 @@ def stage() -> Path:
         shutil.copy(root / name, staged / name)
     shutil.copytree(root / "book", staged / "book",
                     ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints", "_build"))
+    notebooks = {}
     for figure in profiles.figures():
         notebook = profiles.entry(figure)["notebook"]
         executed = executed_path(figure)
-        if not executed.exists():
-            raise FileNotFoundError(
-                f"figure {figure!r} has not been executed ({executed} is missing): "
-                f"run `make fig-{figure}` or `make book`")
-        shutil.copy(executed, staged / notebook)
+        reason = failure_path(figure).read_text().strip() if failure_path(figure).exists() \
+            else None
+        if reason is None and not executed.exists():
+            reason = f"not executed yet: run `make fig-{figure}` or `make book`"
+        notebooks[figure] = staged / notebook
+        if reason is None:  # presented for reading: plumbing hidden, figures numbered
+            shown = site.present(json.loads(executed.read_text()),
+                                 profiles.entry(figure)["outputs"])
+            notebooks[figure].write_text(json.dumps(shown, indent=1))
+        else:
+            _write_not_built(notebooks[figure], figure, reason)
+    site.figures_page(staged, notebooks)
+    site.fill_timings(staged / "book" / "reproduce.md", notebooks)
+    config = yaml.safe_load((staged / "_config.yml").read_text())
+    if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline
+        config.setdefault("sphinx", {}).setdefault("config", {})["mathjax_path"] = \
+            "mathjax/tex-chtml.js"
+    else:
+        print("[i2o] MathJax is not installed (npm ci): the pages load it from a CDN",
+              file=sys.stderr)
+    (staged / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False,
+                                                       allow_unicode=True))
     return staged
+
+
+def _write_not_built(path: Path, figure: str, reason: str) -> None:
+    """A one-page notebook saying the chapter was not built, and why."""
+    import nbformat
+
+    title = profiles.entry(figure)["title"]
+    shown = reason.replace("`", "'")
+    text = (f"# {title}\n\n:::{{error}}\n**Not built**: {shown}\n:::\n\n"
+            f"This chapter's notebook did not run in the last build. Fix the cause and run "
+            f"`make fig-{figure}` (or `make book`).")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    notebook.metadata[STAMP_KEY] = {"figure": figure, "not_built": reason}
+    nbformat.write(notebook, str(path))
 
 
 def html() -> Path:
@@ -237,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("run", help="execute one figure's notebook")
     one.add_argument("figure")
-    for p in (one, sub.add_parser("all", help="execute every figure's notebook")):
+    whole = sub.add_parser("book", help="execute every figure's notebook that can run, then "
+                           "build the HTML; non-zero exit status when a chapter was not built")
+    for p in (one, sub.add_parser("all", help="execute every figure's notebook"), whole):
         p.add_argument("--profile", default="quick")
         p.add_argument("--force", action="store_true", help="re-execute even if up to date")
     one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))
@@ -246,9 +349,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
+            from i2o import preflight
+
+            profiles.resolve(args.figure, args.profile, **_parse_overrides(args.parameter))
+            if reason := preflight.check([args.figure])[args.figure]:
+                print(f"error: {args.figure} cannot run: {reason}", file=sys.stderr)
+                _record_failure(args.figure, reason)
+                return 1
             run(args.figure, args.profile, _parse_overrides(args.parameter), args.force)
-        elif args.command == "all":
-            run_all(args.profile, args.force)
+        elif args.command in ("all", "book"):
+            failures = run_all(args.profile, args.force)
+            if args.command == "book":
+                html()
+            report(failures)
+            return 1 if failures else 0
         elif args.command == "html":
             html()
         elif args.command == "figures":

@@ -41,7 +41,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def load_manifest() -> dict[str, Any]:
-    """The parsed manifest: ``{figure: {notebook, package, title, outputs, parameters, profiles}}``."""
+    """The parsed manifest: ``{figure: {notebook, package, title, outputs, parameters, …}}``."""
     return _load(str(MANIFEST_PATH))
 
 

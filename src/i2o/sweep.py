@@ -146,9 +146,10 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
                             [env] * len(todo))
         for job, name in zip(jobs, names, strict=True):
             print(f"  submitted {name}: job {job.job_id}", flush=True)
-        return [_wait(job) for job in jobs]
+        return [_wait(job) for job in runtime.Progress.over(jobs, f"{figure} sweep", unit="job")]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
-        return [_wait(ex.submit(run_one, figure, name, job, env)) for name, job in todo]
+        return [_wait(ex.submit(run_one, figure, name, job, env))
+                for name, job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
     return _sliding_window(ex, figure, todo, env, max_parallel)
 
 
@@ -164,6 +165,7 @@ def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
     import time
 
     pending, running, done = list(todo), [], []
+    bar = runtime.Progress(len(todo), f"{figure} sweep", unit="job")
     while pending or running:
         while pending and len(running) < max_parallel:
             name, job = pending.pop(0)
@@ -173,8 +175,10 @@ def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
         for job in finished:
             running.remove(job)
             done.append(_wait(job))
+            bar.update(1)
         if not finished:
             time.sleep(0.5)
+    bar.close()
     return done
 
 

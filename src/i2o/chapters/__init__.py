@@ -2,7 +2,7 @@
 
 Every chapter package has the same faces:
 
-- ``__init__.py``: ``FIGURE`` (its key in ``figures.yaml``) and a docstring naming the paper figures;
+- ``__init__.py``: ``FIGURE`` (its key in ``figures.yaml``), a docstring naming the paper's figures;
 - ``runs.py``: what is computed, through :func:`i2o.results.cached` (the only module of the chapter
   that calls the cache): ``check_params(params)`` (raises :class:`i2o.profiles.ParameterError`),
   ``collect(params)``, and ``all_jobs``/``is_cached``/``run_job`` when the chapter has sweep jobs;

@@ -6,7 +6,8 @@ Where the images come from, in order:
    ``../shared/data`` has this layout; its JPEG encoding makes pixels differ slightly from the
    official release);
 2. the official Python release ``<data dir>/cifar-10-batches-py`` (what torchvision downloads);
-3. when neither is there, a download of the official release through torchvision into the data dir.
+3. when neither is there, a download of the official release through torchvision into the data dir
+   (into a private folder renamed into place, by one process at a time: :mod:`i2o.data.fetch`).
 
 The data dir is :func:`i2o.runtime.data_dir`: the environment variable ``I2O_DATA_DIR``, or
 ``<repo>/data``. Decoded arrays are cached as ``.npy`` files under ``<repo>/data/cache`` (or
@@ -246,8 +247,10 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
                                 "off. Set I2O_DATA_DIR to a folder holding a copy "
                                 "(e.g. ../shared/data).")
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        images, labels = _cached("official", split, lambda: _read_official(root, split, True))
+        from i2o.data.fetch import download_cifar10_official  # atomic, one process at a time
+
+        download_cifar10_official(root)
+        images, labels = _cached("official", split, lambda: _read_official(root, split, False))
     except Exception as error:  # offline, proxy, disk full: say what was tried
         raise DataNotFoundError(
             f"CIFAR-10 ({split}) not found: looked for {looked}, then tried to download the "

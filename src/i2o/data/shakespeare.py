@@ -101,7 +101,11 @@ def find_text(data_dir: Path | str | None = None, download: bool = True) -> Path
             "off. Set I2O_DATA_DIR to a folder holding tinyshakespeare/input.txt "
             "(e.g. ../shared/data).")
     try:
-        _download(path)
+        from i2o.data.fetch import download_lock
+
+        with download_lock(root):  # one download at a time; the waiter finds the file
+            if not path.is_file():
+                _download(path)
     except Exception as error:  # offline, proxy, checksum: say what was tried
         raise DataNotFoundError(
             f"Tiny Shakespeare not found: looked for {path} (data dir from {origin}), then tried "

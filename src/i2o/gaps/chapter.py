@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from i2o import runtime
 from i2o.deq import iteration_grid
 from i2o.gaps import jobs as job_runner
 from i2o.gaps.classification import ClassificationJob
@@ -116,10 +117,15 @@ def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def run(jobs: Jobs, params: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     """Train and sweep every job (each a results-cache entry; cached ones are only read)."""
     roles = described(jobs, params)
-    out = {role: job_runner.compute(*roles[role], progress=progress)
-           for role in ("classification", "language", "deq", "elder")}
-    out["overparam"] = [job_runner.compute(name, job, progress=progress)
-                        for name, job in roles["overparam"]]
+    todo = [(role, *roles[role]) for role in ("classification", "language", "deq", "elder")]
+    todo += [("overparam", name, job) for name, job in roles["overparam"]]
+    out: dict[str, Any] = {"overparam": []}
+    for role, name, job in runtime.Progress.over(todo, "deq-gaps jobs", unit="job"):
+        result = job_runner.compute(name, job, progress=progress)
+        if role == "overparam":
+            out["overparam"].append(result)
+        else:
+            out[role] = result
     return out
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
+from i2o import runtime
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.allocator import keep_freed_memory
@@ -145,8 +145,8 @@ def train_classifier(
     if restored is not None:
         step, history = restored
 
-    bar = tqdm(total=total_steps, initial=step, disable=not progress, leave=False,
-               desc=f"{settings.arm} seed {settings.seed}", unit="step")
+    bar = runtime.Progress(total_steps, f"train {settings.arm} seed {settings.seed}", unit="step",
+                           initial=step, enabled=None if progress else False)
     model.train()
     while step < total_steps:
         epoch, position = divmod(step, steps_per_epoch)
@@ -176,7 +176,7 @@ def train_classifier(
             history["epoch_loss"].append(sum(history["loss"][-steps_per_epoch:]) / steps_per_epoch)
             history["epoch_accuracy"].append(sum(history["correct"][-steps_per_epoch:]) / n)
         bar.update(1)
-        bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
+        bar.note(loss=f"{history['loss'][-1]:.3f}")
         if step % settings.checkpoint_every == 0 or step == total_steps:
             save_training_state(checkpoint_dir, settings.as_dict(), step, model, optimizer,
                                 history)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from i2o import runtime
 from i2o.deq import Probe, SolverSpec, sweep_iterations
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.allocator import keep_freed_memory
@@ -34,7 +35,8 @@ def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: t
                          f"{labels.shape[0]} labels")
     device = next(model.parameters()).device
     model.eval()
-    for start in range(0, images.shape[0], batch_size):
+    starts = range(0, images.shape[0], batch_size)
+    for start in runtime.Progress.over(starts, "evaluate", unit="batch"):
         batch = images[start:start + batch_size].to(device)
         wanted = labels[start:start + batch_size].to(device)
         f, x, z0 = model.prepare(batch)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
+from i2o import runtime
 from i2o.train.checkpoint import restore_training_state, save_training_state
 from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
 
@@ -67,8 +67,8 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
         step, history = restored
 
     model.train()
-    bar = tqdm(total=plan.steps, initial=step, disable=not progress, leave=False,
-               desc=description, unit="step")
+    bar = runtime.Progress(plan.steps, description, unit="step", initial=step,
+                           enabled=True if progress else None)
     while step < plan.steps:
         lr = cosine_lr(step, plan.steps, plan.lr, plan.lr_min)
         set_lr(optimizer, lr)

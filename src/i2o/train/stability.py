@@ -141,7 +141,7 @@ def collect(params: Mapping[str, Any], workers: int = 1,
 
         sweep.run_jobs(FIGURE, missing, "local", max_parallel=workers)
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for name, job in jobs:
+    for name, job in runtime.Progress.over(jobs, "stability jobs", unit="job"):
         runs.setdefault((job["arm"], job["train_iter"]), []).append(
             cached_job(name, job, progress=progress))
     return runs

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from i2o import runtime
 from i2o.chapters.meta import checkpoint
 from i2o.chapters.meta.mlp import Params
 from i2o.chapters.meta.tasks import TaskBatch, sample_tasks
@@ -117,6 +118,7 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
     step = resumed_from = int(state["step"])
     chunks: dict[int, Callable] = {}
     start_time = time.perf_counter()
+    bar = runtime.Progress(config.n_steps, "meta outer steps", unit="step", initial=step)
     while step < config.n_steps and (stop_at is None or step < stop_at):
         length = min(config.checkpoint_every, config.n_steps - step)
         if length not in chunks:
@@ -124,6 +126,7 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
         params, opt_state, chunk_losses = chunks[length](params, opt_state, jnp.asarray(step))
         losses[step:step + length] = np.asarray(chunk_losses)
         step += length
+        bar.update(length)
         if checkpoint_dir is not None:
             checkpoint.save(checkpoint_dir, {"params": params, "opt_state": opt_state,
                                              "step": np.asarray(step, np.int64),
@@ -132,5 +135,6 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
             elapsed = time.perf_counter() - start_time
             log(f"step {step}/{config.n_steps}  meta-loss (last chunk) "
                 f"{float(np.mean(chunk_losses)):.4f}  {elapsed:.0f} s")
+    bar.close()
     seconds = time.perf_counter() - start_time
     return TrainResult(params, losses, step, resumed_from, seconds)

@@ -1,0 +1,129 @@
+"""Fetch and verify every data set once, before any job starts: ``make data``.
+
+``python -m i2o.data.fetch [cifar10 shakespeare]`` finds each data set in the data dir
+(:func:`i2o.runtime.data_dir`: ``I2O_DATA_DIR`` or ``<repo>/data``), downloads it there when it is
+missing (online), and verifies it against its checksums (CIFAR-10: the image folder against
+``cifar10.sha256``, the official archive against torchvision's MD5; Tiny Shakespeare: its
+published SHA-256). It decodes CIFAR-10 into the array cache so that the jobs only read it.
+
+Downloads are atomic (a private temporary folder or file, renamed into place) and done by one
+process at a time: every download, here or in a loader, holds :func:`download_lock` of its data dir,
+and re-checks for the data set once it holds it, so two jobs started together download it once.
+Exit status 0 when every data set is ready, 1 with one line per missing or damaged data set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from filelock import FileLock
+
+from i2o import runtime
+
+DATASETS = ("cifar10", "shakespeare")
+VARIABLE_HINT = ("set I2O_DATA_DIR (or DATA_DIR=... with make) to a folder holding a copy, "
+                 "e.g. ../shared/data")
+
+
+def download_lock(root: Path) -> FileLock:
+    """The lock held by every download into ``root`` (kept in the array cache: ``root`` may be
+    read-only)."""
+    from i2o.data.cifar10 import cache_dir
+
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:12]
+    return FileLock(str(locks / f"download-{key}.lock"))
+
+
+def download_cifar10_official(root: Path) -> Path:
+    """The official release ``<root>/cifar-10-batches-py``, downloaded through torchvision (which
+    checks the archive's MD5) into a private folder renamed into place, under the download lock."""
+    from i2o.data import cifar10
+
+    target = Path(root) / cifar10.OFFICIAL_FOLDER
+    with download_lock(root):
+        if target.is_dir():  # downloaded meanwhile by the process waited for
+            return target
+        Path(root).mkdir(parents=True, exist_ok=True)
+        private = Path(root) / f".cifar10-download.{os.getpid()}"
+        try:
+            cifar10._read_official(private, "train", True)  # downloads both splits
+            os.replace(private / cifar10.OFFICIAL_FOLDER, target)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+    return target
+
+
+def ensure(name: str, download: bool = True) -> str:
+    """Make data set ``name`` ready (found or downloaded, verified, decoded); say where it is.
+
+    Raises the loaders' :class:`~i2o.data.DataNotFoundError` / :class:`~i2o.data.DataCorruptError`.
+    """
+    if name == "cifar10":
+        from i2o.data.cifar10 import load_cifar10
+
+        sets = [load_cifar10(split, download=download) for split in ("train", "test")]
+        return f"CIFAR-10: {len(sets[0]):,} + {len(sets[1]):,} images from {sets[0].source}"
+    if name == "shakespeare":
+        from i2o.data.shakespeare import load_shakespeare
+
+        corpus = load_shakespeare(download=download)
+        return f"Tiny Shakespeare: {len(corpus.train) + len(corpus.test):,} characters from " \
+               f"{corpus.source} (SHA-256 checked)"
+    raise ValueError(f"unknown data set {name!r}; the data sets are: {', '.join(DATASETS)}")
+
+
+def one_line(name: str, error: BaseException) -> str:
+    """What is wrong with data set ``name``, in one short line that names the variable to set
+    (the loaders' full message, with every path looked at, is for the loaders' own errors)."""
+    from i2o.data.errors import DataNotFoundError
+
+    if isinstance(error, DataNotFoundError):
+        cause = error.__cause__
+        tried = (f" (download failed: {type(cause).__name__}: {str(cause).splitlines()[0]})"
+                 if cause is not None and str(cause).strip() else "")
+        return f"{name}: not found in {runtime.data_dir()}{tried}; {VARIABLE_HINT}"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    hint = "" if "I2O_DATA_DIR" in first else f"; {VARIABLE_HINT}"
+    return f"{name}: {type(error).__name__}: {first}{hint}"
+
+
+def ensure_all(names: Iterable[str] = DATASETS, download: bool = True) -> dict[str, str | None]:
+    """``{name: None}`` for each ready data set, ``{name: one-line reason}`` for the others."""
+    from i2o.data.errors import DataCorruptError, DataNotFoundError
+
+    problems: dict[str, str | None] = {}
+    for name in names:
+        try:
+            print(f"[i2o] data: {ensure(name, download)}", flush=True)
+            problems[name] = None
+        except (DataNotFoundError, DataCorruptError) as error:
+            problems[name] = one_line(name, error)
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m i2o.data.fetch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", choices=[*DATASETS, []], default=list(DATASETS),
+                        metavar="NAME", help=f"data sets ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--no-download", action="store_true", help="only find and verify")
+    args = parser.parse_args(argv)
+    print(f"[i2o] data dir: {runtime.data_dir()}"
+          + (" (I2O_DATA_DIR)" if "I2O_DATA_DIR" in os.environ else " (default; I2O_DATA_DIR "
+             "unset)"), flush=True)
+    problems = ensure_all(args.names or DATASETS, download=not args.no_download)
+    for line in filter(None, problems.values()):
+        print(f"error: data set {line}", file=sys.stderr)
+    return 1 if any(problems.values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Before any notebook runs: is every data set a chapter reads there (fetched and verified)?
+
+Each figure of the manifest lists the data sets it reads (``data:`` in ``figures.yaml``; none for
+the theory and meta-learning chapters). :func:`check` makes each needed data set ready once
+(:func:`i2o.data.fetch.ensure_all`: found or downloaded, checksums verified, one process at a
+time) and returns, per figure, ``None`` when it can run or a one-line reason naming the data set
+and the variable to set (``I2O_DATA_DIR``, or ``DATA_DIR`` with make) when it cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from i2o import profiles
+
+
+def needs(figure: str) -> list[str]:
+    """The data sets figure ``figure`` reads (``data:`` in the manifest; ``[]`` when absent)."""
+    from i2o.data.fetch import DATASETS
+
+    names = list(profiles.entry(figure).get("data") or [])
+    unknown = [name for name in names if name not in DATASETS]
+    if unknown:
+        raise ValueError(f"figures.yaml: {figure}.data names unknown data set(s) {unknown}; "
+                         f"the data sets are: {', '.join(DATASETS)}")
+    return names
+
+
+def check(figures: Iterable[str], download: bool = True,
+          ensure: Callable[..., dict[str, str | None]] | None = None) -> dict[str, str | None]:
+    """``{figure: None | "one-line reason"}``; each needed data set is made ready only once.
+
+    ``ensure`` (default :func:`i2o.data.fetch.ensure_all`) maps data set names to ``None`` or the
+    reason one is missing.
+    """
+    if ensure is None:
+        from i2o.data.fetch import ensure_all as ensure
+    figures = list(figures)
+    wanted = list(dict.fromkeys(name for figure in figures for name in needs(figure)))
+    problems = ensure(wanted, download=download) if wanted else {}
+    return {figure: "; ".join(problems[name] for name in needs(figure) if problems.get(name))
+            or None for figure in figures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m i2o.preflight [figure ...]``: exit 1 with one line per figure that cannot run."""
+    import sys
+
+    figures = list(argv if argv is not None else sys.argv[1:]) or profiles.figures()
+    try:
+        for figure in figures:
+            profiles.entry(figure)
+    except profiles.ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    reasons = check(figures)
+    for figure, reason in reasons.items():
+        if reason:
+            print(f"error: {figure} cannot run: {reason}", file=sys.stderr)
+    return 1 if any(reasons.values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""The book as readers expect: presented notebooks (plumbing hidden, numbered captioned figures),
+the Figures page, the generated execution-time table, offline MathJax, publishing files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from i2o import book, profiles, runtime, site
+
+REPO = runtime.repo_root()
+
+
+@pytest.mark.parametrize("output, label", [
+    ("figure-1-left", "Figure 1 (left)"), ("figure-5", "Figure 5"), ("figure-g3", "Figure G.3"),
+    ("figure-deq-overparam", "Beyond the paper: figure-deq-overparam"),
+    ("meta-ablation", "Beyond the paper: meta-ablation"),
+    ("figure-2-authors", "Beyond the paper: figure-2-authors")])
+def test_paper_labels(output, label):
+    assert site.paper_label(output) == label
+
+
+def _cell(source, outputs=(), tags=()):
+    return {"cell_type": "code", "source": source, "outputs": list(outputs),
+            "metadata": {"tags": list(tags)}, "execution_count": 1}
+
+
+PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}
+GLUE = {"output_type": "display_data",
+        "data": {"application/papermill.record/text/plain": "1"}, "metadata": {}}
+TEXT = {"output_type": "stream", "name": "stdout", "text": "profile 'smoke'\n"}
+MD = {"output_type": "display_data", "data": {"text/markdown": "**verdict**"}, "metadata": {}}
+
+
+def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
+    notebook = {"cells": [
+        _cell('profile = "quick"\nn = None', tags=["parameters"]),
+        _cell('profile = "smoke"', tags=["injected-parameters"]),
+        _cell("params = resolve()\nshow(params)", [TEXT]),
+        _cell("glue('x', 1, display=False)", [GLUE]),
+        _cell("import numpy as np"),
+        {"cell_type": "markdown", "metadata": {},
+         "source": "(target)=\n## Figure 5\n\nTest accuracy {glue:text}`a` against N. More."},
+        _cell('fig = draw(r["x"])\nplotting.save(fig, "figure-5", p)\nplt.show()', [PNG]),
+        _cell('plotting.show(draw(), "not-in-the-manifest", p)', [PNG]),
+        _cell('plotting.show(draw(), "figure-g1", p)\ndisplay(Markdown(x))', [TEXT, PNG, GLUE, MD]),
+    ]}
+    cells = site.present(notebook, ["figure-5", "figure-g1"])["cells"]
+    tags = [c["metadata"].get("tags") for c in cells]
+    assert "hide-input" in tags[0] and "hide-input" in tags[1]
+    assert tags[2] == ["remove-input"]  # text output shown, code removed
+    assert tags[3] == ["remove-cell"] and tags[4] == ["remove-cell"]  # nothing visible
+    figure = cells[6]["metadata"]["mystnb"]["figure"]
+    assert figure["name"] == "fig-figure-5"
+    assert figure["caption"] == "Figure 5. Test accuracy … against N."
+    assert "remove-input" in tags[6]
+    assert "mystnb" not in cells[7]["metadata"] and tags[7] == ["remove-input"]
+    # a figure with a table after it: the table moves to a cell of its own after the figure
+    assert cells[8]["metadata"]["mystnb"]["figure"]["name"] == "fig-figure-g1"
+    assert cells[8]["outputs"] == [TEXT, PNG]
+    assert cells[9]["outputs"] == [GLUE, MD] and tags[9] == ["remove-input"]
+    assert len(cells) == 10
+
+
+def test_presenting_twice_is_stable():
+    notebook = {"cells": [_cell("x", [TEXT], tags=["remove-input"])]}
+    site.present(notebook)
+    site.present(notebook)
+    assert notebook["cells"][0]["metadata"]["tags"] == ["remove-input"]
+
+
+def _fake_build(tmp_path: Path, built: dict[str, float]) -> dict[str, Path]:
+    """Executed notebooks with stamps for ``built`` ({figure: seconds}); placeholders otherwise."""
+    build = runtime.build_dir()
+    (build / "figures").mkdir(parents=True, exist_ok=True)
+    (build / "claims").mkdir(parents=True, exist_ok=True)
+    notebooks = {}
+    for figure in profiles.figures():
+        path = tmp_path / f"{figure}.ipynb"
+        if figure in built:
+            meta = {"i2o": {"profile": "smoke", "seconds": built[figure], "git": "abc",
+                            "date": "2026-11-23T10:00:00Z"}}
+            cells = [_cell(f'plotting.save(fig, "{o}", p)', [PNG])
+                     for o in profiles.entry(figure)["outputs"]]
+            site.present({"cells": cells}, profiles.entry(figure)["outputs"])
+            for output in profiles.entry(figure)["outputs"]:
+                (build / "figures" / f"{output}.png").write_bytes(b"\x89PNG")
+            (build / "claims" / f"{figure}.json").write_text(json.dumps(
+                [{"holds": True}, {"holds": False}, {"holds": None}, {"holds": None}]))
+        else:
+            meta, cells = {"i2o": {"not_built": "DataNotFoundError: set I2O_DATA_DIR"}}, []
+        path.write_text(json.dumps({"cells": cells, "metadata": meta}))
+        notebooks[figure] = path
+    return notebooks
+
+
+def test_figures_page_has_one_row_per_manifest_figure(tmp_path):
+    first = profiles.figures()[0]
+    notebooks = _fake_build(tmp_path, {first: 75.0})
+    staged = tmp_path / "stage"
+    (staged / "book").mkdir(parents=True)
+    text = site.figures_page(staged, notebooks).read_text()
+    outputs = [o for f in profiles.figures() for o in profiles.entry(f)["outputs"]]
+    rows = [line for line in text.splitlines() if line.startswith("* - ")]
+    assert len(rows) == 1 + len(outputs)  # the header, then one row per figure
+    for output in profiles.entry(first)["outputs"]:
+        assert f"{{numref}}`fig-{output}`" in text
+        assert (staged / "book" / "_figures" / f"{output}.png").exists()
+    assert "1 / 1 / 2" in text and "`smoke`" in text
+    assert "not built: DataNotFoundError" in text
+
+
+def test_timings_table_comes_from_the_stamps(tmp_path):
+    first = profiles.figures()[0]
+    notebooks = _fake_build(tmp_path, {first: 75.0})
+    page = tmp_path / "reproduce.md"
+    page.write_text(f"before\n{site.TIMINGS_START}\nold\n{site.TIMINGS_END}\nafter\n")
+    assert site.fill_timings(page, notebooks)
+    text = page.read_text()
+    assert "old" not in text and text.startswith("before") and text.rstrip().endswith("after")
+    assert f"| `{first}` | `smoke` | 1 min 15 s |" in text
+    assert "not built (DataNotFoundError" in text
+
+
+def test_reproduce_page_has_the_timing_markers():
+    text = (REPO / "book" / "reproduce.md").read_text()
+    assert site.TIMINGS_START in text and site.TIMINGS_END in text
+
+
+def test_config_has_launch_buttons_and_one_repository_url():
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    url = config["repository"]["url"]
+    assert url.startswith("https://")
+    assert config["html"]["use_repository_button"] is True
+    assert config["launch_buttons"]["binderhub_url"] and config["launch_buttons"]["colab_url"]
+    assert config["sphinx"]["config"]["numfig"] is True
+    toc = (REPO / "_toc.yml").read_text()
+    assert "book/figures" in toc
+
+
+def test_mathjax_is_pinned_by_the_npm_lock():
+    lock = json.loads((REPO / "package-lock.json").read_text())
+    version = lock["packages"]["node_modules/mathjax"]["version"]
+    assert version.startswith("3."), version
+    assert lock["packages"]["node_modules/mathjax"].get("integrity", "").startswith("sha512-")
+
+
+def test_staging_serves_mathjax_from_the_book(tmp_path):
+    if site.mathjax_source() is None:
+        pytest.skip("node_modules/mathjax is absent: run `npm ci`")
+    staged = book.stage()
+    config = yaml.safe_load((staged / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["mathjax_path"] == "mathjax/tex-chtml.js"
+    assert (staged / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (staged / "book" / "figures.md").read_text().startswith("# Figures")
+
+
+def test_license_and_citation():
+    assert "BSD 3-Clause License" in (REPO / "LICENSE").read_text()
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'license = { text = "BSD-3-Clause" }' in pyproject
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["license"] == "BSD-3-Clause"
+    assert "Test like you Train" in citation["preferred-citation"]["title"]
+    assert "reproducible book" in citation["title"]
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    assert citation["repository-code"] == config["repository"]["url"]
+
+
+def test_pages_workflow_tests_builds_and_deploys():
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
+    steps = [s.get("run", "") + s.get("uses", "")
+             for job in workflow["jobs"].values() for s in job.get("steps", [])]
+    text = "\n".join(steps)
+    for needed in ("make test", "make book", "npm ci", "make data",
+                   "actions/upload-pages-artifact", "actions/deploy-pages"):
+        assert needed in text, needed
+    assert workflow["jobs"]["deploy"]["permissions"]["pages"] == "write"
