@@ -1,5 +1,6 @@
 """Tests of i2o.chapters.affine: the affine theory of Section 3 (Lemma A.2, Theorem 1,
-Corollaries 1-2, Lemma 1, Theorem 2) and the sweeps behind Figure 1 and Figure G.3. Budget: under 20 s."""
+Corollaries 1-2, Lemma 1, Theorem 2) and the sweeps behind Figure 1 and Figure G.3.
+Budget: under 20 s."""
 
 from __future__ import annotations
 
