@@ -103,7 +103,7 @@ def test_concurrent_downloads_happen_once_and_atomically(tmp_path, monkeypatch):
         (folder / "data_batch_1").write_text("x")
 
     monkeypatch.setattr(cifar10, "_read_official", slow_download)
-    threads = [threading.Thread(target=fetch.download_cifar10_official, args=(tmp_path,))
+    threads = [threading.Thread(target=cifar10.download_cifar10_official, args=(tmp_path,))
                for _ in range(2)]
     for thread in threads:
         thread.start()

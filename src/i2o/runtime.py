@@ -25,6 +25,11 @@ def build_dir() -> Path:
     return Path(os.environ.get("I2O_BUILD_DIR", repo_root() / "_build")).resolve()
 
 
+def cache_dir() -> Path:
+    """Decoded arrays and data locks: ``I2O_CACHE_DIR`` or ``<repo>/data/cache``."""
+    return Path(os.environ.get("I2O_CACHE_DIR", repo_root() / "data" / "cache"))
+
+
 def data_dir() -> Path:
     """Data sets: ``I2O_DATA_DIR`` (e.g. ``../shared/data`` offline) or ``<repo>/data``."""
     return Path(os.environ.get("I2O_DATA_DIR", repo_root() / "data")).resolve()

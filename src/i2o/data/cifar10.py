@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from i2o import runtime
+from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
@@ -65,8 +67,8 @@ class ImageSet:
 
 
 def cache_dir() -> Path:
-    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache``."""
-    return Path(os.environ.get("I2O_CACHE_DIR", runtime.repo_root() / "data" / "cache"))
+    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see :mod:`i2o.runtime`)."""
+    return runtime.cache_dir()
 
 
 def _check_split(split: str) -> None:
@@ -247,9 +249,7 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
                                 "off. Set I2O_DATA_DIR to a folder holding a copy "
                                 "(e.g. ../shared/data).")
     try:
-        from i2o.data.fetch import download_cifar10_official  # atomic, one process at a time
-
-        download_cifar10_official(root)
+        download_cifar10_official(root)  # atomic, one process at a time
         images, labels = _cached("official", split, lambda: _read_official(root, split, False))
     except Exception as error:  # offline, proxy, disk full: say what was tried
         raise DataNotFoundError(
@@ -286,3 +286,20 @@ def to_tensor(images: np.ndarray, dtype=None):
     mean = torch.tensor(MEAN, dtype=dtype).view(1, 3, 1, 1)
     std = torch.tensor(STD, dtype=dtype).view(1, 3, 1, 1)
     return ((x - mean) / std).contiguous()
+
+
+def download_cifar10_official(root: Path) -> Path:
+    """The official release ``<root>/cifar-10-batches-py``, downloaded through torchvision (which
+    checks the archive's MD5) into a private folder renamed into place, under the download lock."""
+    target = Path(root) / OFFICIAL_FOLDER
+    with download_lock(root):
+        if target.is_dir():  # downloaded meanwhile by the process waited for
+            return target
+        Path(root).mkdir(parents=True, exist_ok=True)
+        private = Path(root) / f".cifar10-download.{os.getpid()}"
+        try:
+            _read_official(private, "train", True)  # downloads both splits
+            os.replace(private / OFFICIAL_FOLDER, target)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+    return target

@@ -7,58 +7,24 @@ missing (online), and verifies it against its checksums (CIFAR-10: the image fol
 published SHA-256). It decodes CIFAR-10 into the array cache so that the jobs only read it.
 
 Downloads are atomic (a private temporary folder or file, renamed into place) and done by one
-process at a time: every download, here or in a loader, holds :func:`download_lock` of its data dir,
-and re-checks for the data set once it holds it, so two jobs started together download it once.
+process at a time: every download, here or in a loader, holds the lock of its data dir
+(:func:`i2o.data.download.download_lock`), and re-checks for the data set once it holds it,
+so two jobs started together download it once.
 Exit status 0 when every data set is ready, 1 with one line per missing or damaged data set.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import shutil
 import sys
 from collections.abc import Iterable
-from pathlib import Path
-
-from filelock import FileLock
 
 from i2o import runtime
 
 DATASETS = ("cifar10", "shakespeare")
 VARIABLE_HINT = ("set I2O_DATA_DIR (or DATA_DIR=... with make) to a folder holding a copy, "
                  "e.g. ../shared/data")
-
-
-def download_lock(root: Path) -> FileLock:
-    """The lock held by every download into ``root`` (kept in the array cache: ``root`` may be
-    read-only)."""
-    from i2o.data.cifar10 import cache_dir
-
-    locks = cache_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:12]
-    return FileLock(str(locks / f"download-{key}.lock"))
-
-
-def download_cifar10_official(root: Path) -> Path:
-    """The official release ``<root>/cifar-10-batches-py``, downloaded through torchvision (which
-    checks the archive's MD5) into a private folder renamed into place, under the download lock."""
-    from i2o.data import cifar10
-
-    target = Path(root) / cifar10.OFFICIAL_FOLDER
-    with download_lock(root):
-        if target.is_dir():  # downloaded meanwhile by the process waited for
-            return target
-        Path(root).mkdir(parents=True, exist_ok=True)
-        private = Path(root) / f".cifar10-download.{os.getpid()}"
-        try:
-            cifar10._read_official(private, "train", True)  # downloads both splits
-            os.replace(private / cifar10.OFFICIAL_FOLDER, target)
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
-    return target
 
 
 def ensure(name: str, download: bool = True) -> str:
