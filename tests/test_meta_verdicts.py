@@ -114,6 +114,17 @@ def test_fit_ordering_holds_fails_and_needs_power():
     assert short.holds is None
 
 
+def test_fit_ordering_counts_only_models_that_meta_learned():
+    """A model whose training loss at N is not below the task-agnostic MSE has not learned to use
+    the support set: with fewer than 3 such seeds at a size the ordering is undecided."""
+    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
+    unlearned = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 3.5]), GATES)
+    assert unlearned.holds is None and "B = 25: 0 of 3" in unlearned.value
+    assert "meta-learned" in unlearned.value
+    increasing = claims.fit_ordering(_figure4(decreasing[::-1], [0.1, 0.2, 0.4, 0.8, 2.9]), GATES)
+    assert increasing.holds is False  # all below the baseline of 3.0: decided, and it fails
+
+
 def test_spearman_false_positive_rate():
     assert claims.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
     assert claims.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)

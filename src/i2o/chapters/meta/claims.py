@@ -233,23 +233,36 @@ def figure4_summary(per_set: dict[str, Any]) -> list[dict[str, Any]]:
 
 def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
     """*The better a model fits its training set, the higher D*: Spearman ρ between the
-    seed-mean training loss at N and the seed-mean D(N, ΔN_max) across set sizes ≤ −0.9."""
+    seed-mean training loss at N and the seed-mean D(N, ΔN_max) across set sizes ≤ −0.9.
+
+    Only models that meta-learned count: training loss at N below ``gates.baseline_mse`` (the
+    best predictor ignoring the support set); each size needs ``gates.min_seeds`` of them."""
     claim = "the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)"
-    rows = figure4_summary(per_set)
-    seeds = min(r["seeds"] for r in rows)
-    steps = min(r["outer_steps"] for r in rows)
+    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse}
+    all_rows = figure4_summary(per_set)
+    steps = min(r["outer_steps"] for r in all_rows)
+    trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
+    counts = {size: sum(int(c["n_meta_batches"]) == size for c in learned.values())
+              for size in trained}
+    rows = figure4_summary(learned) if learned else []
+    seeds = min(counts.values())
     rate = spearman_false_positive_rate(len(rows), RANK_CORRELATION_THRESHOLD) \
         if len(rows) > 1 else 1.0
     if steps < gates.fig4_min_outer_steps:
         return Verdict(claim, None, f"trained {steps} outer steps, fewer than the "
                                     f"{gates.fig4_min_outer_steps} needed to decide")
-    diverged, tasks = sum(r["n_diverged"] for r in rows), sum(r["n_tasks"] for r in rows)
+    diverged, tasks = (sum(r["n_diverged"] for r in all_rows),
+                       sum(r["n_tasks"] for r in all_rows))
     if diverged > gates.max_diverged_fraction * tasks:
         return Verdict(claim, None, f"{diverged} of {tasks} training tasks diverged (non-finite "
                                     f"MSE), more than {gates.max_diverged_fraction:.0%}")
     if seeds < gates.min_seeds:
-        return Verdict(claim, None, f"{seeds} seed(s) per training-set size, "
-                                    f"{gates.min_seeds} needed")
+        learned_counts = ", ".join(f"B = {size}: {count} of {trained[size]}"
+                                   for size, count in counts.items())
+        return Verdict(claim, None, f"fewer than {gates.min_seeds} seeds per training-set size "
+                                    f"meta-learned (training loss at N below "
+                                    f"{gates.baseline_mse:.3f}, the best predictor ignoring the "
+                                    f"support set): {learned_counts}")
     if rate > MAX_FALSE_POSITIVE_RATE:
         return Verdict(claim, None, f"{len(rows)} training-set sizes: ρ ≤ "
                                     f"{RANK_CORRELATION_THRESHOLD} has a false-positive rate "
