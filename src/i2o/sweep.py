@@ -2,7 +2,8 @@
 
 Jobs: ``stability`` one per (seed, arm, training N); ``deq-gaps`` one per trained DEQ (the
 three tasks, the two inverse-problem variants, the overparametrization subsets); ``meta`` one per
-meta-learned model (Figures 3 and 4). Each job computes one result with
+meta-learned model (Figures 3 and 4); a figure whose manifest entry names a ``package`` (the
+chapter layout, e.g. ``separation``) lists its jobs with that package's ``runs.all_jobs``. Each job computes one result with
 :func:`i2o.results.cached` under the key the figure's notebook uses, resuming from its
 checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
 are not submitted. The notebook, run afterwards with the same profile and parameters, then only
@@ -78,12 +79,41 @@ SWEEPS: dict[str, tuple[Callable, Callable]] = {"stability": (_stability_jobs, _
                                                 "meta": (_meta_jobs, _meta_run)}
 
 
+def _package_runs(figure: str):
+    """The ``runs`` module of a figure whose manifest entry names its ``package`` (the chapter
+    layout: ``all_jobs``, ``is_cached``, ``run_job``), or ``None``."""
+    import importlib
+
+    package = profiles.load_manifest().get(figure, {}).get("package")
+    if not package:
+        return None
+    module = importlib.import_module(f"{package}.runs")
+    return module if hasattr(module, "all_jobs") else None
+
+
+def _sweeps(figure: str) -> tuple[Callable, Callable] | None:
+    """(list jobs, run one job) of ``figure``: the adapters above, else its package's runs."""
+    if figure in SWEEPS:
+        return SWEEPS[figure]
+    runs = _package_runs(figure)
+    if runs is None:
+        return None
+    return (lambda params: [(name, job, runs.is_cached(name, job))
+                            for name, job in runs.all_jobs(params)],
+            lambda name, job: runs.run_job(name, job))
+
+
+def sweep_figures() -> list[str]:
+    """Every figure with sweep jobs."""
+    return [figure for figure in profiles.figures() if _sweeps(figure) is not None]
+
+
 def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
     """What a submitted job runs: set the caller's results/data paths and threads, compute."""
     os.environ.update(env)
     runtime.jax_single_thread()
     runtime.set_threads()
-    SWEEPS[figure][1](name, job)
+    _sweeps(figure)[1](name, job)
     return name
 
 
@@ -103,8 +133,8 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     Raises :class:`i2o.profiles.ParameterError` (bad figure parameter) or ``ValueError`` (bad
     executor option) before anything is submitted.
     """
-    if figure not in SWEEPS:
-        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(SWEEPS)}")
+    if _sweeps(figure) is None:
+        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(sweep_figures())}")
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
     for label, value, low in (("time", time_min, 1), ("gpus", gpus, 0), ("cpus", cpus, 1),
@@ -114,7 +144,7 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     params = profiles.resolve(figure, profile, **dict(overrides or {}))
-    listing = SWEEPS[figure][0](params)
+    listing = _sweeps(figure)[0](params)
     todo = [(name, job) for name, job, done in listing if not done]
     print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
           f"{len(todo)} to run with the {executor} executor", flush=True)
@@ -196,7 +226,7 @@ def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m i2o.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("figure", choices=sorted(SWEEPS))
+    parser.add_argument("figure", choices=sorted(sweep_figures()))
     parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
     parser.add_argument("--executor", default="local", choices=EXECUTORS)
     parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
