@@ -182,7 +182,7 @@ def argmin_q(X: np.ndarray, y: np.ndarray, beta0: np.ndarray, sign: int,
         return {"found": False, "reason": f"β grew past {blowup:g}: unbounded below",
                 "beta": beta}
     grad = float(np.linalg.norm(jac(res.x)))
-    if not res.success and grad > 1e-8:
+    if not res.success and grad > 1e-6:
         return {"found": False, "reason": f"solver: {res.message} (|∇| = {grad:.2e})",
                 "beta": beta}
     return {"found": True, "reason": "", "beta": beta, "gradient_norm": grad}
