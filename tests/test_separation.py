@@ -146,7 +146,7 @@ def test_jobs_are_listed_run_and_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     p = profiles.resolve("separation", "smoke", saw_steps=2, gotu_steps=2)
     jobs = runs.all_jobs(p)
-    assert [name for name, _ in jobs] == ["sawtooth-k2", "gotu-f1", "gotu-f2"]
+    assert [name for name, _ in jobs] == ["sawtooth-k2", "gotu-f1", "gotu-f2", "steep-e4"]
     name, job = jobs[0]
     assert not runs.is_cached(name, job)
     runs.run_job(name, job)
@@ -160,4 +160,20 @@ def test_the_sweep_finds_the_chapter_through_the_manifest():
 
     assert "separation" in sweep.sweep_figures()
     listed = sweep._sweeps("separation")[0](profiles.resolve("separation", "smoke"))
-    assert {name for name, _, _ in listed} == {"sawtooth-k2", "gotu-f1", "gotu-f2"}
+    assert {name for name, _, _ in listed} == {"sawtooth-k2", "gotu-f1", "gotu-f2", "steep-e4"}
+
+
+def test_steep_target_weights_and_slope():
+    from i2o.chapters.separation import steep
+
+    x, y = steep.steep_data(5, 2.0 ** -6, 200, seed=0)
+    assert x.shape == (200, 5) and float(x[:, 0].min()) >= 2.0 ** -8 - 1e-9
+    torch.testing.assert_close(y, 2.0 ** -6 / (x[:, 0] + 2.0 ** -6))
+    model = nets.make_model("deq_lower", 2, 3)
+    with torch.no_grad():
+        model.V.fill_(0.5)
+        model.V[0, 2] = 100.0  # masked: not a weight of the network
+        model.U.fill_(0.1), model.b.fill_(0.1), model.head.weight.fill_(0.1)
+        model.head.bias.fill_(0.1)
+    assert steep.max_abs_weight(model) == pytest.approx(0.5)
+    assert steep.slope(np.array([1, 2, 3]), np.array([2.0, 4.0, 8.0])) == pytest.approx(1.0)

@@ -114,3 +114,21 @@ def test_gotu_comparison_and_feature_density(p):
     assert claims.feature_density_claim(_gotu(better), p)[0] is False
     unfit = _gotu(better, train=(3.0, 3.0, 3.0))
     assert claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)[0] is None
+
+
+def _steep(fnn_growth, reached=1):
+    dims = np.array([6, 12, 20])
+    noise = np.array([[1.0, 1.05, 0.95]])
+
+    def kind(bits):
+        weights = 2.0 ** (bits * dims[:, None]) * noise
+        return {"max_weight": weights, "reached": np.full((3, 3), reached)}
+
+    return {"dims": dims, "e10": {"deq_lower": kind(0.0), "fnn": kind(fnn_growth)}}
+
+
+def test_steep_claim():
+    assert claims.steep_claim(_steep(0.5), 10)[0] is True
+    assert claims.steep_claim(_steep(0.0), 10)[0] is False
+    holds, value = claims.steep_claim(_steep(0.5, reached=0), 10)
+    assert holds is None and "not fit" in value

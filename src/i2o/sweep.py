@@ -3,11 +3,11 @@
 Jobs: ``stability`` one per (seed, arm, training N); ``deq-gaps`` one per trained DEQ (the
 three tasks, the two inverse-problem variants, the overparametrization subsets); ``meta`` one per
 meta-learned model (Figures 3 and 4); a figure whose manifest entry names a ``package`` (the
-chapter layout, e.g. ``separation``) lists its jobs with that package's ``runs.all_jobs``. Each job computes one result with
-:func:`i2o.results.cached` under the key the figure's notebook uses, resuming from its
-checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
-are not submitted. The notebook, run afterwards with the same profile and parameters, then only
-reads and plots.
+chapter layout, e.g. ``separation``) lists its jobs with that package's ``runs.all_jobs``. Each
+job computes one result with :func:`i2o.results.cached` under the key the figure's notebook
+uses, resuming from its checkpoint directory when a previous attempt was interrupted; jobs whose
+result is already cached are not submitted. The notebook, run afterwards with the same profile and
+parameters, then only reads and plots.
 
 Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
 

@@ -97,6 +97,42 @@ def flops_claim(section: dict[str, Any], k: int, p: Any) -> tuple[bool | None, s
     return None, value
 
 
+# --- Section 2 ----------------------------------------------------------------------------------
+
+SLOPE_MARGIN = 0.05  # bits of max |weight| per input dimension
+
+
+def steep_claim(steep: dict[str, Any], e: int) -> tuple[bool | None, str]:
+    """Rebuttal Figure 1: at equal training loss, the FNN's max |weight| grows with d faster than
+    the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, above ``SLOPE_MARGIN`` by 2 SE
+    (fails: below it by 2 SE). Every run must have reached the loss level."""
+    from i2o.chapters.separation.steep import slope
+
+    dims, runs_e = steep["dims"], steep[f"e{e}"]
+    missed = {kind: int(np.sum(1 - runs_e[kind]["reached"])) for kind in runs_e}
+    if any(missed.values()):
+        total = runs_e["fnn"]["reached"].size
+        return None, ("not fit: runs that never reached the loss level — "
+                      + ", ".join(f"{_NAMES.get(k, k)} {v} of {total}"
+                                  for k, v in missed.items()))
+    slopes = {kind: np.array([slope(dims, runs_e[kind]["max_weight"][:, s])
+                              for s in range(runs_e[kind]["max_weight"].shape[1])])
+              for kind in runs_e}
+    deq, fnn = slopes["deq_lower"], slopes["fnn"]
+    text = (f"slope of log2 max|weight| vs d: FNN {fnn.mean():.3f}, DEQ {deq.mean():.3f} "
+            f"bits/dimension")
+    if len(deq) < 2:
+        return None, text + "; needs ≥ 2 seeds"
+    diff = float(fnn.mean() - deq.mean())
+    se = float(np.sqrt(np.var(fnn, ddof=1) / len(fnn) + np.var(deq, ddof=1) / len(deq)))
+    text += f" (difference {diff:.3f} ± {se:.3f} SE, margin {SLOPE_MARGIN})"
+    if diff - Z * se > SLOPE_MARGIN:
+        return True, text
+    if diff + Z * se < SLOPE_MARGIN:
+        return False, text
+    return None, text + "; not enough power"
+
+
 # --- Section 3 ----------------------------------------------------------------------------------
 
 def _seeds(diagonal: dict[str, Any]) -> list[str]:
@@ -164,7 +200,8 @@ def feature_density_claim(gotu: dict[str, Any], p: Any, target: str = "f1"
 
 # --- Section 4 ----------------------------------------------------------------------------------
 
-_NAMES = {"linear_deq": "the linear DEQ", "dln": "the diagonal linear network",
+_NAMES = {"deq_lower": "the DEQ", "linear_deq": "the linear DEQ",
+          "dln": "the diagonal linear network",
           "deq_contractive": "the ReLU DEQ", "fnn": "the FNN"}
 
 
@@ -211,6 +248,10 @@ def _rows(p: Any, r: dict[str, Any]) -> list[tuple[str, str, tuple[bool | None, 
         rows.append(("sawtooth", f"Rebuttal Table 1: on the sawtooth with 2^{k} pieces the "
                      f"width-{p.flops_deq_width} DEQ has a lower test MSE than FNNs of similar "
                      f"forward FLOPs", flops_claim(saw, k, p)))
+    for e in p.steep_exponents:
+        rows.append(("steep", f"Theorem 2 / rebuttal Figure 1: for the target δ/(x₁ + δ), "
+                     f"δ = 2^-{e}, the max |weight| an FNN needs at equal training loss grows "
+                     f"with d faster than a DEQ's", steep_claim(r["steep"], e)))
     rows += [
         ("diagonal", "Theorem 3: gradient flow on the diagonal linear DEQ tends to argmin "
          "Σ 1/(2β²) + β/β(0)³ s.t. Xβ = y (sign +)", argmin_claim(diag, "plus", p)),

@@ -3,8 +3,9 @@
 Every trained model is one cache entry (key: everything that determines it, and the source of the
 modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
 separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
-GOTU target (Section 4) and one per steepness (Section 2). A job computes exactly the entries the
-notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then reads.
+GOTU target (Section 4) and one per steepness (Section 2). A job computes exactly the entries
+the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
+reads.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ _ENGINE = ("deq", "train.loop", "train.checkpoint", "train.schedule", "chapters.
 SAW_SOURCES = (*_ENGINE, "chapters.separation.sawtooth")
 GOTU_SOURCES = (*_ENGINE, "chapters.separation.gotu")
 DIAGONAL_SOURCES = ("chapters.separation.diagonal",)
+STEEP_SOURCES = (*_ENGINE, "chapters.separation.steep")
+STEEP_MODELS = ("deq_lower", "fnn")
 
 
 def check_params(p: Any) -> None:
@@ -29,7 +32,7 @@ def check_params(p: Any) -> None:
     from i2o.profiles import ParameterError
 
     for name in ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",
-                 "fnn_depths", "flops_fnn_depths"):
+                 "fnn_depths", "flops_fnn_depths", "steep_exponents", "steep_dims"):
         values = list(p[name])
         if len(set(values)) != len(values):
             raise ParameterError(f"parameter {name!r} of figure {FIGURE!r} must not repeat a "
@@ -119,6 +122,36 @@ def sawtooth_section(p: Any) -> dict[str, Any]:
     return out
 
 
+# --- Section 2: steep functions -----------------------------------------------------------------
+
+def _steep_key(p: Any, e: int, kind: str, d: int, seed: int) -> tuple[str, dict[str, Any]]:
+    key = {"e": e, "kind": kind, "d": d, "seed": seed, "width": p.steep_width,
+           "depth": p.steep_depth, "size": p.steep_train_size, "steps": p.steep_steps,
+           "lr": p.steep_lr, "level": p.steep_level}
+    return f"steep-e{e}-{kind}-d{d}-s{seed}", key
+
+
+def steep_model(p: Any, e: int, kind: str, d: int, seed: int) -> dict[str, Any]:
+    from i2o.chapters.separation import steep
+
+    name, key = _steep_key(p, e, kind, d, seed)
+    return results.cached(FIGURE, name, key, lambda: steep.train_model(
+        kind, d, 2.0 ** -e, p.steep_width, p.steep_depth, p.steep_train_size, p.steep_steps,
+        p.steep_lr, p.steep_level, seed), sources=STEEP_SOURCES)
+
+
+def steep_section(p: Any) -> dict[str, Any]:
+    """Per δ = 2^-e and model kind: arrays (dims × seeds) of every recorded number."""
+    out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
+    for e in p.steep_exponents:
+        out[f"e{e}"] = {}
+        for kind in STEEP_MODELS:
+            runs_ = [[steep_model(p, e, kind, d, seed) for seed in p.seeds] for d in p.steep_dims]
+            out[f"e{e}"][kind] = {key: np.array([[r[key] for r in row] for row in runs_])
+                                  for key in runs_[0][0]}
+    return out
+
+
 # --- Section 3: diagonal linear DEQ ---------------------------------------------------------------
 
 def diagonal_section(p: Any) -> dict[str, Any]:
@@ -183,7 +216,7 @@ def gotu_section(p: Any) -> dict[str, Any]:
 # --- everything ---------------------------------------------------------------------------------
 
 def collect(p: Any) -> dict[str, Any]:
-    """Everything the chapter shows: ``{"sawtooth", "diagonal", "gotu", "seconds"}``.
+    """Everything the chapter shows: ``{"sawtooth", "steep", "diagonal", "gotu", "seconds"}``.
 
     Jobs missing from the cache run first in ``p.workers`` local processes (one process: here)."""
     start = time.perf_counter()
@@ -195,8 +228,8 @@ def collect(p: Any) -> dict[str, Any]:
         from i2o import sweep
 
         sweep.run_jobs(FIGURE, missing, "local", max_parallel=p.workers)
-    out = {"sawtooth": sawtooth_section(p), "diagonal": diagonal_section(p),
-           "gotu": gotu_section(p)}
+    out = {"sawtooth": sawtooth_section(p), "steep": steep_section(p),
+           "diagonal": diagonal_section(p), "gotu": gotu_section(p)}
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -214,6 +247,16 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
                 entries.append((lambda m=m, seed=seed: saw_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          SAW_SOURCES)))
+    elif name.startswith("steep-e"):
+        e = int(name.removeprefix("steep-e"))
+        for kind in STEEP_MODELS:
+            for d in p.steep_dims:
+                for seed in p.seeds:
+                    key_name, key = _steep_key(p, e, kind, d, seed)
+                    entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, e, kind, d,
+                                                                                  seed),
+                                    lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                             STEEP_SOURCES)))
     elif name.startswith("gotu-"):
         target = name.removeprefix("gotu-")
         for kind in gotu.MODELS:
@@ -228,11 +271,13 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
 
 
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
-    """One job per sawtooth target and per GOTU target: ``(name, figure parameters)``."""
+    """One job per sawtooth target, per steepness and per GOTU target: ``(name, parameters)``."""
     from i2o.chapters.separation import gotu
 
     check_params(p)
-    names = [f"sawtooth-k{k}" for k in p.saw_exponents] + [f"gotu-{t}" for t in gotu.TARGETS]
+    names = ([f"sawtooth-k{k}" for k in p.saw_exponents]
+             + [f"gotu-{t}" for t in gotu.TARGETS]
+             + [f"steep-e{e}" for e in p.steep_exponents])
     return [(name, dict(p)) for name in names]
 
 
