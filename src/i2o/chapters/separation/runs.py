@@ -234,6 +234,21 @@ def collect(p: Any) -> dict[str, Any]:
     return out
 
 
+def costs(r: dict[str, Any]) -> dict[str, float]:
+    """Seconds recorded in the cache by the runs that computed each section's models (wall time
+    of those runs, whichever process computed them), and of this collection."""
+    saw = r["sawtooth"]
+    out = {"sawtooth": float(sum(np.sum(saw[f"k{k}"]["seconds"]) for k in
+                                 (key.removeprefix("k") for key in saw if key.startswith("k")))),
+           "steep": float(sum(np.sum(r["steep"][e][kind]["seconds"]) for e in r["steep"]
+                              if e.startswith("e") for kind in r["steep"][e])),
+           "diagonal": float(r["diagonal"]["seconds"]),
+           "gotu": float(sum(np.sum(r["gotu"][t][kind]["seconds"]) for t in r["gotu"]
+                             for kind in r["gotu"][t] if kind != "prediction"))}
+    out["collect"] = float(r["seconds"])
+    return out
+
+
 def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[], dict | None]]]:
     """(compute, lookup) of every cache entry of job ``name``."""
     from i2o.chapters.separation import gotu
