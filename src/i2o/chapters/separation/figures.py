@@ -123,17 +123,17 @@ def figure_features(results: dict[str, Any], params: Any, target: str = "f1") ->
     plotting.use_style()
     entry = results["gotu"][target]
     kinds = ("linear_deq", "deq_contractive", "fnn")
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
     for ax, kind in zip(axes, kinds, strict=True):
         features = np.abs(np.asarray(entry[kind]["features"]))
         scaled = features / max(float(features.max()), 1e-300)
         image = ax.imshow(scaled, aspect="auto", cmap="viridis", vmin=0, vmax=1)
         mean, _ = _mean_se(entry[kind]["feature_density"])
         ax.set(title=f"{_KIND_LABELS[kind]}\nparticipation ratio {mean:.2f}",
-               xlabel="neuron", ylabel="training point")
+               xlabel="neuron", ylabel="training point" if kind == kinds[0] else "")
         ax.grid(False)
     fig.colorbar(image, ax=axes, shrink=0.8, label="|feature| / max")
-    fig.suptitle(plotting.profile_caption(params), fontsize=8, y=0.02)
+    fig.suptitle(plotting.profile_caption(params), fontsize=8)
     return fig
 
 
