@@ -1,0 +1,112 @@
+r"""Generalization on the unseen (GOTU, Abbe et al. 2023) on the Boolean cube {±1}^d.
+
+Two targets (the setups of the companion section of EXPERIMENTS.md, reconstructed):
+
+- ``f1`` :math:`= x_0x_1 - 1.25\,x_1x_2 + 1.5\,x_2x_0`, seen on :math:`\{x_0x_1x_2 = 1\}` (half the
+  cube), unseen on :math:`\{x_0x_1x_2 = -1\}`;
+- ``f2`` :math:`= x_0x_1`, seen on :math:`\{x_0 = 1 \text{ or } x_1 = 1\}` (three quarters), unseen
+  on :math:`\{x_0 = x_1 = -1\}`.
+
+Models are trained on points drawn uniformly from the seen part and scored by their MSE on the
+*whole* unseen part. Where the theory gives a value: an affine model that interpolates the seen part
+is unique when the seen part's affine features are linearly independent, so every interpolating
+affine model (the diagonal linear DEQ with bias, the diagonal linear network) must have that
+interpolant's unseen MSE (:func:`affine_prediction`; e.g. on the seen part of f1,
+:math:`x_0x_1 = x_2`, so the interpolant is :math:`x_2 - 1.25x_0 + 1.5x_1` and its unseen MSE is
+:math:`4\,E[f_1^2] = 19.25`). The implicit bias decides nothing there; it would only between
+several interpolants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import torch
+
+from i2o.chapters.separation import nets
+
+TARGETS = ("f1", "f2")
+MODELS = ("linear_deq", "dln", "deq_contractive", "fnn")
+
+
+def target(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "f1":
+        return x[:, 0] * x[:, 1] - 1.25 * x[:, 1] * x[:, 2] + 1.5 * x[:, 2] * x[:, 0]
+    if name == "f2":
+        return x[:, 0] * x[:, 1]
+    raise ValueError(f"unknown GOTU target {name!r}; allowed: {TARGETS}")
+
+
+def seen(name: str, x: np.ndarray) -> np.ndarray:
+    """Mask of the seen part of the cube for target ``name``."""
+    if name == "f1":
+        return x[:, 0] * x[:, 1] * x[:, 2] == 1
+    return (x[:, 0] == 1) | (x[:, 1] == 1)
+
+
+def cube(d: int) -> np.ndarray:
+    """All 2^d points of {±1}^d (float64)."""
+    return np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
+
+
+def sample_seen(name: str, d: int, size: int, seed: int) -> np.ndarray:
+    """``size`` points uniform on the seen part: uniform cube points, the fixed coordinates then
+    redrawn inside the seen part (x2 = x0x1 for f1; (x0, x1) uniform over its three seen pairs
+    for f2)."""
+    rng = np.random.default_rng(seed)
+    x = rng.choice((-1.0, 1.0), size=(size, d))
+    if name == "f1":
+        x[:, 2] = x[:, 0] * x[:, 1]
+    else:
+        pairs = np.array([(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0)])
+        x[:, :2] = pairs[rng.integers(0, 3, size)]
+    return x
+
+
+def affine_prediction(name: str, d: int, bias: bool) -> dict[str, float | bool]:
+    """The affine interpolant of the target on the whole seen part (least squares on all its
+    points): whether it interpolates, whether it is unique, and its MSE on the unseen part."""
+    x = cube(d)
+    f = target(name, x)
+    mask = seen(name, x)
+    features = np.hstack([x, np.ones((len(x), 1))]) if bias else x
+    coef, *_ = np.linalg.lstsq(features[mask], f[mask], rcond=None)
+    residual = float(np.sqrt(np.mean((features[mask] @ coef - f[mask]) ** 2)))
+    rank = int(np.linalg.matrix_rank(features[mask]))
+    return {"interpolates": residual < 1e-9, "unique": rank == features.shape[1],
+            "unseen_mse": float(np.mean((features[~mask] @ coef - f[~mask]) ** 2)),
+            "seen_rmse": residual}
+
+
+def feature_density(features: np.ndarray) -> float:
+    """Mean over samples of the participation ratio of |features| (see
+    :func:`i2o.chapters.separation.diagonal.density`); 0 for an all-zero row."""
+    a = np.abs(features)
+    l1, l2 = a.sum(axis=1), (a ** 2).sum(axis=1)
+    ratio = np.divide(l1 ** 2, l2 * a.shape[1], out=np.zeros_like(l1), where=l2 > 0)
+    return float(ratio.mean())
+
+
+def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth: int,
+                steps: int, lr: float, seed: int, alpha: float, gamma: float,
+                heatmap_points: int) -> dict[str, object]:
+    """Train one model on the seen part of target ``name``; its seen/unseen MSE and features."""
+    x_np = sample_seen(name, d, train_size, seed)
+    all_x = cube(d)
+    unseen_x = all_x[~seen(name, all_x)]
+    x = torch.as_tensor(x_np, dtype=torch.float32)
+    y = torch.as_tensor(target(name, x_np), dtype=torch.float32)
+    xu = torch.as_tensor(unseen_x, dtype=torch.float32)
+    yu = torch.as_tensor(target(name, unseen_x), dtype=torch.float32)
+    model = nets.make_model(kind, d, width, depth, seed, alpha=alpha, gamma=gamma)
+    start = time.perf_counter()
+    losses = nets.fit(model, x, y, steps, lr, seed)
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        feats = model.features(x[:heatmap_points]).numpy()
+    return {"train_mse": nets.mse(model, x, y), "unseen_mse": nets.mse(model, xu, yu),
+            "seen_variance": float(torch.var(y, unbiased=False)), "final_loss": losses[-1],
+            "features": feats, "feature_density": feature_density(feats),
+            "parameters": nets.count_parameters(model), "seconds": seconds}

@@ -1,0 +1,316 @@
+"""What the separation chapter computes, through the results cache.
+
+Every trained model is one cache entry (key: everything that determines it, and the source of the
+modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
+separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
+GOTU target (Section 4) and one per steepness (Section 2). A job computes exactly the entries
+the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
+reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from i2o import results
+from i2o.chapters.separation import FIGURE
+
+_ENGINE = ("deq", "train.loop", "train.checkpoint", "train.schedule", "chapters.separation.nets")
+SAW_SOURCES = (*_ENGINE, "chapters.separation.sawtooth")
+GOTU_SOURCES = (*_ENGINE, "chapters.separation.gotu")
+DIAGONAL_SOURCES = ("chapters.separation.diagonal",)
+STEEP_SOURCES = (*_ENGINE, "chapters.separation.steep")
+STEEP_MODELS = ("deq_lower", "fnn")
+
+
+def check_params(p: Any) -> None:
+    """What the manifest's per-parameter schema cannot say; raises ``ParameterError``."""
+    from i2o.profiles import ParameterError
+
+    for name in ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",
+                 "fnn_depths", "flops_fnn_depths", "steep_exponents", "steep_dims"):
+        values = list(p[name])
+        if len(set(values)) != len(values):
+            raise ParameterError(f"parameter {name!r} of figure {FIGURE!r} must not repeat a "
+                                 f"value; got {values}")
+    if p.diag_n >= p.diag_d:
+        raise ParameterError(f"parameters 'diag_n' and 'diag_d' of figure {FIGURE!r}: the "
+                             f"implicit-bias problem needs n < d (interpolation); got "
+                             f"diag_n = {p.diag_n}, diag_d = {p.diag_d}")
+    if p.heatmap_points > p.gotu_train_size:
+        raise ParameterError(f"parameter 'heatmap_points' of figure {FIGURE!r} must be ≤ "
+                             f"gotu_train_size = {p.gotu_train_size}; got {p.heatmap_points}")
+    if len(p.seeds) < 1:
+        raise ParameterError(f"parameter 'seeds' of figure {FIGURE!r} needs a seed")
+
+
+# --- Section 1: sawtooth ------------------------------------------------------------------------
+
+def flops_matched_widths(p: Any) -> dict[int, int]:
+    """For every depth of ``flops_fnn_depths``, the FNN width whose forward cost is closest to
+    that of the width-``flops_deq_width`` lower-triangular DEQ (its ``width`` solver steps)."""
+    from i2o.chapters.separation import nets
+
+    target = nets.flops_deq(1, p.flops_deq_width, p.flops_deq_width)
+    out = {}
+    for depth in p.flops_fnn_depths:
+        widths = np.arange(1, 2000)
+        costs = np.array([nets.flops_fnn(1, int(w), depth) for w in widths])
+        out[depth] = int(widths[np.argmin(np.abs(costs - target))])
+    return out
+
+
+def saw_models(p: Any) -> list[tuple[str, int, int]]:
+    """(kind, width, depth) of every Section 1 model, per target and seed."""
+    models = [("deq_lower", w, 1) for w in sorted(set(p.deq_widths) | {p.flops_deq_width})]
+    models += [("fnn", w, L) for L in p.fnn_depths for w in p.fnn_widths]
+    models += [("fnn", w, L) for L, w in flops_matched_widths(p).items()
+               if ("fnn", w, L) not in models]
+    return models
+
+
+def _saw_key(p: Any, k: int, kind: str, width: int, depth: int, seed: int
+             ) -> tuple[str, dict[str, Any]]:
+    name = f"saw-k{k}-{kind}-w{width}-L{depth}-s{seed}"
+    key = {"k": k, "kind": kind, "width": width, "depth": depth, "seed": seed,
+           "train_size": p.saw_train_size, "test_size": p.saw_test_size, "steps": p.saw_steps,
+           "lr": p.saw_lr}
+    return name, key
+
+
+def saw_model(p: Any, k: int, kind: str, width: int, depth: int, seed: int) -> dict[str, Any]:
+    from i2o.chapters.separation import sawtooth
+
+    name, key = _saw_key(p, k, kind, width, depth, seed)
+    return results.cached(FIGURE, name, key, lambda: sawtooth.train_model(
+        kind, width, depth, k, seed, p.saw_train_size, p.saw_test_size, p.saw_steps, p.saw_lr),
+        sources=SAW_SOURCES)
+
+
+def construction(p: Any) -> dict[str, Any]:
+    """Theorem 1's construction checked for every m of ``construction_m`` (cached)."""
+    from i2o.chapters.separation import sawtooth
+
+    def compute() -> dict[str, Any]:
+        rows = [sawtooth.check_construction(m) for m in p.construction_m]
+        return {key: np.array([row[key] for row in rows]) for key in rows[0]}
+
+    return results.cached(FIGURE, "construction", {"m": list(p.construction_m)}, compute,
+                          sources=("chapters.separation.sawtooth", "deq"))
+
+
+def sawtooth_section(p: Any) -> dict[str, Any]:
+    """Every Section 1 model, as arrays indexed like :func:`saw_models` × seeds, per target."""
+    from i2o.chapters.separation import sawtooth
+
+    models = saw_models(p)
+    out: dict[str, Any] = {"construction": construction(p), "models": {
+        "kind": np.array([m[0] for m in models]), "width": np.array([m[1] for m in models]),
+        "depth": np.array([m[2] for m in models])}, "flops_matched": {}}
+    for L, w in flops_matched_widths(p).items():
+        out["flops_matched"][f"depth{L}"] = w
+    for k in p.saw_exponents:
+        runs = [[saw_model(p, k, *m, seed) for seed in p.seeds] for m in models]
+        out[f"k{k}"] = {key: np.array([[r[key] for r in row] for row in runs])
+                        for key in runs[0][0]}
+        x = np.linspace(0, 1, 2001)
+        out[f"k{k}"]["curve_x"], out[f"k{k}"]["curve_y"] = x, sawtooth.sawtooth(x, k)
+    return out
+
+
+# --- Section 2: steep functions -----------------------------------------------------------------
+
+def _steep_key(p: Any, e: int, kind: str, d: int, seed: int) -> tuple[str, dict[str, Any]]:
+    key = {"e": e, "kind": kind, "d": d, "seed": seed, "width": p.steep_width,
+           "depth": p.steep_depth, "size": p.steep_train_size, "steps": p.steep_steps,
+           "lr": p.steep_lr, "level": p.steep_level}
+    return f"steep-e{e}-{kind}-d{d}-s{seed}", key
+
+
+def steep_model(p: Any, e: int, kind: str, d: int, seed: int) -> dict[str, Any]:
+    from i2o.chapters.separation import steep
+
+    name, key = _steep_key(p, e, kind, d, seed)
+    return results.cached(FIGURE, name, key, lambda: steep.train_model(
+        kind, d, 2.0 ** -e, p.steep_width, p.steep_depth, p.steep_train_size, p.steep_steps,
+        p.steep_lr, p.steep_level, seed), sources=STEEP_SOURCES)
+
+
+def steep_section(p: Any) -> dict[str, Any]:
+    """Per δ = 2^-e and model kind: arrays (dims × seeds) of every recorded number."""
+    out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
+    for e in p.steep_exponents:
+        out[f"e{e}"] = {}
+        for kind in STEEP_MODELS:
+            runs_ = [[steep_model(p, e, kind, d, seed) for seed in p.seeds] for d in p.steep_dims]
+            out[f"e{e}"][kind] = {key: np.array([[r[key] for r in row] for row in runs_])
+                                  for key in runs_[0][0]}
+    return out
+
+
+# --- Section 3: diagonal linear DEQ ---------------------------------------------------------------
+
+def diagonal_section(p: Any) -> dict[str, Any]:
+    """Section 3 for every seed (cached; seconds)."""
+    from i2o.chapters.separation import diagonal
+
+    def compute() -> dict[str, Any]:
+        start = time.perf_counter()
+        out = {f"s{seed}": diagonal.experiment(p.diag_n, p.diag_d, seed,
+                                               p.diag_lr_scale, p.diag_max_steps, p.diag_tol,
+                                               p.dln_alpha) for seed in p.seeds}
+        return {**out, "seconds": time.perf_counter() - start}
+
+    key = {name: p[name] for name in ("seeds", "diag_n", "diag_d",
+                                      "diag_lr_scale", "diag_max_steps", "diag_tol", "dln_alpha")}
+    return results.cached(FIGURE, "diagonal", key, compute, sources=DIAGONAL_SOURCES)
+
+
+# --- Section 4: GOTU ----------------------------------------------------------------------------
+
+def _gotu_key(p: Any, target: str, kind: str, seed: int) -> tuple[str, dict[str, Any]]:
+    key = {"target": target, "kind": kind, "seed": seed, "d": p.gotu_dim,
+           "train_size": p.gotu_train_size, "steps": p.gotu_steps, "lr": p.gotu_lr,
+           "heatmap_points": p.heatmap_points}
+    if kind in ("deq_contractive", "fnn"):
+        key["width"] = p.gotu_width
+    if kind == "fnn":
+        key["depth"] = p.gotu_depth
+    if kind == "deq_contractive":
+        key["gamma"] = p.deq_gamma
+    if kind == "dln":
+        key["alpha"] = p.dln_alpha
+    return f"gotu-{target}-{kind}-s{seed}", key
+
+
+def gotu_model(p: Any, target: str, kind: str, seed: int) -> dict[str, Any]:
+    from i2o.chapters.separation import gotu
+
+    name, key = _gotu_key(p, target, kind, seed)
+    return results.cached(FIGURE, name, key, lambda: gotu.train_model(
+        kind, target, p.gotu_dim, p.gotu_train_size, p.gotu_width, p.gotu_depth, p.gotu_steps,
+        p.gotu_lr, seed, p.dln_alpha, p.deq_gamma, p.heatmap_points), sources=GOTU_SOURCES)
+
+
+def gotu_section(p: Any) -> dict[str, Any]:
+    from i2o.chapters.separation import gotu
+
+    out: dict[str, Any] = {}
+    for target in gotu.TARGETS:
+        entry: dict[str, Any] = {"prediction": {
+            "bias": gotu.affine_prediction(target, p.gotu_dim, bias=True),
+            "no_bias": gotu.affine_prediction(target, p.gotu_dim, bias=False)}}
+        for kind in gotu.MODELS:
+            runs = [gotu_model(p, target, kind, seed) for seed in p.seeds]
+            entry[kind] = {key: np.array([r[key] for r in runs]) for key in runs[0]
+                           if key != "features"}
+            entry[kind]["features"] = runs[0]["features"]
+        out[target] = entry
+    return out
+
+
+# --- everything ---------------------------------------------------------------------------------
+
+def collect(p: Any) -> dict[str, Any]:
+    """Everything the chapter shows: ``{"sawtooth", "steep", "diagonal", "gotu", "seconds"}``.
+
+    Jobs missing from the cache run first in ``p.workers`` local processes (one process: here)."""
+    start = time.perf_counter()
+    jobs = all_jobs(p)
+    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
+    print(f"{len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
+          f"{len(missing)} to run", flush=True)
+    if missing and p.workers > 1:
+        from i2o import sweep
+
+        sweep.run_jobs(FIGURE, missing, "local", max_parallel=p.workers)
+    out = {"sawtooth": sawtooth_section(p), "steep": steep_section(p),
+           "diagonal": diagonal_section(p), "gotu": gotu_section(p)}
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def costs(r: dict[str, Any]) -> dict[str, float]:
+    """Seconds recorded in the cache by the runs that computed each section's models (wall time
+    of those runs, whichever process computed them), and of this collection."""
+    saw = r["sawtooth"]
+    out = {"sawtooth": float(sum(np.sum(saw[f"k{k}"]["seconds"]) for k in
+                                 (key.removeprefix("k") for key in saw if key.startswith("k")))),
+           "steep": float(sum(np.sum(r["steep"][e][kind]["seconds"]) for e in r["steep"]
+                              if e.startswith("e") for kind in r["steep"][e])),
+           "diagonal": float(r["diagonal"]["seconds"]),
+           "gotu": float(sum(np.sum(r["gotu"][t][kind]["seconds"]) for t in r["gotu"]
+                             for kind in r["gotu"][t] if kind != "prediction"))}
+    out["collect"] = float(r["seconds"])
+    return out
+
+
+def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[], dict | None]]]:
+    """(compute, lookup) of every cache entry of job ``name``."""
+    from i2o.chapters.separation import gotu
+
+    entries = []
+    if name.startswith("sawtooth-k"):
+        k = int(name.removeprefix("sawtooth-k"))
+        for m in saw_models(p):
+            for seed in p.seeds:
+                key_name, key = _saw_key(p, k, *m, seed)
+                entries.append((lambda m=m, seed=seed: saw_model(p, k, *m, seed),
+                                lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                         SAW_SOURCES)))
+    elif name.startswith("steep-e"):
+        e = int(name.removeprefix("steep-e"))
+        for kind in STEEP_MODELS:
+            for d in p.steep_dims:
+                for seed in p.seeds:
+                    key_name, key = _steep_key(p, e, kind, d, seed)
+                    entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, e, kind, d,
+                                                                                  seed),
+                                    lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                             STEEP_SOURCES)))
+    elif name.startswith("gotu-"):
+        target = name.removeprefix("gotu-")
+        for kind in gotu.MODELS:
+            for seed in p.seeds:
+                key_name, key = _gotu_key(p, target, kind, seed)
+                entries.append((lambda kind=kind, seed=seed: gotu_model(p, target, kind, seed),
+                                lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                         GOTU_SOURCES)))
+    else:
+        raise ValueError(f"unknown job {name!r} of figure {FIGURE!r}")
+    return entries
+
+
+def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    """One job per sawtooth target, per steepness and per GOTU target: ``(name, parameters)``."""
+    from i2o.chapters.separation import gotu
+
+    check_params(p)
+    names = ([f"sawtooth-k{k}" for k in p.saw_exponents]
+             + [f"gotu-{t}" for t in gotu.TARGETS]
+             + [f"steep-e{e}" for e in p.steep_exponents])
+    return [(name, dict(p)) for name in names]
+
+
+def run_job(name: str, job: dict[str, Any]) -> None:
+    """Compute (or read) every cache entry of job ``name``."""
+    for compute, _ in _job_entries(name, _Params(job)):
+        compute()
+
+
+def is_cached(name: str, job: dict[str, Any]) -> bool:
+    return all(lookup() is not None for _, lookup in _job_entries(name, _Params(job)))
+
+
+class _Params(dict):
+    """A job's parameters with attribute access (what the section functions expect)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None

@@ -1,0 +1,134 @@
+"""The separation chapter's predicates: each holds on a doctored result made to hold, fails on one
+made to fail, and stays undecided when a gate is not met."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from i2o import profiles
+from i2o.chapters.separation import claims, runs
+
+
+@pytest.fixture
+def p():
+    return profiles.resolve("separation", "quick")
+
+
+def test_lower_than_holds_fails_and_needs_power():
+    assert claims.lower_than([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])[0] is True
+    assert claims.lower_than([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])[0] is False
+    assert claims.lower_than([5.0, 5.0], [5.0, 5.0])[0] is False  # equal: not lower
+    assert claims.lower_than([1.0, 3.0], [1.5, 3.5])[0] is None  # too noisy
+    assert claims.lower_than([1.0], [2.0])[0] is None  # one seed
+
+
+def test_construction_claim(p):
+    good = {"m": np.arange(1, 6), "pieces": 2 ** np.arange(1, 6), "max_error": np.zeros(5),
+            "n_steps": np.arange(1, 6)}
+    assert claims.construction_claim(good)[0] is True
+    bad = {**good, "pieces": np.array([2, 4, 8, 16, 31])}
+    assert claims.construction_claim(bad)[0] is False
+
+
+def _saw(p, deq_train, deq_test, fnn_train, fnn_test):
+    """A doctored Section 1 result: every model of the quick profile, 3 seeds."""
+    models = runs.saw_models(p)
+    n = len(models)
+    train = np.full((n, 3), fnn_train, dtype=float)
+    test = np.full((n, 3), fnn_test, dtype=float) + np.array([0.0, 0.001, -0.001])
+    deq = next(i for i, m in enumerate(models) if m == ("deq_lower", p.flops_deq_width, 1))
+    train[deq], test[deq] = deq_train, deq_test + np.array([0.0, 0.001, -0.001])
+    runs_k = {"train_mse": train, "test_mse": test, "target_variance": np.full((n, 3), 0.1)}
+    return {"models": {"kind": np.array([m[0] for m in models]),
+                       "width": np.array([m[1] for m in models]),
+                       "depth": np.array([m[2] for m in models])},
+            "flops_matched": {f"depth{L}": w for L, w in runs.flops_matched_widths(p).items()},
+            "k5": runs_k}
+
+
+def test_flops_claim_holds_fails_and_needs_a_fit(p):
+    assert claims.flops_claim(_saw(p, 0.001, 0.002, 0.001, 0.05), 5, p)[0] is True
+    assert claims.flops_claim(_saw(p, 0.001, 0.05, 0.001, 0.002), 5, p)[0] is False
+    holds, value = claims.flops_claim(_saw(p, 0.08, 0.002, 0.001, 0.05), 5, p)
+    assert holds is None and "does not fit" in value
+
+
+def _diag(distance, stationarity=1e-15, found=True, residual=1e-14):
+    run = {"flow": {"relative_residual": residual, "time": 10.0},
+           "dln": {"relative_residual": 1e-14},
+           "plus": {"found": found, "distance": distance, "distance_gd": 1e-4,
+                    "stationarity": stationarity, "reason": "" if found else "unbounded"},
+           "density_deq": 0.9, "density_dln": 0.3}
+    run["minus"] = run["plus"]
+    return {"s0": run, "s1": run, "seconds": 1.0}
+
+
+def test_argmin_claim(p):
+    assert claims.argmin_claim(_diag(1e-11), "plus", p)[0] is True
+    assert claims.argmin_claim(_diag(0.5), "plus", p)[0] is False
+    assert claims.argmin_claim(_diag(np.inf, 0.6, found=False), "plus", p)[0] is False
+    assert claims.argmin_claim(_diag(np.inf, 1e-12, found=False), "plus", p)[0] is None
+    holds, value = claims.argmin_claim(_diag(1e-11, residual=1e-3), "plus", p)
+    assert holds is None and "did not interpolate" in value
+
+
+def test_density_claim(p):
+    assert claims.density_claim(_diag(0.0), p)[0] is True
+    doctored = _diag(0.0)
+    doctored["s1"] = {**doctored["s1"], "density_deq": 0.1}
+    assert claims.density_claim(doctored, p)[0] is False
+
+
+def _gotu(unseen, train=(0.0, 0.0, 0.0), interpolates=True):
+    def model(u, t):
+        return {"train_mse": np.array(t), "unseen_mse": np.array(u),
+                "seen_variance": np.full(3, 4.0), "feature_density": np.array(u) / 100}
+
+    pred = {"interpolates": interpolates, "unique": True, "unseen_mse": 19.25}
+    entry = {"prediction": {"bias": pred, "no_bias": pred}}
+    for kind, values in unseen.items():
+        entry[kind] = model(values, train)
+    return {"f1": entry}
+
+
+def test_prediction_claim(p):
+    at = {"linear_deq": [19.2, 19.3, 19.25]}
+    assert claims.prediction_claim(_gotu(at), "f1", "linear_deq", p)[0] is True
+    off = {"linear_deq": [10.0, 11.0, 10.5]}
+    assert claims.prediction_claim(_gotu(off), "f1", "linear_deq", p)[0] is False
+    unfit = _gotu(at, train=(3.0, 3.0, 3.0))
+    assert claims.prediction_claim(unfit, "f1", "linear_deq", p)[0] is None
+    none = _gotu(at, interpolates=False)
+    holds, value = claims.prediction_claim(none, "f1", "linear_deq", p)
+    assert holds is None and "no value" in value
+
+
+def test_gotu_comparison_and_feature_density(p):
+    better = {"deq_contractive": [1.0, 1.1, 0.9], "fnn": [3.0, 3.1, 2.9]}
+    assert claims.gotu_comparison(_gotu(better), "f1", "deq_contractive", "fnn", p)[0] is True
+    worse = {"deq_contractive": [3.0, 3.1, 2.9], "fnn": [1.0, 1.1, 0.9]}
+    assert claims.gotu_comparison(_gotu(worse), "f1", "deq_contractive", "fnn", p)[0] is False
+    # feature density: the doctored densities are unseen/100, so "better" has the sparser DEQ
+    assert claims.feature_density_claim(_gotu(worse), p)[0] is True
+    assert claims.feature_density_claim(_gotu(better), p)[0] is False
+    unfit = _gotu(better, train=(3.0, 3.0, 3.0))
+    assert claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)[0] is None
+
+
+def _steep(fnn_growth, reached=1):
+    dims = np.array([6, 12, 20])
+    noise = np.array([[1.0, 1.05, 0.95]])
+
+    def kind(bits):
+        weights = 2.0 ** (bits * dims[:, None]) * noise
+        return {"max_weight": weights, "reached": np.full((3, 3), reached)}
+
+    return {"dims": dims, "e10": {"deq_lower": kind(0.0), "fnn": kind(fnn_growth)}}
+
+
+def test_steep_claim():
+    assert claims.steep_claim(_steep(0.5), 10)[0] is True
+    assert claims.steep_claim(_steep(0.0), 10)[0] is False
+    holds, value = claims.steep_claim(_steep(0.5, reached=0), 10)
+    assert holds is None and "not fit" in value
