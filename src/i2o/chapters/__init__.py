@@ -1,0 +1,1 @@
+"""Chapter-level code: each chapter's claims (gated predicates) and the prose generated from them."""
