@@ -46,6 +46,8 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
         results[arm] = [stability.run_job(job)]
     flags = [r[0]["diverged"] for r in results.values()]
     assert all(flags), flags
-    table = stability_claims.claims_table(params, results)
+    table, rows = stability_claims.claims_table(params, results)
+    assert rows["health"].holds is False  # the warning row
     gated = [row for row in table.rows if "diverged" in row.check]
-    assert gated and all(row.holds is None for row in gated)
+    assert rows["not_more_stable"] in gated and rows["ift_no_gain"] in gated
+    assert all(row.holds is None for row in gated)

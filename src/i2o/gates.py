@@ -88,6 +88,17 @@ def difference(a: Iterable[float], b: Iterable[float], over: str = "seeds",
     return Interval(mean, mean - half, mean + half, min(x.size, y.size), over, level)
 
 
+def from_se(mean: float, se: float, n: int, over: str = "examples",
+            level: float = LEVEL) -> Interval:
+    """``mean ± t_{n−1} · se`` from an already computed standard error over ``n`` values (e.g.
+    the paired per-example differences of :func:`i2o.gaps.curves.curve_from_sweep`)."""
+    if n < 2 or not np.isfinite(se) or not np.isfinite(mean):
+        raise ValueError(f"from_se needs n ≥ 2 and finite mean and se; got n={n}, mean={mean}, "
+                         f"se={se}")
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(se)
+    return Interval(float(mean), float(mean) - half, float(mean) + half, int(n), over, level)
+
+
 def _margin(margin: float) -> float:
     if not margin > 0:
         raise ValueError(f"margin must be > 0; got {margin!r}")
