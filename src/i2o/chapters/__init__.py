@@ -1,1 +1,1 @@
-"""Chapter-level code: each chapter's claims (gated predicates) and the prose generated from them."""
+"""Chapter-level code: each chapter's claims (gated predicates) and the prose made from them."""

@@ -21,8 +21,8 @@ import torch
 from i2o import results, runtime
 from i2o.data import balanced_subset, load_cifar10, to_tensor
 from i2o.models import config, count_parameters
-from i2o.train.classifier import ARMS, TrainSettings, build_and_train
 from i2o.train import health
+from i2o.train.classifier import ARMS, TrainSettings, build_and_train
 from i2o.train.evaluate import evaluate_iterations
 
 FIGURE = "stability"
