@@ -4,7 +4,8 @@ A run is flagged **diverged** when any of these holds (checked in this order):
 
 - its loss became non-finite at some step (the training loops stop there);
 - its final loss — the mean of the last ``window`` step losses — is above its initial loss, the
-  mean of the first ``window`` (training made the objective worse);
+  mean of the first ``window`` (training made the objective worse; checked from ``2 · window``
+  steps on);
 - the model ends at chance level: its final training score is not better than chance by more than
   ``chance_margin`` (for a classifier with ``K`` balanced classes, accuracy ``≤ 1/K + margin``).
 
@@ -43,8 +44,8 @@ def diverged(losses: Sequence[float], final_score: float | None = None,
     if values.size and not np.all(np.isfinite(values)):
         step = int(np.flatnonzero(~np.isfinite(values))[0])
         return f"loss became non-finite at step {step}"
-    if values.size >= 2:
-        w = max(1, min(window, values.size // 2))
+    if values.size >= 2 * window:  # shorter runs: too few steps to compare start and end
+        w = window
         start, end = float(values[:w].mean()), float(values[-w:].mean())
         if end > start:
             return f"loss ended above its start ({end:.3g} > {start:.3g})"
