@@ -144,7 +144,7 @@ def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
     assert rows["classification_gate"].holds is False
     assert rows["classification_test_no_gain"].holds is None
     assert "does not fit its training set" in rows["classification_test_no_gain"].check
-    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, losses=(2.3, 2.5, 9.0))
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, losses=(2.3,) * 5 + (9.0,) * 5)
     assert rows["classification_test_no_gain"].holds is None
     assert "ended above its start" in rows["classification_test_no_gain"].check
 
