@@ -59,7 +59,7 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
         architecture=p["cls_architecture"], n_train=p["cls_n_train"],
         backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
         epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
-        pretrain_steps=p["cls_pretrain_steps"], seed=p["seed"])
+        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=p["seed"])
     language = LanguageJob(
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
         ffn_width=p["lm_ffn_width"], n_train=p["lm_n_train"], method=p["lm_method"],
