@@ -29,7 +29,7 @@ def test_stopped_loop_is_flagged():
     assert health.classifier_flag({"loss": [2.3, 1.0]}, 0.8, 10) is None
 
 
-def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monkeypatch):
+def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monkeypatch, data_dir):
     """A smoke stability job with lr = 1 diverges: its result carries the flag and the chapter's
     claims that depend on it are undecided, naming it."""
     from i2o import profiles

@@ -8,10 +8,11 @@ and ``N`` the training count:
 - ``gain_s = max_{N' > N} acc_s(N') − acc_s(N)`` (what more iterations bring);
 - ``loss_s = acc_s(N) − acc_s(min N')`` (what fewer iterations cost).
 
-Confidence intervals (90 %) are over seeds, Welch's for the difference between arms. The margin
-``δ`` (``margin``, accuracy as a fraction) comes from the manifest. The paper's claims are decided
-only when every model of both arms fits its training set (``train_accuracy ≥ fit_accuracy`` at
-its training N, on its own training images) and none diverged (:mod:`i2o.train.health`).
+Confidence intervals (90 %) are over seeds, Welch's for the difference between arms, in accuracy
+points; the margin ``δ`` is the manifest's ``margin`` (accuracy as a fraction) × 100. The
+paper's claims are decided only when every model of both arms fits its training set
+(``train_accuracy ≥ fit_accuracy`` at its training N, on its own training images) and none
+diverged (:mod:`i2o.train.health`).
 
 The residual row is a *sanity check* of the solver, on the **last** iterate of each test solve
 (``trace_rel``), not on the lowest-residual iterate the solver returns (which cannot rise).
@@ -64,11 +65,11 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
     """
     train_n = int(params["train_iters"][0])
     its = list(params["test_iters"])
-    margin = float(params["margin"])
+    margin = 100 * float(params["margin"])  # every interval below is in accuracy points
     table = Claims("stability", str(getattr(params, "profile", params.get("profile", ""))))
     rows: dict[str, Claim] = {}
     m = {arm: per_seed(runs[arm], its, train_n) for arm in LABELS}
-    delta = f"±{100 * margin:g} accuracy points"
+    delta = f"±{margin:g} accuracy points"
 
     health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
     fit = gates.fit_gate({LABELS[a]: m[a]["train_accuracy"] for a in LABELS},
@@ -93,10 +94,10 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         fit[0] is True, f"training accuracy per seed: {accs}", check=fit[1])
 
     if gate[0] is True:
-        between = gates.difference(m["ift"]["deviation"], m["unrolled"]["deviation"])
+        between = gates.difference(100 * m["ift"]["deviation"], 100 * m["unrolled"]["deviation"])
         value = (f"mean |acc(N') − acc({train_n})|: IFT {_points(m['ift']['deviation'].mean())}, "
                  f"unrolled {_points(m['unrolled']['deviation'].mean())} points; IFT − unrolled "
-                 + between.describe(100, " pt"))
+                 + between.describe(1, " pt"))
         rows["not_more_stable"] = table.decide(
             f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
             f"N = {train_n} is not smaller by more than δ", gates.decide(
@@ -112,11 +113,11 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
     for arm, label in LABELS.items():
         s = m[arm]
         if gate[0] is True:
-            gain = gates.interval(s["gain_more"])
-            loss = gates.interval(s["loss_fewer"])
+            gain = gates.interval(100 * s["gain_more"])
+            loss = gates.interval(100 * s["loss_fewer"])
             gain_d, loss_d = gates.not_above(gain, margin), gates.positive(loss)
-            gain_v = f"best gain over N' > {train_n}: " + gain.describe(100, " pt")
-            loss_v = f"acc({train_n}) − acc({min(its)}): " + loss.describe(100, " pt")
+            gain_v = f"best gain over N' > {train_n}: " + gain.describe(1, " pt")
+            loss_v = f"acc({train_n}) − acc({min(its)}): " + loss.describe(1, " pt")
         else:
             gain_d = loss_d = (None, "")
             gain_v = loss_v = "not computed: " + gate[1]
