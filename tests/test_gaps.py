@@ -211,10 +211,15 @@ def test_training_resumes_to_the_same_parameters(tmp_path):
 
 
 def test_training_stops_on_a_non_finite_loss():
+    from i2o.train import health
+
     model = _Tiny()
-    with pytest.raises(FloatingPointError, match="step 0"):
-        train_steps(model, lambda step: (model.linear.weight.sum() * float("nan"), {}),
-                    Plan(steps=2))
+    before = [w.detach().clone() for w in model.parameters()]
+    history = train_steps(model, lambda step: (model.linear.weight.sum() * float("nan"), {}),
+                          Plan(steps=2))
+    assert history["nonfinite_step"] == [0]
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert "non-finite at step 0" in health.diverged(history["loss"], nonfinite_step=0)
     with pytest.raises(ValueError, match="steps"):
         Plan(steps=0)
 

@@ -74,3 +74,70 @@ def test_every_chapter_with_training_jobs_has_a_sweep(figure, capsys):
     assert sweep.sweep(figure, "smoke", dry_run=True) == []
     out = capsys.readouterr().out
     assert f"{figure} (smoke):" in out and "would run" in out
+
+
+# -- GPUs and requeue ---------------------------------------------------------------------------
+
+def test_local_gpus_follow_what_the_parent_sees():
+    assert sweep.local_gpus(0, None) == []
+    assert sweep.local_gpus(2, "") == [0, 1]
+    assert sweep.local_gpus(2, "3,5") == [3, 5]          # a job given 3 sees the parent's GPU 3
+    assert sweep.local_gpus(1, "GPU-1234-uuid") == [0]
+
+
+class _RecordingExecutor:
+    """Stands in for submitit's local executor: records, per submitted job, the CUDA devices
+    submitit would give it (its rule: the first ``gpus_per_node`` of ``visible_gpus``, or of
+    0, 1, … when none are listed; ``gpus_per_node = 0`` gives the empty string)."""
+
+    def __init__(self):
+        self.parameters: dict = {}
+        self.devices: list[str] = []
+
+    def update_parameters(self, **kwargs):
+        for key, value in kwargs.items():
+            self.parameters[key.removeprefix("local_")] = value
+
+    def submit(self, fn, *args):
+        n = self.parameters.get("gpus_per_node", 0)
+        visible = self.parameters.get("visible_gpus", ())
+        gpus = range(n) if visible == () else visible[:n]
+        self.devices.append(",".join(str(k) for k in gpus))
+
+        class Done:
+            job_id = str(len(self.devices))
+
+            def done(self):
+                return True
+
+            def result(self, name=args[1]):
+                return name
+
+        assert isinstance(fn, sweep.ResumableJob)
+        return Done()
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_local_jobs_never_hide_a_visible_gpu(monkeypatch, count):
+    import submitit
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    recorder = _RecordingExecutor()
+    monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: recorder)
+    todo = [(f"job{i}", {"i": i}) for i in range(4)]
+    assert sweep.run_jobs("stability", todo, "local", max_parallel=4) == [n for n, _ in todo]
+    assert all(recorder.devices), f"a local job would run with CUDA_VISIBLE_DEVICES='': " \
+                                  f"{recorder.devices}"
+    assert {int(d) for d in recorder.devices} == set(range(count))
+
+
+def test_slurm_jobs_requeue_through_checkpointable():
+    import submitit.helpers
+
+    job = sweep.ResumableJob()
+    assert isinstance(job, submitit.helpers.Checkpointable)
+    again = job.checkpoint("stability", "ift-N18-seed0", {"seed": 0}, {})
+    assert again.args == ("stability", "ift-N18-seed0", {"seed": 0}, {})

@@ -2,8 +2,10 @@
 
 Every chapter ends with a table of claims: the statement, whether the results that the notebook
 just computed support it (``holds``: True / False, or ``None`` when the profile that ran is too
-small to decide), the measured number behind the verdict, and which profile decides it. The same
-rows are written to ``_build/claims/<figure>.json``; ``make claims`` prints them all.
+small to decide), the measured number behind the verdict, which profile decides it, the
+regime/power ``check`` that allowed (or refused) the verdict, and the equivalence ``margin`` the
+predicate used (:mod:`i2o.gates`). The same rows are written to ``_build/claims/<figure>.json``;
+``make claims`` prints them all.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class Claim:
     value: str
     profile: str
     decided_by: str = ""
+    check: str = ""          # the regime/power check behind the verdict (or why there is none)
+    margin: str = ""         # the margin δ of the predicate, with its unit ("" when none)
 
     def verdict(self) -> str:
         if self.holds is None:
@@ -38,14 +42,21 @@ class Claims:
     profile: str
     rows: list[Claim] = field(default_factory=list)
 
-    def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "") -> Claim:
+    def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "",
+            check: str = "", margin: str = "") -> Claim:
         """Record a claim. ``holds=None`` says the profile that ran cannot decide it; then name
-        the profile that does in ``decided_by``."""
+        the profile that does in ``decided_by`` and/or the reason in ``check``."""
         if holds is not None:
             holds = bool(holds)
-        row = Claim(claim, holds, str(value), self.profile, decided_by)
+        row = Claim(claim, holds, str(value), self.profile, decided_by, str(check), str(margin))
         self.rows.append(row)
         return row
+
+    def decide(self, claim: str, decision: tuple[bool | None, str], value: str,
+               margin: str = "", decided_by: str = "") -> Claim:
+        """Record a claim from a ``(verdict, reason)`` pair of :mod:`i2o.gates`."""
+        holds, reason = decision
+        return self.add(claim, holds, value, decided_by, reason, margin)
 
     def path(self) -> Path:
         return claims_dir() / f"{self.figure}.json"
@@ -60,18 +71,28 @@ class Claims:
 
     def to_html(self) -> str:
         colour = {"holds": "#1a7f37", "fails": "#cf222e"}
+        extra = any(r.check or r.margin for r in self.rows)
+        head = "<th>Check</th><th>Margin</th>" if extra else ""
         lines = ["<table class='i2o-claims'><thead><tr><th>Claim</th><th>Verdict</th>"
-                 "<th>Measured</th></tr></thead><tbody>"]
+                 f"<th>Measured</th>{head}</tr></thead><tbody>"]
         for row in self.rows:
             verdict = row.verdict()
             style = f" style='color:{colour.get(verdict, '#9a6700')};font-weight:bold'"
+            cells = (f"<td>{html.escape(row.check)}</td><td>{html.escape(row.margin)}</td>"
+                     if extra else "")
             lines.append(f"<tr><td>{html.escape(row.claim)}</td><td{style}>{verdict}</td>"
-                         f"<td>{html.escape(row.value)}</td></tr>")
+                         f"<td>{html.escape(row.value)}</td>{cells}</tr>")
         lines.append(f"</tbody></table><p><em>Profile {self.profile!r}.</em></p>")
         return "\n".join(lines)
 
     def to_text(self) -> str:
-        return "\n".join(f"[{r.verdict():>9}] {r.claim} — {r.value}" for r in self.rows)
+        def line(r: Claim) -> str:
+            text = f"[{r.verdict():>9}] {r.claim} — {r.value}"
+            if r.margin:
+                text += f" (margin {r.margin})"
+            return text + (f"\n{'':12}check: {r.check}" if r.check else "")
+
+        return "\n".join(line(r) for r in self.rows)
 
     def report(self) -> Claims:
         """Write the JSON and show the table (HTML in a notebook, text elsewhere)."""
@@ -107,7 +128,10 @@ def main() -> int:
         profile = rows[0]["profile"] if rows else "?"
         print(f"\n== {figure} (profile {profile}) ==")
         for row in rows:
-            print(Claim(**row).verdict().rjust(9), "|", row["claim"], "—", row["value"])
+            known = {k: v for k, v in row.items() if k in Claim.__dataclass_fields__}
+            c = Claim(**known)
+            print(c.verdict().rjust(9), "|", c.claim, "—", c.value,
+                  f"| check: {c.check}" if c.check else "")
     return 0
 
 

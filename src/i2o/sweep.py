@@ -17,6 +17,13 @@ Executors: ``local`` (subprocesses on this machine, ``--max-parallel`` at a time
 array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per job,
 ``--max-parallel`` = array parallelism, ``--slurm-arg KEY=VALUE`` for anything else), ``debug``
 (submitit's in-process executor, for tests). Logs go to ``<results>/_submitit/<figure>/``.
+
+GPUs. submitit's local executor sets ``CUDA_VISIBLE_DEVICES`` of each job to its ``gpus_per_node``
+first visible GPUs — the empty string when that is 0, which would hide the GPUs from the job. So a
+local job is given **one GPU of those this process sees** (:func:`local_gpus`), one job per GPU at
+a time (``--max-parallel`` is capped by the GPU count), and the CPU only when there is none.
+SLURM jobs are :class:`ResumableJob` (``submitit.helpers.Checkpointable``): at a timeout or
+preemption SLURM requeues them and they resume from their training checkpoints.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+import submitit.helpers
 import yaml
 
 from i2o import profiles, results, runtime
@@ -73,6 +81,37 @@ def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) ->
     runtime.set_threads()
     chapter_runs(figure).run_job(name, job)
     return name
+
+
+class ResumableJob(submitit.helpers.Checkpointable):
+    """:func:`run_one` as a requeueable submitit job: on timeout or preemption submitit calls
+    :meth:`checkpoint`, which resubmits the same call; the job then resumes from the training
+    checkpoints it wrote under the results cache (nothing else needs saving)."""
+
+    def __call__(self, figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
+        return run_one(figure, name, job, env)
+
+
+def local_gpus(device_count: int | None = None, visible: str | None = None) -> list[int]:
+    """The GPUs this process sees, as indices submitit's local executor can hand to a job.
+
+    ``device_count`` defaults to ``torch.cuda.device_count()``; ``visible`` to this process's
+    ``CUDA_VISIBLE_DEVICES``. When that variable lists integer ids, those ids are returned (a job
+    given id ``k`` sees the same physical GPU as this process); otherwise ``0 … count − 1``.
+    """
+    if device_count is None:
+        import torch
+
+        device_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if device_count <= 0:
+        return []
+    if visible is None:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [item.strip() for item in visible.split(",") if item.strip()]
+        if all(item.isdigit() for item in ids) and len(ids) >= device_count:
+            return [int(item) for item in ids[:device_count]]
+    return list(range(device_count))
 
 
 def _environment() -> dict[str, str]:
@@ -142,7 +181,7 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
         env.setdefault("I2O_THREADS", str(cpus))
     names = [n for n, _ in todo]
     if executor == "slurm":  # one array job; SLURM enforces the parallelism
-        jobs = ex.map_array(run_one, [figure] * len(todo), names, [j for _, j in todo],
+        jobs = ex.map_array(ResumableJob(), [figure] * len(todo), names, [j for _, j in todo],
                             [env] * len(todo))
         for job, name in zip(jobs, names, strict=True):
             print(f"  submitted {name}: job {job.job_id}", flush=True)
@@ -150,7 +189,13 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
         return [_wait(ex.submit(run_one, figure, name, job, env))
                 for name, job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
-    return _sliding_window(ex, figure, todo, env, max_parallel)
+    gpu_ids = local_gpus()
+    if gpu_ids:
+        max_parallel = min(max_parallel, len(gpu_ids))
+        print(f"  local jobs on GPU(s) {gpu_ids}, one job per GPU", flush=True)
+    else:
+        print("  local jobs on the CPU (no GPU visible)", flush=True)
+    return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids)
 
 
 def _wait(job) -> str:
@@ -160,20 +205,37 @@ def _wait(job) -> str:
 
 
 def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
-                    env: dict[str, str], max_parallel: int) -> list[str]:
-    """Keep ``max_parallel`` jobs running; start the next one as soon as one ends."""
+                    env: dict[str, str], max_parallel: int,
+                    gpu_ids: list[int] | None = None) -> list[str]:
+    """Keep ``max_parallel`` jobs running; start the next one as soon as one ends.
+
+    With ``gpu_ids``, each running job holds one of them (``gpus_per_node=1``,
+    ``visible_gpus=[id]``) and a job starts only when a GPU is free.
+    """
     import time
 
+    free = list(gpu_ids or [])
+    holder: dict[int, int] = {}
     pending, running, done = list(todo), [], []
     bar = runtime.Progress(len(todo), f"{figure} sweep", unit="job")
     while pending or running:
-        while pending and len(running) < max_parallel:
+        while pending and len(running) < max_parallel and (free or not gpu_ids):
             name, job = pending.pop(0)
-            running.append(ex.submit(run_one, figure, name, job, env))
-            print(f"  submitted {name}: job {running[-1].job_id}", flush=True)
+            gpu = None
+            if gpu_ids:
+                gpu = free.pop(0)
+                ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
+            submitted = ex.submit(ResumableJob(), figure, name, job, env)
+            running.append(submitted)
+            if gpu is not None:
+                holder[id(submitted)] = gpu
+            where = f" on GPU {gpu}" if gpu is not None else ""
+            print(f"  submitted {name}{where}: job {submitted.job_id}", flush=True)
         finished = [job for job in running if job.done()]
         for job in finished:
             running.remove(job)
+            if id(job) in holder:
+                free.append(holder.pop(id(job)))
             done.append(_wait(job))
             bar.update(1)
         if not finished:

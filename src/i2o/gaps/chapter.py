@@ -4,8 +4,9 @@ From the validated parameters of figure ``deq-gaps`` (:func:`i2o.profiles.resolv
 :func:`build_jobs` makes the jobs, :func:`run` trains and sweeps them through the results cache,
 :func:`curves` turns the sweeps into :class:`~i2o.gaps.curves.GapCurve`s (test or training data,
 task metric or training loss), :func:`gap_figure`, :func:`overparam_figure` and
-:func:`authors_figure` draw, :func:`add_gap_claims` and :func:`add_overparam_claim` decide the
-paper's claims.
+:func:`authors_figure` draw. The claims are decided in :mod:`i2o.chapters.deq_gaps.claims`
+(gated on each model's fit, with margins) and the conclusions written by
+:mod:`i2o.chapters.deq_gaps.prose`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
         architecture=p["cls_architecture"], n_train=p["cls_n_train"],
         backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
         epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
-        pretrain_steps=p["cls_pretrain_steps"], seed=p["seed"])
+        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=p["seed"])
     language = LanguageJob(
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
         ffn_width=p["lm_ffn_width"], n_train=p["lm_n_train"], method=p["lm_method"],
@@ -229,65 +230,6 @@ def authors_figure(folder: str | Path):
     return gap_figure([read_curve(path, kind) for kind, path in found.items()], columns=2)
 
 
-def _fmt(value: float, se: float | None = None, digits: int = 3) -> str:
-    if se is None or not np.isfinite(se):
-        return f"{value:+.{digits}g}"
-    return f"{value:+.{digits}g} ± {se:.2g}"
-
-
-def add_gap_claims(claims, panel: Mapping[str, GapCurve], data: str, decides: bool) -> None:
-    """The claims of Section 4 on each task's curve: fewer iterations hurt, more do not help
-    significantly (most negative gap for ΔN > 0 within 2 standard errors of 0), and the residual
-    keeps decreasing past N."""
-    for curve in panel.values():
-        s = curve.summary()
-        name = curve.label.split("\n")[0]
-        below = curve.delta < 0
-        better = int(np.sum(curve.gap[below] < -2 * curve.gap_se[below]))
-        worst = curve.gap[0] > 2 * curve.gap_se[0] if np.isfinite(curve.gap_se[0]) \
-            else curve.gap[0] > 0
-        claims.add(f"{name}, {data}: fewer iterations than in training hurt (gap > 0 at "
-                   f"N + ΔN = {int(curve.iterations[0])}, and no count below N significantly "
-                   "better than N)",
-                   bool(worst and better == 0) if decides else None,
-                   f"gap at N + ΔN = {int(curve.iterations[0])}: "
-                   f"{_fmt(curve.gap[0], curve.gap_se[0])} {curve.metric}; counts below N "
-                   f"significantly better than N: {better} of {int(np.sum(below))}",
-                   decided_by="quick")
-        significant = s["best_gap"] < -2 * s["best_gap_se"] if np.isfinite(s["best_gap_se"]) \
-            else s["best_gap"] < 0
-        claims.add(f"{name}, {data}: more iterations bring no significant improvement (ΔN > 0)",
-                   (not significant) if decides else None,
-                   f"most negative gap {_fmt(s['best_gap'], s['best_gap_se'])} {curve.metric} "
-                   f"at N + ΔN = {int(s['best_gap_n'])} (N = {curve.n_train}); "
-                   f"at {int(s['n_max'])}: {_fmt(s['gap_at_max'], s['gap_se_at_max'])}",
-                   decided_by="quick")
-        if data == "test data":
-            claims.add(f"{name}: the residual keeps decreasing beyond N",
-                       bool(s["residual_at_max"] < s["residual_at_n"]) if decides else None,
-                       f"relative residual {s['residual_at_n']:.2g} at N = {curve.n_train}, "
-                       f"{s['residual_at_max']:.2g} at {int(s['n_max'])}",
-                       decided_by="quick")
-
-
-def add_overparam_claim(claims, rows: Sequence[Mapping[str, Any]], decides: bool) -> None:
-    """Beyond the paper (its Figure 4 for DEQs): the better a DEQ fits its training set, the
-    larger the training-loss increase D(N, ΔN) at the largest ΔN — decided as: D ordered
-    inversely to the training loss at N, and D of the best-fitting model above 2 standard errors."""
-    ordered = sorted(rows, key=lambda r: r["loss_at_n"])
-    increases = [r["train_loss"].gap[-1] for r in ordered]
-    errors = [r["train_loss"].gap_se[-1] for r in ordered]
-    holds = None
-    if decides and len(rows) > 1:
-        holds = bool(np.all(np.diff(increases) <= 0) and increases[0] > 2 * errors[0])
-    text = "; ".join(f"{r['size']} images: loss {r['loss_at_n']:.3g}, "
-                     f"D = {d:+.2g} ± {e:.1g}"
-                     for r, d, e in zip(ordered, increases, errors, strict=True))
-    claims.add("DEQs that fit their training set better (lower training loss) lose more from "
-               "extra iterations (larger D(N, ΔN) at the largest ΔN; the best-fitting one "
-               "significantly > 0)", holds, text, decided_by="quick")
-
-
 def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any]) -> str:
     """A plain-text table of what was trained, on what, and at what cost."""
     def seconds(history: Mapping[str, Any]) -> float:
@@ -315,52 +257,3 @@ def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any
         lines.append(f"{name:<16}{int(result['n_parameters']):>11}{n:>5}{steps:>7}{data:>30}"
                      f"{seconds(result['history']):>9.0f}")
     return "\n".join(lines)
-
-
-def verdicts(test: Mapping[str, GapCurve], train: Mapping[str, GapCurve],
-             rows: Sequence[Mapping[str, Any]]) -> str:
-    """A paragraph per task saying, with this run's numbers, whether more iterations helped —
-    written from the results, so the text cannot contradict the figures."""
-    lines = []
-    for task, curve in test.items():
-        s, t = curve.summary(), train[task].summary()
-        name = curve.label.split("\n")[0]
-        significant = s["best_gap"] < -2 * s["best_gap_se"]
-        train_significant = t["best_gap"] < -2 * t["best_gap_se"]
-        below = curve.delta < 0
-        better = curve.gap[below] < -2 * curve.gap_se[below]
-        if significant:
-            head = (f"**{name}: more iterations help.** The test {curve.metric} improves by "
-                    f"{-s['best_gap']:.3g} (± {s['best_gap_se']:.2g}) at N + ΔN = "
-                    f"{int(s['best_gap_n'])} instead of N = {curve.n_train}")
-        else:
-            head = (f"**{name}: no gain from more iterations.** The most negative test gap above "
-                    f"N = {curve.n_train} is {s['best_gap']:+.3g} ± {s['best_gap_se']:.2g} "
-                    f"{curve.metric} (at {int(s['best_gap_n'])})")
-        head += (f"; at {int(s['n_max'])} iterations the gap is {s['gap_at_max']:+.3g}. "
-                 f"On training data the most negative gap is {t['best_gap']:+.3g} ± "
-                 f"{t['best_gap_se']:.2g} ("
-                 + ("a significant improvement" if train_significant
-                    else "no significant improvement")
-                 + f"); the {curve.metric} at N is {t['value_at_n']:.4g} on training and "
-                 f"{s['value_at_n']:.4g} on test data. ")
-        if np.any(below):
-            worse = int(np.sum(curve.gap[below] > 2 * curve.gap_se[below]))
-            head += (f"Fewer iterations are significantly worse at {worse} of "
-                     f"{int(np.sum(below))} counts below N")
-            if np.any(better):
-                best = int(np.argmin(np.where(better, curve.gap[below], np.inf)))
-                head += (f" and significantly *better* at {int(np.sum(better))} (by "
-                         f"{-curve.gap[below][best]:.3g} at {int(curve.iterations[below][best])}"
-                         "), unlike Figure 2, where fewer iterations almost always hurt")
-            head += ". "
-        head += (f"The residual goes from {s['residual_at_n']:.2g} at N to "
-                 f"{s['residual_at_max']:.2g}.")
-        lines.append(head)
-    if len(rows) > 1:
-        ordered = sorted(rows, key=lambda r: r["loss_at_n"])
-        lines.append("**Overparametrization sweep.** " + "; ".join(
-            f"{r['size']} images: training loss {r['loss_at_n']:.3g} at N, "
-            f"D(N, ΔN) at the largest ΔN {r['train_loss'].gap[-1]:+.3g}, test-error gap "
-            f"{r['test_error'].gap[-1]:+.2f} points" for r in ordered) + ".")
-    return "\n\n".join(lines)

@@ -39,6 +39,7 @@ class ClassificationJob:
     lr: float = 1e-3
     weight_decay: float = 2.5e-6
     pretrain_steps: int = 0
+    clip: float = 0.0                 # gradient-norm clipping (0: none)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -91,6 +92,6 @@ def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tenso
         return loss, {"accuracy": correct, "residual_rel": residual}
 
     plan = Plan(steps=job.steps(), lr=job.lr, lr_min=1e-6, weight_decay=job.weight_decay,
-                clip=0.0, seed=job.seed)
+                clip=job.clip, seed=job.seed)
     history = train_steps(model, step_loss, plan, checkpoint_dir, progress, "MDEQ")
     return model, history

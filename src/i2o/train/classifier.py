@@ -56,6 +56,7 @@ class TrainSettings:
     lr_min: float = 1e-6
     weight_decay: float = 2.5e-6
     pretrain_steps: int = 3000
+    clip: float = 0.0                # gradient-norm clipping (0: none, as in the MDEQ recipe)
     seed: int = 0
     checkpoint_every: int = 200      # steps between checkpoints (and one at the end)
 
@@ -69,6 +70,8 @@ class TrainSettings:
         if isinstance(self.pretrain_steps, bool) or not isinstance(self.pretrain_steps, int) \
                 or self.pretrain_steps < 0:
             raise ValueError(f"pretrain_steps must be an integer ≥ 0; got {self.pretrain_steps!r}")
+        if not self.clip >= 0:
+            raise ValueError(f"clip must be ≥ 0 (0: no clipping); got {self.clip!r}")
         if not (self.lr > 0 and 0 <= self.lr_min <= self.lr and self.weight_decay >= 0):
             raise ValueError(f"need lr > 0, 0 ≤ lr_min ≤ lr, weight_decay ≥ 0; got lr={self.lr}, "
                              f"lr_min={self.lr_min}, weight_decay={self.weight_decay}")
@@ -127,7 +130,9 @@ def train_classifier(
 
     History: per step ``loss``, ``correct`` (number right in the batch), ``lr``, ``residual_rel``
     (the forward solve's returned relative residual; NaN while pretraining), ``step_seconds``
-    (wall clock; differs between runs); per epoch ``epoch_loss`` and ``epoch_accuracy``.
+    (wall clock; differs between runs); per epoch ``epoch_loss`` and ``epoch_accuracy``. A
+    non-finite loss stops training at once (no optimiser step is taken with it): its value is the
+    last ``loss`` and ``nonfinite_step`` holds ``[step]`` (:mod:`i2o.train.health` flags the run).
     """
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"{images.shape[0]} images but {labels.shape[0]} labels")
@@ -161,7 +166,14 @@ def train_classifier(
         optimizer.zero_grad(set_to_none=True)
         logits, stats = training_logits(model, deq, x, pretraining=step < settings.pretrain_steps)
         loss = F.cross_entropy(logits, y)
+        if not torch.isfinite(loss.detach()):
+            # diverged: stop before the step poisons the weights (i2o.train.health flags it)
+            history["loss"].append(float(loss.detach()))
+            history["nonfinite_step"] = [step]
+            break
         loss.backward()
+        if settings.clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
         optimizer.step()
         seconds = time.perf_counter() - start
 

@@ -57,7 +57,9 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
     """Train ``model`` in place for ``plan.steps`` steps (resuming from ``checkpoint_dir``).
 
     Returns the history: per step ``loss``, ``lr``, ``seconds`` and every key ``step_loss`` logs.
-    A non-finite loss raises ``FloatingPointError`` naming the step (nothing is silently skipped).
+    A non-finite loss stops training at once, without an optimiser step: it is the last ``loss``
+    and ``nonfinite_step`` holds ``[step]``, so that :mod:`i2o.train.health` flags the run and the
+    chapter's claims on this model are undecided (nothing is silently skipped).
     """
     optimizer = make_optimizer(model, plan.lr, plan.weight_decay)
     history: dict[str, list[float]] = {"loss": [], "lr": [], "seconds": []}
@@ -76,8 +78,10 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
         optimizer.zero_grad(set_to_none=True)
         loss, logs = step_loss(step)
         if not math.isfinite(float(loss.detach())):
-            raise FloatingPointError(
-                f"{description}: loss is {float(loss.detach())} at step {step}")
+            # diverged: stop before the step poisons the weights; i2o.train.health flags the run
+            history["loss"].append(float(loss.detach()))
+            history["nonfinite_step"] = [step]
+            break
         loss.backward()
         if plan.clip > 0:
             nn.utils.clip_grad_norm_(model.parameters(), plan.clip)

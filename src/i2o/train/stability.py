@@ -21,6 +21,7 @@ import torch
 from i2o import results, runtime
 from i2o.data import balanced_subset, load_cifar10, to_tensor
 from i2o.models import config, count_parameters
+from i2o.train import health
 from i2o.train.classifier import ARMS, TrainSettings, build_and_train
 from i2o.train.evaluate import evaluate_iterations
 
@@ -29,13 +30,14 @@ FIGURE = "stability"
 #: chapters' models or on this module's plotting helpers does not discard trained networks).
 SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.evaluate",
            "train.allocator", "train.checkpoint", "train.schedule", "train.seeding",
-           "train.stability")
+           "train.stability", "train.health")
 #: Figure parameters that shape every job (the rest select which jobs run).
 SHARED = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "lr_min", "weight_decay",
-          "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch")
+          "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch", "clip")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
 #: network's initialisation, dropout masks and batch order.
 DATA_SEED = 0
+NUM_CLASSES = 10
 
 
 def job_name(seed: int, arm: str, train_iter: int) -> str:
@@ -63,7 +65,7 @@ def settings_of(job: Mapping[str, Any], checkpoint_every: int = 50) -> TrainSett
         arm=job["arm"], train_iter=job["train_iter"], backward_iter=job["backward_iter"],
         tol=job["tol"], epochs=job["epochs"], batch_size=job["batch_size"], lr=job["lr"],
         lr_min=job["lr_min"], weight_decay=job["weight_decay"],
-        pretrain_steps=job["pretrain_steps"], seed=job["seed"],
+        pretrain_steps=job["pretrain_steps"], clip=job["clip"], seed=job["seed"],
         checkpoint_every=checkpoint_every)
 
 
@@ -75,7 +77,12 @@ def load_split(split: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def run_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
-    """Train and evaluate one (seed, arm, N) network; resume from its checkpoint if there is one."""
+    """Train and evaluate one (seed, arm, N) network; resume from its checkpoint if there is one.
+
+    Besides the test sweep, the result holds ``train_accuracy`` (accuracy on the job's own
+    training images at its training N, in evaluation mode: the fit criterion) and ``diverged``
+    (:func:`i2o.train.health.classifier_flag`; ``""`` for a healthy run).
+    """
     runtime.set_threads()
     name = job_name(job["seed"], job["arm"], job["train_iter"])
     settings = settings_of(job)
@@ -89,10 +96,17 @@ def run_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     start = time.perf_counter()
     test = evaluate_iterations(model, test_x, test_y, job["test_iters"],
                                batch_size=job["eval_batch"])
+    # the fit criterion and the divergence flag: the model's own training set, at its training N
+    fit = evaluate_iterations(model, train_x, train_y, [job["train_iter"]],
+                              batch_size=job["eval_batch"])
     eval_seconds = time.perf_counter() - start
+    train_accuracy = float(fit["accuracy"][0])
     deq_steps = np.asarray(history["step_seconds"][job["pretrain_steps"]:])
     return {
         "test": test,
+        "train_accuracy": train_accuracy,
+        "train_residual": float(fit["residual_rel"][0]),
+        "diverged": health.classifier_flag(history, train_accuracy, NUM_CLASSES) or "",
         "history": {k: np.asarray(v, dtype=float) for k, v in history.items()},
         "parameters": count_parameters(model),
         "train_seconds": train_seconds,

@@ -1,0 +1,54 @@
+"""The deq-gaps chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
+
+from __future__ import annotations
+
+from i2o.chapters.deq_gaps.claims import NAMES
+from i2o.chapters.prose import paragraph, sentence
+from i2o.claims import Claim
+
+
+def task_paragraph(rows: dict[str, Claim], task: str) -> str:
+    name = NAMES[task]
+    gate = rows[f"{task}_gate"]
+    parts = [f"**{name}.**"]
+    if gate.holds is not True:
+        parts.append(f"Not in the regime of the paper's claims ({gate.check}), so this run "
+                     "decides none of them for this model; the curves above are shown as "
+                     "measured.")
+    for split, data in (("test", "test"), ("train", "training")):
+        key = f"{task}_{split}_no_gain"
+        if key in rows and gate.holds is True:
+            parts.append(sentence(
+                rows[key],
+                f"On {data} data, more iterations than in training bring no improvement beyond "
+                f"the margin ({rows[key].value}).",
+                f"On {data} data, more iterations than in training **do improve** the model "
+                f"beyond the margin ({rows[key].value}), unlike the paper's Figure 2.",
+                f"On {data} data, whether more iterations improve the model is undecided"))
+        key = f"{task}_{split}_fewer_hurt"
+        if gate.holds is True:
+            parts.append(sentence(
+                rows[key], f"Fewer iterations hurt on {data} data ({rows[key].value}).",
+                f"Fewer iterations do not hurt on {data} data ({rows[key].value}).",
+                f"Whether fewer iterations hurt on {data} data is undecided"))
+    residual = rows[f"{task}_residual"]
+    parts.append(sentence(
+        residual, f"The residual of the last iterate keeps falling ({residual.value}).",
+        f"Sanity check failed: the residual of the last iterate does not keep falling "
+        f"({residual.value}); the solver is not converging there.",
+        "The residual sanity check is undecided"))
+    return paragraph(parts)
+
+
+def conclusions(rows: dict[str, Claim]) -> str:
+    """One paragraph per task, and one for the overparametrization sweep."""
+    paragraphs = [task_paragraph(rows, task) for task in NAMES]
+    if "overparam" in rows:
+        row = rows["overparam"]
+        paragraphs.append("**Overparametrization sweep.** " + sentence(
+            row, f"The better a DEQ fits its training set, the more it loses from extra "
+            f"iterations ({row.value}).",
+            f"The loss from extra iterations is not ordered by how well the DEQ fits its "
+            f"training set ({row.value}).",
+            "Whether the DEQs that fit better lose more from extra iterations is undecided"))
+    return "\n\n".join(paragraphs)

@@ -1,0 +1,203 @@
+"""Verdicts that can fail: confidence intervals, margin predicates, fit and health gates.
+
+A paper claim about trained DEQs is decided here in two stages:
+
+1. **Gates** say whether the run can decide it at all. :func:`fit_gate` requires every model the
+   claim depends on to fit its training set (a stated criterion, e.g. training accuracy ≥ 90 %);
+   :func:`health_gate` requires that none of them diverged (:mod:`i2o.train.health`). A closed gate
+   returns ``(None, reason)`` and the claim is ``null`` with that reason.
+2. **Predicates** decide the claim from a two-sided confidence interval ``[lo, hi]`` of the measured
+   quantity at level ``1 − α`` (90 % by default, i.e. two one-sided tests at 5 %), against a margin
+   ``δ > 0`` stated per task. Every predicate is three-valued: ``True`` / ``False`` when the
+   interval settles it, ``None`` when it straddles the threshold (too little power), with a reason:
+
+   - :func:`equivalent`: ``−δ < lo`` and ``hi < δ`` (TOST equivalence); fails when the interval
+     lies entirely outside ``(−δ, δ)``;
+   - :func:`not_above`: ``hi < δ``; fails when ``lo > δ``;
+   - :func:`not_below`: ``lo > −δ``; fails when ``hi < −δ``;
+   - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``.
+
+The interval of a mean over ``n`` independent values (seeds, or evaluation examples when there is
+only one seed: :attr:`Interval.over` says which) is ``m ± t_{1−α/2, n−1} · s / √n``; the interval of
+a difference of two means is Welch's, with Welch–Satterthwaite degrees of freedom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+#: Default confidence level of every interval (two one-sided tests at 5 %).
+LEVEL = 0.90
+
+Decision = tuple[bool | None, str]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval of a mean (or a difference of means)."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int                   # number of independent values (smallest group for a difference)
+    over: str                # "seeds" or "examples": what the standard error is over
+    level: float = LEVEL
+
+    def describe(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
+        f = f"{{:+.{digits}f}}"
+        return (f"{f.format(scale * self.mean)}{unit}, {100 * self.level:.0f} % CI "
+                f"[{f.format(scale * self.lo)}, {f.format(scale * self.hi)}]{unit} over "
+                f"{self.n} {self.over}")
+
+
+def _values(samples: Iterable[float], name: str) -> np.ndarray:
+    values = np.asarray(list(samples), dtype=float).ravel()
+    if values.size < 2:
+        raise ValueError(f"{name}: a confidence interval needs at least 2 values; got "
+                         f"{values.size}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name}: non-finite values {values.tolist()}")
+    return values
+
+
+def interval(samples: Iterable[float], over: str = "seeds", level: float = LEVEL) -> Interval:
+    """``mean ± t · sd / √n`` of the values in ``samples`` (Student's t, n − 1 dof)."""
+    values = _values(samples, "interval")
+    n = values.size
+    mean = float(values.mean())
+    se = float(values.std(ddof=1) / np.sqrt(n))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * se
+    return Interval(mean, mean - half, mean + half, n, over, level)
+
+
+def difference(a: Iterable[float], b: Iterable[float], over: str = "seeds",
+               level: float = LEVEL) -> Interval:
+    """Welch interval of ``mean(a) − mean(b)`` (independent groups, unequal variances)."""
+    x, y = _values(a, "difference (first group)"), _values(b, "difference (second group)")
+    va, vb = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    se2 = va + vb
+    mean = float(x.mean() - y.mean())
+    if se2 == 0.0:
+        return Interval(mean, mean, mean, min(x.size, y.size), over, level)
+    dof = se2 ** 2 / (va ** 2 / (x.size - 1) + vb ** 2 / (y.size - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, dof) * np.sqrt(se2))
+    return Interval(mean, mean - half, mean + half, min(x.size, y.size), over, level)
+
+
+def from_se(mean: float, se: float, n: int, over: str = "examples",
+            level: float = LEVEL) -> Interval:
+    """``mean ± t_{n−1} · se`` from an already computed standard error over ``n`` values (e.g.
+    the paired per-example differences of :func:`i2o.gaps.curves.curve_from_sweep`)."""
+    if n < 2 or not np.isfinite(se) or not np.isfinite(mean):
+        raise ValueError(f"from_se needs n ≥ 2 and finite mean and se; got n={n}, mean={mean}, "
+                         f"se={se}")
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * float(se)
+    return Interval(float(mean), float(mean) - half, float(mean) + half, int(n), over, level)
+
+
+def _margin(margin: float) -> float:
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0; got {margin!r}")
+    return float(margin)
+
+
+def equivalent(ci: Interval, margin: float) -> Decision:
+    """Holds when the interval lies inside ``(−δ, δ)``; fails when it lies entirely outside."""
+    d = _margin(margin)
+    if -d < ci.lo and ci.hi < d:
+        return True, f"CI inside ±{d:g}"
+    if ci.lo >= d or ci.hi <= -d:
+        return False, f"CI entirely outside ±{d:g}"
+    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
+
+
+def not_above(ci: Interval, margin: float) -> Decision:
+    """Holds when ``hi < δ`` (the quantity is at most δ); fails when ``lo > δ``."""
+    d = _margin(margin)
+    if ci.hi < d:
+        return True, f"CI below +{d:g}"
+    if ci.lo > d:
+        return False, f"CI above +{d:g}"
+    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+
+
+def not_below(ci: Interval, margin: float) -> Decision:
+    """Holds when ``lo > −δ`` (the quantity is at least −δ); fails when ``hi < −δ``."""
+    d = _margin(margin)
+    if ci.lo > -d:
+        return True, f"CI above −{d:g}"
+    if ci.hi < -d:
+        return False, f"CI below −{d:g}"
+    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
+
+
+def positive(ci: Interval) -> Decision:
+    """Holds when ``lo > 0``; fails when ``hi ≤ 0``."""
+    if ci.lo > 0:
+        return True, "CI above 0"
+    if ci.hi <= 0:
+        return False, "CI at or below 0"
+    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+
+
+# -- gates --------------------------------------------------------------------------------------
+
+def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
+             criterion: str = "training accuracy", higher_is_better: bool = True,
+             unit: str = "%", scale: float = 100.0) -> Decision:
+    """Open (``True``) when every model's training score meets ``threshold``.
+
+    ``train_scores`` maps a group name (an arm, a task) to the scores of its models. Closed:
+    ``(None, "model does not fit its training set: IFT 41.0 % training accuracy (needs ≥ 90 %)")``.
+    """
+    failing, lowest = [], []
+    for group, scores in train_scores.items():
+        values = np.asarray(list(scores), dtype=float)
+        if values.size == 0:
+            return None, f"no trained model in group {group!r}"
+        bad = ~np.isfinite(values) | ((values < threshold) if higher_is_better
+                                      else (values > threshold))
+        finite = values[np.isfinite(values)]
+        worst = (float("nan") if finite.size == 0 else
+                 float(finite.min() if higher_is_better else finite.max()))
+        lowest.append(f"{group} {scale * worst:.1f}{unit}")
+        if bad.any():
+            shown = ", ".join(f"{scale * v:.1f}" for v in values[bad])
+            failing.append(f"{group} ({int(bad.sum())}/{values.size}: {shown}{unit})")
+    sign = "≥" if higher_is_better else "≤"
+    need = f"{criterion} {sign} {scale * threshold:g}{unit}"
+    if failing:
+        return None, f"model does not fit its training set: {'; '.join(failing)} (needs {need})"
+    return True, f"fit: every model {need} (worst: {', '.join(lowest)})"
+
+
+def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
+    """Open when no model diverged. ``flags`` maps a group to each model's divergence reason
+    (``None`` or ``""``: healthy), as :func:`i2o.train.health.diverged` returns it."""
+    bad = [f"{group} #{i}: {reason}" for group, reasons in flags.items()
+           for i, reason in enumerate(reasons) if reason]
+    if bad:
+        return None, "training diverged: " + "; ".join(bad)
+    return True, "no model diverged"
+
+
+def combine(*gates: Decision) -> Decision:
+    """All gates open → ``(True, reasons joined)``; else the first closed gate's reason."""
+    for opened, reason in gates:
+        if opened is not True:
+            return None, reason
+    return True, "; ".join(reason for _, reason in gates)
+
+
+def decide(gate: Decision, predicate: Decision) -> Decision:
+    """The verdict of a claim: ``None`` with the gate's reason when it is closed, otherwise the
+    predicate's decision (its reason prefixed by the gate's)."""
+    opened, why = gate
+    if opened is not True:
+        return None, why
+    holds, because = predicate
+    return holds, f"{why}; {because}"

@@ -1,0 +1,97 @@
+"""Predicates and gates of i2o.gates: for each, a doctored result that holds and one that fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from i2o import claims, gates
+
+
+def ci(lo: float, hi: float, n: int = 5) -> gates.Interval:
+    return gates.Interval((lo + hi) / 2, lo, hi, n, "seeds")
+
+
+def test_interval_is_students_t():
+    values = [1.0, 2.0, 3.0, 4.0, 5.0]
+    got = gates.interval(values, level=0.90)
+    half = 2.1318 * np.std(values, ddof=1) / np.sqrt(5)  # t_{0.95, 4}
+    assert got.mean == pytest.approx(3.0)
+    assert got.hi - got.mean == pytest.approx(half, rel=1e-3)
+    assert got.n == 5 and got.over == "seeds"
+
+
+def test_difference_is_welch_and_shrinks_with_seeds():
+    rng = np.random.default_rng(0)
+    few = gates.difference(rng.normal(0, 1, 3), rng.normal(0, 1, 3))
+    many = gates.difference(rng.normal(0, 1, 300), rng.normal(0, 1, 300))
+    assert (many.hi - many.lo) < (few.hi - few.lo)
+    same = gates.difference([1.0, 1.0], [0.5, 0.5])
+    assert same.lo == same.hi == pytest.approx(0.5)
+
+
+def test_interval_refuses_too_few_or_nonfinite():
+    with pytest.raises(ValueError, match="at least 2"):
+        gates.interval([1.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        gates.interval([1.0, float("nan")])
+
+
+@pytest.mark.parametrize("predicate, holding, failing, straddling", [
+    (lambda c: gates.equivalent(c, 1.0), ci(-0.5, 0.5), ci(1.2, 3.0), ci(0.5, 1.5)),
+    (lambda c: gates.not_above(c, 1.0), ci(-3.0, 0.9), ci(1.1, 2.0), ci(0.5, 1.5)),
+    (lambda c: gates.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
+    (gates.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),
+])
+def test_predicates_hold_fail_and_refuse(predicate, holding, failing, straddling):
+    assert predicate(holding)[0] is True
+    assert predicate(failing)[0] is False
+    verdict, reason = predicate(straddling)
+    assert verdict is None and "too little power" in reason
+
+
+def test_equivalence_fails_on_either_side():
+    assert gates.equivalent(ci(-3.0, -1.5), 1.0)[0] is False
+
+
+def test_margin_must_be_positive():
+    with pytest.raises(ValueError, match="margin"):
+        gates.not_above(ci(0, 1), 0.0)
+
+
+def test_fit_gate_opens_and_closes():
+    opened, reason = gates.fit_gate({"IFT": [0.95, 0.99], "unrolled": [1.0]}, 0.9)
+    assert opened is True and "≥ 90%" in reason
+    closed, reason = gates.fit_gate({"IFT": [0.41, 0.99], "unrolled": [1.0]}, 0.9)
+    assert closed is None
+    assert "does not fit its training set" in reason and "41.0" in reason and "IFT" in reason
+    lower, _ = gates.fit_gate({"lm": [1.2]}, 1.5, "training loss", higher_is_better=False,
+                              unit="", scale=1.0)
+    assert lower is True
+    assert gates.fit_gate({"lm": [1.7]}, 1.5, "training loss", higher_is_better=False,
+                          unit="", scale=1.0)[0] is None
+    assert gates.fit_gate({"IFT": [float("nan")]}, 0.9)[0] is None
+
+
+def test_health_gate_and_decide():
+    assert gates.health_gate({"IFT": ["", None]})[0] is True
+    closed = gates.health_gate({"IFT": ["", "loss became non-finite at step 3"]})
+    assert closed[0] is None and "non-finite" in closed[1]
+    # a closed gate makes even a predicate that holds undecided, with the gate's reason
+    assert gates.decide(closed, (True, "CI below +1")) == closed
+    opened = gates.combine((True, "fit"), (True, "healthy"))
+    assert gates.decide(opened, (False, "CI above +1"))[0] is False
+    assert gates.combine((True, "fit"), closed) == closed
+
+
+def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "claims_dir", lambda: tmp_path)
+    table = claims.Claims("figure", "smoke")
+    table.add("old style", True, "1.0")
+    table.add("old style, undecided", None, "n/a", "paper")
+    table.decide("gated", (None, "model does not fit its training set"), "41 %", margin="±1 point")
+    rows = [r.__dict__ for r in table.rows]
+    assert rows[0]["check"] == "" and rows[2]["margin"] == "±1 point"
+    assert "does not fit" in table.to_text() and "Margin" in table.to_html()
+    table.write()
+    assert claims.read_all()["figure"][2]["check"] == "model does not fit its training set"

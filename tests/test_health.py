@@ -1,0 +1,53 @@
+"""The divergence flag (i2o.train.health), and a smoke training run with a learning rate that
+diverges."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from i2o.train import health
+
+
+def test_healthy_run_is_not_flagged():
+    assert health.diverged([2.3, 2.0, 1.5, 1.0, 0.5, 0.3], 0.9, 0.1) is None
+
+
+@pytest.mark.parametrize("losses, score, expected", [
+    ([2.3, 2.0, math.nan, 1.0], 0.9, "non-finite at step 2"),
+    ([2.3, 2.2, 2.4, 2.6, 5.0, 9.0], 0.9, "ended above its start"),
+    ([2.3, 2.0, 1.9, 1.8], 0.105, "chance level"),
+])
+def test_each_condition_flags(losses, score, expected):
+    assert expected in health.diverged(losses, score, 0.1, window=2)
+
+
+def test_stopped_loop_is_flagged():
+    history = {"loss": [2.3, 2.0, math.inf], "nonfinite_step": [2]}
+    assert "step 2" in health.classifier_flag(history, 0.5, 10)
+    assert health.classifier_flag({"loss": [2.3, 1.0]}, 0.8, 10) is None
+
+
+def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monkeypatch, data_dir):
+    """A smoke stability job with lr = 1 diverges: its result carries the flag and the chapter's
+    claims that depend on it are undecided, naming it."""
+    from i2o import profiles
+    from i2o.chapters.stability import claims as stability_claims
+    from i2o.train import stability
+
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
+    params = dict(profiles.resolve("stability", "smoke"))
+    params.update(lr=1.0, n_train=40, n_test=20, test_iters=[3, 18, 20], batch_size=20, epochs=2,
+                  seeds=[0], eval_batch=20)
+    results = {}
+    for arm in ("ift", "unrolled"):
+        job = stability.job_params(params, 0, arm, 18)
+        results[arm] = [stability.run_job(job)]
+    flags = [r[0]["diverged"] for r in results.values()]
+    assert all(flags), flags
+    table, rows = stability_claims.claims_table(params, results)
+    assert rows["health"].holds is False  # the warning row
+    gated = [row for row in table.rows if "diverged" in row.check]
+    assert rows["not_more_stable"] in gated and rows["ift_no_gain"] in gated
+    assert all(row.holds is None for row in gated)
