@@ -150,7 +150,7 @@ def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
 
 
 def test_gap_prose_follows_the_rows():
-    from i2o.chapters.prose import sentence
+    from i2o.prose import sentence
 
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED)
     assert "no improvement beyond" in gaps_prose.task_paragraph(rows, "classification")

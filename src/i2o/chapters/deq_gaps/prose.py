@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from i2o.chapters.deq_gaps.claims import NAMES
-from i2o.chapters.prose import paragraph, sentence
 from i2o.claims import Claim
+from i2o.prose import paragraph, sentence
 
 
 def task_paragraph(rows: dict[str, Claim], task: str) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from i2o.chapters.prose import paragraph, sentence
 from i2o.claims import Claim
+from i2o.prose import paragraph, sentence
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
 
