@@ -1,6 +1,7 @@
 """Figure 5's training step: peak memory against N for both arms, and the TINY step time.
 
-Every number comes from a fresh process (:func:`i2o.train.stepcost.measure_step`; its docstring
+Every number comes from a fresh process
+(:func:`~i2o.chapters.stability.stepcost.measure_step`; its docstring
 gives the memory method: on CPU, the peak resident set size during the first step minus the
 resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from i2o.train.stepcost import measure_step
+from i2o.chapters.stability.stepcost import measure_step
 
 MEMORY_BATCH = 16
 MEMORY_N = (9, 18, 36)

@@ -8,8 +8,8 @@ import matplotlib
 import numpy as np
 import pytest
 
-from i2o.authors_csv import AuthorsCsvError, layout, read_curve, read_figure2
-from i2o.gaps.curves import plot_gap
+from i2o.chapters.deq_gaps.authors_csv import AuthorsCsvError, layout, read_curve, read_figure2
+from i2o.chapters.deq_gaps.curves import plot_gap
 
 matplotlib.use("Agg")
 

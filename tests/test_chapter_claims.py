@@ -8,10 +8,10 @@ import pytest
 
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
+from i2o.chapters.deq_gaps.curves import curve_from_sweep
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
-from i2o.gaps.curves import curve_from_sweep
 
 ITERS = [3, 9, 18, 25, 35]
 PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin": 0.02,
@@ -162,7 +162,7 @@ def test_gap_prose_follows_the_rows():
 
 @pytest.mark.parametrize("task, fit", [("language", 1.2), ("deq", 3.0)])
 def test_regression_fit_criteria(task, fit):
-    from i2o.gaps.curves import GapCurve
+    from i2o.chapters.deq_gaps.curves import GapCurve
 
     its = np.asarray(GRID)
     curve = GapCurve("x", "m", N_TRAIN, its, np.full(5, -20.0), np.zeros(5), np.full(5, 0.1),

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, plot_gap
 from i2o.deq import SolverSpec
 from i2o.deq.sweep import Probe, check_grid, iteration_grid, sweep_iterations
-from i2o.gaps.curves import GapCurve, curve_from_sweep, plot_gap
 from i2o.train.loop import Plan, train_steps
 
 matplotlib.use("Agg")
@@ -226,7 +226,7 @@ def test_training_stops_on_a_non_finite_loss():
 
 def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep():
     from i2o import profiles
-    from i2o.gaps import chapter
+    from i2o.chapters.deq_gaps import chapter
 
     params = profiles.resolve("deq-gaps", "quick")
     jobs = chapter.build_jobs(params)
@@ -243,7 +243,7 @@ def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep
 
 def test_jobs_round_trip_through_their_cache_description():
     from i2o import profiles
-    from i2o.gaps import chapter, jobs
+    from i2o.chapters.deq_gaps import chapter, jobs
 
     params = profiles.resolve("deq-gaps", "smoke")
     pairs = chapter.all_jobs(params)
@@ -260,7 +260,7 @@ def test_jobs_round_trip_through_their_cache_description():
 
 
 def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
-    from i2o.gaps.classification import ClassificationJob, train_mdeq
+    from i2o.chapters.deq_gaps.classification import ClassificationJob, train_mdeq
     from i2o.train.evaluate import classification_probes
 
     job = ClassificationJob(architecture="micro", n_train=3, backward_iter=3, train_size=20,

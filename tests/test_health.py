@@ -34,7 +34,7 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
     claims that depend on it are undecided, naming it."""
     from i2o import profiles
     from i2o.chapters.stability import claims as stability_claims
-    from i2o.train import stability
+    from i2o.chapters.stability import runs as stability
 
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     params = dict(profiles.resolve("stability", "smoke"))
@@ -43,7 +43,7 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
     results = {}
     for arm in ("ift", "unrolled"):
         job = stability.job_params(params, 0, arm, 18)
-        results[arm] = [stability.run_job(job)]
+        results[arm] = [stability.train_job(job)]
     flags = [r[0]["diverged"] for r in results.values()]
     assert all(flags), flags
     table, rows = stability_claims.claims_table(params, results)

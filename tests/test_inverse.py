@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from i2o.chapters.deq_gaps.inverse import (
+    InverseJob,
+    inverse_probes,
+    noisy_measurements,
+    train_reconstruction,
+)
 from i2o.deq import SolverSpec, solve, sweep_iterations
-from i2o.gaps.inverse import InverseJob, inverse_probes, noisy_measurements, train_reconstruction
 from i2o.models.inverse import InverseConfig, Operator, ReconstructionDEQ, psnr
 
 torch.set_num_threads(1)

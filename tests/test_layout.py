@@ -15,9 +15,8 @@ from i2o import profiles
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "i2o"
 ENGINES = ("deq", "models", "data", "train")
 BASE = ("runtime",)
-#: chapter code not yet moved under ``i2o.chapters`` (issue 11), and the chapter it belongs to
-NOT_YET_MOVED = {"i2o.gaps": "deq_gaps", "i2o.authors_csv": "deq_gaps",
-                 "i2o.train.stability": "stability", "i2o.train.stepcost": "stability"}
+#: chapters whose notebooks still hold their figure and claims logic (issue 11, steps 3-4)
+FACES_PENDING = {"stability", "deq_gaps"}
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
 
 
@@ -53,12 +52,7 @@ GRAPH = {module: imports_of(module) for module in MODULES}
 
 
 def chapter_of(module: str) -> str | None:
-    if module.startswith("i2o.chapters."):
-        return module.split(".")[2]
-    for prefix, chapter in NOT_YET_MOVED.items():
-        if module == prefix or module.startswith(prefix + "."):
-            return chapter
-    return None
+    return module.split(".")[2] if module.startswith("i2o.chapters.") else None
 
 
 def layer_of(module: str) -> str:
@@ -132,7 +126,7 @@ def test_every_chapter_has_its_faces(figure):
     runs = importlib.import_module(package + ".runs")
     faces = [hasattr(runs, face) for face in ("all_jobs", "is_cached", "run_job")]
     assert all(faces) or not any(faces)
-    if package.split(".")[-1] not in NOT_YET_MOVED.values():
+    if package.split(".")[-1] not in FACES_PENDING:
         assert callable(runs.check_params) and callable(runs.collect)
         assert importlib.import_module(package + ".figures")
         claims = importlib.import_module(package + ".claims")

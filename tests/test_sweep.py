@@ -1,4 +1,4 @@
-"""i2o.sweep and i2o.train.stability: jobs land in the results cache under the notebook's keys.
+"""i2o.sweep and the stability chapter's runs: jobs land in the cache under the notebook's keys.
 Budget: ~25 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor; the
 first CIFAR-10 decode of the offline copy adds ~10 s once)."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from i2o import profiles, results, sweep
-from i2o.train import stability
+from i2o.chapters.stability import runs as stability
 
 TINY_RUN = {"model": "micro", "n_train": 32, "n_test": 20, "epochs": 1, "batch_size": 16,
             "pretrain_steps": 1, "train_iters": [4], "backward_iter": 4, "seeds": [0],

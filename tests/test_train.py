@@ -201,7 +201,7 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path, arm):
 
 
 def test_step_cost_is_measured_in_a_fresh_process():
-    from i2o.train.stepcost import measure_step
+    from i2o.chapters.stability.stepcost import measure_step
 
     cost = measure_step("micro", arm="unrolled", train_iter=3, backward_iter=3, batch=4, steps=1,
                         warmup=0, threads=1)

@@ -91,7 +91,7 @@ def difference(a: Iterable[float], b: Iterable[float], over: str = "seeds",
 def from_se(mean: float, se: float, n: int, over: str = "examples",
             level: float = LEVEL) -> Interval:
     """``mean ± t_{n−1} · se`` from an already computed standard error over ``n`` values (e.g.
-    the paired per-example differences of :func:`i2o.gaps.curves.curve_from_sweep`)."""
+    the paired per-example differences of :func:`i2o.chapters.deq_gaps.curves.curve_from_sweep`)."""
     if n < 2 or not np.isfinite(se) or not np.isfinite(mean):
         raise ValueError(f"from_se needs n ≥ 2 and finite mean and se; got n={n}, mean={mean}, "
                          f"se={se}")

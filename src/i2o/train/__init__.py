@@ -4,7 +4,6 @@
 - :mod:`i2o.train.loop`       — a step-based loop (any loss) with the same checkpointing;
 - :mod:`i2o.train.evaluate`   — accuracy and residuals for each test-time iteration count (through
   the generic sweep :func:`i2o.deq.sweep_iterations`);
-- :mod:`i2o.train.stability`  — one (seed, arm, N) job of the paper's Figure 5;
 - :mod:`i2o.train.health`     — the divergence flag of a training run;
 - :mod:`i2o.train.schedule`, :mod:`i2o.train.checkpoint`, :mod:`i2o.train.seeding` — the parts.
 """

@@ -1,8 +1,15 @@
 """Inner-iterations overfitting in DEQs trained here (Figures 2, G.1, G.2, G.4).
 
-The chapter's code still lives in :mod:`i2o.gaps` (and :mod:`i2o.authors_csv`); :mod:`.runs` is
-the face the book's machinery uses, :mod:`.claims` the chapter's gated claims and :mod:`.prose` the
-conclusions written from them.
+A DEQ trained with ``N`` iterations is evaluated at ``N + ΔN`` with the one generic sweep
+:func:`i2o.deq.sweep_iterations`:
+
+- :mod:`.classification`, :mod:`.language`, :mod:`.inverse`  the three tasks (CIFAR-10 MDEQ,
+  Tiny Shakespeare DEQ transformer, DEQ/ELDER reconstruction);
+- :mod:`.jobs`     each task's train-then-sweep job, cached in the results store;
+- :mod:`.chapter`  the chapter's jobs, curves and figures; :mod:`.runs` the sweep's faces;
+- :mod:`.curves`   test-performance gaps with standard errors, the Figure 2 panel;
+- :mod:`.authors_csv`  the authors' evaluation CSVs (the paper's own Figure 2);
+- :mod:`.claims`   the gated claims; :mod:`.prose` the conclusions written from them.
 """
 
 FIGURE = "deq-gaps"

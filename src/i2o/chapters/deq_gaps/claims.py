@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from i2o import gates
+from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.claims import Claim, Claims
-from i2o.gaps.curves import GapCurve
 from i2o.train import health
 
 NAMES = {"classification": "CIFAR-10 MDEQ", "language": "language model",

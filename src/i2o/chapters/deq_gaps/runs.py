@@ -3,9 +3,9 @@
 from collections.abc import Mapping
 from typing import Any
 
-from i2o.gaps import jobs
-from i2o.gaps.chapter import all_jobs
-from i2o.gaps.jobs import is_cached
+from i2o.chapters.deq_gaps import jobs
+from i2o.chapters.deq_gaps.chapter import all_jobs
+from i2o.chapters.deq_gaps.jobs import is_cached
 
 __all__ = ["all_jobs", "is_cached", "run_job"]
 

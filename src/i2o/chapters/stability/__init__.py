@@ -1,8 +1,10 @@
 """Stability of IFT- and unrolled-trained DEQs (Figure 5).
 
-The training jobs still live in :mod:`i2o.train.stability` and the step-cost measurement in
-:mod:`i2o.train.stepcost`; :mod:`.runs` is the face the book's machinery uses, :mod:`.claims` the
-chapter's gated claims and :mod:`.prose` the conclusions written from them.
+- :mod:`.runs`      the (seed, arm, N) training jobs through the results cache, the sweep's faces;
+- :mod:`.stepcost`  time and peak memory of one training step per arm, in a fresh process;
+- :mod:`.claims`    the chapter's gated claims; :mod:`.prose` the conclusions written from them.
+
+The figure is still drawn in the notebook (its logic moves to ``figures.py`` with issue 11).
 """
 
 FIGURE = "stability"

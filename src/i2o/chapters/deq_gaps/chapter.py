@@ -2,7 +2,7 @@
 
 From the validated parameters of figure ``deq-gaps`` (:func:`i2o.profiles.resolve`):
 :func:`build_jobs` makes the jobs, :func:`run` trains and sweeps them through the results cache,
-:func:`curves` turns the sweeps into :class:`~i2o.gaps.curves.GapCurve`s (test or training data,
+:func:`curves` turns the sweeps into :class:`.curves.GapCurve`s (test or training data,
 task metric or training loss), :func:`gap_figure`, :func:`overparam_figure` and
 :func:`authors_figure` draw. The claims are decided in :mod:`i2o.chapters.deq_gaps.claims`
 (gated on each model's fit, with margins) and the conclusions written by
@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from i2o import runtime
+from i2o.chapters.deq_gaps import jobs as job_runner
+from i2o.chapters.deq_gaps.classification import ClassificationJob
+from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, plot_gap
+from i2o.chapters.deq_gaps.inverse import InverseJob
+from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import iteration_grid
-from i2o.gaps import jobs as job_runner
-from i2o.gaps.classification import ClassificationJob
-from i2o.gaps.curves import GapCurve, curve_from_sweep, plot_gap
-from i2o.gaps.inverse import InverseJob
-from i2o.gaps.language import LanguageJob
 
 TASKS = ("classification", "language", "deq", "elder")
 #: task → (metric, transform, metric label, loss metric, loss label, title)
@@ -37,7 +37,7 @@ _METRICS = {
     "deq": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (DEQ)"),
     "elder": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (ELDER)"),
 }
-#: file names of the authors' README commands, by kind of :mod:`i2o.authors_csv`
+#: file names of the authors' README commands, by kind of :mod:`i2o.chapters.deq_gaps.authors_csv`
 AUTHORS_FILES = {"imagenet": "imagenet_n_iter_results.csv",
                  "cityscapes": "cityscapes_n_iter_results.csv",
                  "wikitext": "transformer_results.csv",
@@ -88,7 +88,7 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
 
 
 def described(jobs: Jobs, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Every job as its ``(name, params)`` pair (:func:`i2o.gaps.jobs.describe`), by role."""
+    """Every job as its ``(name, params)`` pair (:func:`.jobs.describe`), by role."""
     p = params
     inverse_sizes = {"train_size": p["inv_train_size"], "eval_size": p["inv_eval_size"]}
     return {
@@ -219,7 +219,7 @@ def overparam_figure(rows: Sequence[Mapping[str, Any]]):
 def authors_figure(folder: str | Path):
     """The paper's own Figure 2 from the authors' CSV files in ``folder`` (those present), drawn
     with the same panel code; ``None`` when the folder holds none of them."""
-    from i2o.authors_csv import read_curve
+    from i2o.chapters.deq_gaps.authors_csv import read_curve
 
     if not folder:
         return None

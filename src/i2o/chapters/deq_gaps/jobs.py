@@ -22,23 +22,23 @@ import numpy as np
 import torch
 
 from i2o import results
+from i2o.chapters.deq_gaps.classification import ClassificationJob
+from i2o.chapters.deq_gaps.inverse import InverseJob
+from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import sweep_iterations
-from i2o.gaps.classification import ClassificationJob
-from i2o.gaps.inverse import InverseJob
-from i2o.gaps.language import LanguageJob
 
 FIGURE = "deq-gaps"
-_COMMON = ("gaps.jobs", "deq", "train.loop", "train.checkpoint", "train.schedule",
+_COMMON = ("chapters.deq_gaps.jobs", "deq", "train.loop", "train.checkpoint", "train.schedule",
            "train.seeding")
 #: The modules each job's numbers depend on: edits elsewhere (plots, other chapters) do not
 #: invalidate its cache entry.
 SOURCES = {
-    "classification": _COMMON + ("gaps.classification", "train.evaluate", "models.mdeq",
-                                 "data.cifar10"),
-    "language": _COMMON + ("gaps.language", "models.deq_transformer",
+    "classification": _COMMON + ("chapters.deq_gaps.classification", "train.evaluate",
+                                 "models.mdeq", "data.cifar10"),
+    "language": _COMMON + ("chapters.deq_gaps.language", "models.deq_transformer",
                            "data.shakespeare"),
-    "inverse-deq": _COMMON + ("gaps.inverse", "models.inverse", "data.cifar10"),
-    "inverse-elder": _COMMON + ("gaps.inverse", "models.inverse",
+    "inverse-deq": _COMMON + ("chapters.deq_gaps.inverse", "models.inverse", "data.cifar10"),
+    "inverse-elder": _COMMON + ("chapters.deq_gaps.inverse", "models.inverse",
                                 "data.cifar10"),
 }
 JOB_TYPES = {"classification": ClassificationJob, "language": LanguageJob,
@@ -99,8 +99,8 @@ def _parameters(model: torch.nn.Module) -> int:
 def _classification(job: ClassificationJob, params, checkpoints, progress) -> dict[str, Any]:
     """MDEQ on a class-balanced CIFAR-10 subset; sweeps on ``eval_size`` test images and up to
     ``eval_size`` of its own training images."""
+    from i2o.chapters.deq_gaps.classification import train_mdeq
     from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
-    from i2o.gaps.classification import train_mdeq
     from i2o.train.evaluate import classification_probes
 
     grid, eval_size = params["grid"], params["eval_size"]
@@ -125,8 +125,8 @@ def _classification(job: ClassificationJob, params, checkpoints, progress) -> di
 def _language(job: LanguageJob, params, checkpoints, progress) -> dict[str, Any]:
     """DEQ transformer on the first 90 % of Tiny Shakespeare; sweeps on ``eval_windows`` windows
     of the test split and of the training split."""
+    from i2o.chapters.deq_gaps.language import language_probes, train_language_model
     from i2o.data.shakespeare import load_shakespeare
-    from i2o.gaps.language import language_probes, train_language_model
 
     grid, windows = params["grid"], params["eval_windows"]
     corpus = load_shakespeare()
@@ -144,14 +144,14 @@ def _language(job: LanguageJob, params, checkpoints, progress) -> dict[str, Any]
 def _inverse(job: InverseJob, params, checkpoints, progress) -> dict[str, Any]:
     """Reconstruction network trained on patches of ``train_size`` CIFAR-10 training images;
     sweeps on ``eval_size`` whole test images and ``eval_size`` whole training images."""
-    from i2o.data.cifar10 import load_cifar10
-    from i2o.gaps.inverse import (
+    from i2o.chapters.deq_gaps.inverse import (
         baseline_neg_psnr,
         inverse_probes,
         noisy_measurements,
         to_unit,
         train_reconstruction,
     )
+    from i2o.data.cifar10 import load_cifar10
 
     grid, train_size, eval_size = params["grid"], params["train_size"], params["eval_size"]
     train, test = load_cifar10("train"), load_cifar10("test")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from i2o.gaps.curves import GapCurve
+from i2o.chapters.deq_gaps.curves import GapCurve
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def layout(kind: str, split: str = "val", metric: str | None = None) -> CsvLayou
 
 def read_curve(path: Path | str, kind: str, n_train: int | None = None, split: str = "val",
                metric: str | None = None, label: str | None = None) -> GapCurve:
-    """A :class:`~i2o.gaps.curves.GapCurve` (no standard errors) from one authors' CSV file.
+    """A :class:`.curves.GapCurve` (no standard errors) from one authors' CSV file.
 
     Args:
         path: the CSV file (e.g. ``imagenet_n_iter_results.csv``).

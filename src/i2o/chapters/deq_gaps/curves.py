@@ -8,7 +8,7 @@ axis to show that the solver keeps converging while the performance does not imp
 A :class:`GapCurve` comes either from a sweep of the book's own DEQs
 (:func:`curve_from_sweep`, with standard errors over the evaluation set, the per-example
 differences being paired) or from the CSV files of the authors' evaluation scripts
-(:mod:`i2o.authors_csv`, without standard errors); :func:`plot_gap` draws both the same way.
+(:mod:`.authors_csv`, without standard errors); :func:`plot_gap` draws both the same way.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Method (the same for every arm and N, so that ratios are meaningful):
 
 Command line (used by :func:`measure_step` and the benchmarks)::
 
-    python -m i2o.train.stepcost --model tiny --arm ift --train-iter 18 --batch 128
+    python -m i2o.chapters.stability.stepcost --model tiny --arm ift --train-iter 18 --batch 128
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def measure_step(model: str = "tiny", arm: str = "ift", train_iter: int = 18,
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(SOLVERS)}; got {solver!r}")
     threads = threads or int(os.environ.get("I2O_THREADS", "1"))
-    command = [sys.executable, "-m", "i2o.train.stepcost", "--json", "--model", model,
+    command = [sys.executable, "-m", "i2o.chapters.stability.stepcost", "--json", "--model", model,
                "--arm", arm, "--train-iter", str(train_iter), "--backward-iter",
                str(backward_iter), "--batch", str(batch), "--steps", str(steps), "--warmup",
                str(warmup), "--tol", str(tol), "--solver", solver, "--threads", str(threads)]
@@ -158,7 +158,7 @@ def measure_step(model: str = "tiny", arm: str = "ift", train_iter: int = 18,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m i2o.train.stepcost",
+    parser = argparse.ArgumentParser(prog="python -m i2o.chapters.stability.stepcost",
                                      description="time and peak memory of one training step")
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--arm", default="ift", choices=("ift", "unrolled"))
