@@ -32,7 +32,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -151,6 +151,18 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
         return []
     return run_jobs(figure, todo, executor, max_parallel, partition, time_min, gpus, cpus,
                     slurm_args)
+
+
+def run_missing(figure: str, jobs: list[tuple[str, dict[str, Any]]],
+                is_cached: Callable[[str, dict[str, Any]], bool], workers: int) -> None:
+    """Before a notebook reads ``figure``'s ``jobs``: say how many are cached, and compute the
+    missing ones in ``workers`` local processes (with one worker the caller computes each one
+    as it reads it, in its own process)."""
+    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
+    print(f"{figure}: {len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
+          f"{len(missing)} to compute", flush=True)
+    if missing and workers > 1:
+        run_jobs(figure, missing, "local", max_parallel=workers)
 
 
 def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str = "local",

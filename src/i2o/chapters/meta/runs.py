@@ -309,14 +309,9 @@ def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
 
     Models missing from the cache are first trained and swept in ``p.workers`` local processes
     (:func:`i2o.sweep.run_jobs`); everything is then read from the cache."""
-    jobs = all_jobs(p)
-    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
-    print(f"{len(jobs)} models, {len(jobs) - len(missing)} in the results cache, "
-          f"{len(missing)} to train", flush=True)
-    if missing and p.workers > 1:
-        from i2o import sweep
+    from i2o import sweep
 
-        sweep.run_jobs(FIGURE, missing, "local", max_parallel=p.workers)
+    sweep.run_missing(FIGURE, all_jobs(p), is_cached, p.workers)
     return {"figure3": figure3(p, log), "figure4": figure4(p, log),
             "ablation": ablation(p, log), "floor": bn_floor(p)}
 

@@ -220,14 +220,9 @@ def collect(p: Any) -> dict[str, Any]:
 
     Jobs missing from the cache run first in ``p.workers`` local processes (one process: here)."""
     start = time.perf_counter()
-    jobs = all_jobs(p)
-    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
-    print(f"{len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
-          f"{len(missing)} to run", flush=True)
-    if missing and p.workers > 1:
-        from i2o import sweep
+    from i2o import sweep
 
-        sweep.run_jobs(FIGURE, missing, "local", max_parallel=p.workers)
+    sweep.run_missing(FIGURE, all_jobs(p), is_cached, p.workers)
     out = {"sawtooth": sawtooth_section(p), "steep": steep_section(p),
            "diagonal": diagonal_section(p), "gotu": gotu_section(p)}
     out["seconds"] = time.perf_counter() - start

@@ -146,14 +146,10 @@ def collect(params: Mapping[str, Any], workers: int = 1,
     With ``workers > 1`` the missing jobs run first in that many local processes (submitit's local
     executor, :func:`i2o.sweep.run_jobs`); everything is then read from the cache.
     """
-    jobs = all_jobs(params)
-    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
-    print(f"{len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
-          f"{len(missing)} to compute", flush=True)
-    if missing and workers > 1:
-        from i2o import sweep
+    from i2o import sweep
 
-        sweep.run_jobs(FIGURE, missing, "local", max_parallel=workers)
+    jobs = all_jobs(params)
+    sweep.run_missing(FIGURE, jobs, is_cached, workers)
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for name, job in runtime.Progress.over(jobs, "stability jobs", unit="job"):
         runs.setdefault((job["arm"], job["train_iter"]), []).append(
