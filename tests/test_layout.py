@@ -15,8 +15,8 @@ from i2o import profiles
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "i2o"
 ENGINES = ("deq", "models", "data", "train")
 BASE = ("runtime",)
-#: chapters whose notebooks still hold their figure and claims logic (issue 11, steps 3-4)
-FACES_PENDING = {"stability", "deq_gaps"}
+#: chapters without their cross-parameter check (check_params) yet
+FACES_PENDING = {"deq_gaps"}
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
 
 
@@ -126,8 +126,25 @@ def test_every_chapter_has_its_faces(figure):
     runs = importlib.import_module(package + ".runs")
     faces = [hasattr(runs, face) for face in ("all_jobs", "is_cached", "run_job")]
     assert all(faces) or not any(faces)
-    if package.split(".")[-1] not in FACES_PENDING:
-        assert callable(runs.check_params) and callable(runs.collect)
-        assert importlib.import_module(package + ".figures")
-        claims = importlib.import_module(package + ".claims")
-        assert callable(claims.numbers) and callable(claims.claims)
+    assert callable(runs.collect)
+    assert hasattr(runs, "check_params") or package.split(".")[-1] in FACES_PENDING
+    assert importlib.import_module(package + ".figures")
+    claims = importlib.import_module(package + ".claims")
+    assert callable(claims.numbers) and callable(claims.claims)
+
+
+MAX_NOTEBOOK_LOGIC_LINES = 35
+
+
+@pytest.mark.parametrize("figure", profiles.figures())
+def test_notebooks_stay_thin(figure):
+    """Outside its parameters cell a notebook only calls its chapter's package: parameters →
+    ``runs.collect`` → one call per figure → claims (at most 35 logic lines)."""
+    import nbformat
+
+    notebook = nbformat.read(PACKAGE_DIR.parents[1] / profiles.entry(figure)["notebook"], 4)
+    lines = [line for cell in notebook.cells if cell.cell_type == "code"
+             and "parameters" not in cell.metadata.get("tags", [])
+             for line in cell.source.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    assert len(lines) <= MAX_NOTEBOOK_LOGIC_LINES, f"{len(lines)} logic lines"

@@ -168,3 +168,35 @@ def add_overparam_claim(table: Claims, rows: dict[str, Claim],
         "DEQs that fit their training set better (lower training loss) lose more from extra "
         "iterations (larger D(N, ΔN) at the largest ΔN; the best-fitting one > 0)",
         gates.decide(gate, decision), text, "0")
+
+
+def _task_numbers(prefix: str, curve: GapCurve) -> dict[str, str]:
+    s = curve.summary()
+    digits = 2 if "error" in curve.metric else 3
+    return {f"{prefix}-n": str(curve.n_train),
+            f"{prefix}-at-n": f"{s['value_at_n']:.{digits}f}",
+            f"{prefix}-n-max": str(int(s["n_max"])),
+            f"{prefix}-at-max": f"{s['value_at_max']:.{digits}f}",
+            f"{prefix}-at-1": f"{curve.value[0]:.{digits}f}",
+            f"{prefix}-best-gap": f"{s['best_gap']:+.{digits}f} ± {s['best_gap_se']:.{digits}f}",
+            f"{prefix}-best-n": str(int(s["best_gap_n"])),
+            f"{prefix}-res-n": f"{s['residual_at_n']:.2g}",
+            f"{prefix}-res-max": f"{s['residual_at_max']:.2g}"}
+
+
+def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
+    """The numbers the chapter's text quotes (``glue`` names → formatted values), from a
+    :class:`.runs.GapsResults`."""
+    out: dict[str, str] = {}
+    for prefix, curves in (("gaps", results.test), ("gaps-train", results.train),
+                           ("gaps-trainloss", results.train_loss)):
+        for task, curve in curves.items():
+            out.update(_task_numbers(f"{prefix}-{task}", curve))
+    out["gaps-baseline"] = f"{results.results['deq']['test_baseline_neg_psnr']:.2f}"
+    return out
+
+
+def claims(params: Mapping[str, Any], results: Any) -> tuple[Claims, dict[str, Claim]]:
+    """:func:`claims_table` for a :class:`.runs.GapsResults`."""
+    return claims_table(params, results.results, results.test, results.train,
+                        results.train_loss, results.overparam)

@@ -142,3 +142,37 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
             f"peak +{costs['unrolled']['peak_mb']:.0f} MB unrolled vs "
             f"+{costs['ift']['peak_mb']:.0f} MB IFT", check="one measurement per arm")
     return table, rows
+
+
+def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
+    """The numbers the chapter's text quotes (``glue`` names → formatted values), from a
+    :class:`.runs.StabilityResults`."""
+    its = np.asarray(params["test_iters"])
+    out: dict[str, str] = {}
+    for arm, s in results.summary.items():
+        out[f"stability-{arm}-acc"] = f"{100 * s['at_train'].mean():.1f}"
+        out[f"stability-{arm}-deviation"] = f"{100 * s['deviation'].mean():.2f}"
+        out[f"stability-{arm}-gain-more"] = f"{100 * s['gain_more'].mean():+.2f}"
+        out[f"stability-{arm}-loss-fewer"] = f"{100 * s['loss_fewer'].mean():.1f}"
+        out[f"stability-{arm}-acc-min"] = f"{100 * s['mean'][np.argmin(its)]:.1f}"
+        out[f"stability-{arm}-acc-max"] = f"{100 * s['mean'][np.argmax(its)]:.1f}"
+        out[f"stability-{arm}-res-train"] = f"{s['residual_at_train'].mean():.3f}"
+        out[f"stability-{arm}-res-max"] = f"{s['residual_at_max'].mean():.3f}"
+        out[f"stability-{arm}-train-seconds"] = f"{results.train_seconds[arm]:.0f}"
+    out["stability-parameters"] = f"{results.n_parameters:,}"
+    out["stability-parameters-tiny"] = f"{results.n_parameters_tiny:,}"
+    out["stability-seeds"] = str(len(params["seeds"]))
+    out["stability-train-n"] = str(results.train_n)
+    out["stability-n-min"] = str(its.min())
+    out["stability-n-max"] = str(its.max())
+    out["stability-collect-seconds"] = f"{results.collect_seconds:.0f}"
+    for arm in LABELS:
+        cost = (results.costs or {}).get(arm)
+        out[f"stability-{arm}-step-seconds"] = f"{cost['cpu_seconds']:.2f}" if cost else "n/a"
+        out[f"stability-{arm}-step-mb"] = f"{cost['peak_mb']:.0f}" if cost else "n/a"
+    return out
+
+
+def claims(params: Mapping[str, Any], results: Any) -> tuple[Claims, dict[str, Claim]]:
+    """:func:`claims_table` for a :class:`.runs.StabilityResults`."""
+    return claims_table(params, results.runs, results.costs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -139,8 +140,8 @@ def check_params(params: Mapping[str, Any]) -> None:
     config(params["model"])
 
 
-def collect(params: Mapping[str, Any], workers: int = 1,
-            progress: bool = True) -> dict[tuple[str, int], list[dict[str, Any]]]:
+def collect_runs(params: Mapping[str, Any], workers: int = 1,
+                 progress: bool = True) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Every job's result, ``{(arm, train N): [result per seed]}``; computes what is missing.
 
     With ``workers > 1`` the missing jobs run first in that many local processes (submitit's local
@@ -155,6 +156,41 @@ def collect(params: Mapping[str, Any], workers: int = 1,
         runs.setdefault((job["arm"], job["train_iter"]), []).append(
             run_job(name, job, progress=progress))
     return runs
+
+
+@dataclass(frozen=True)
+class StabilityResults:
+    """What the chapter shows, for the first training N (``train_n``)."""
+
+    runs: dict[str, list[dict[str, Any]]]  # arm → its seeds' job results at train_n
+    summary: dict[str, dict[str, Any]]  # arm → :func:`summarize`
+    train_seconds: dict[str, float]  # arm → mean over seeds of the summed training-step times
+    costs: dict[str, dict[str, Any]] | None  # :func:`step_costs`, None when cost_steps = 0
+    collect_seconds: float
+    train_n: int
+    n_parameters: int
+    n_parameters_tiny: int
+
+
+def collect(params: Mapping[str, Any]) -> StabilityResults:
+    """Every result of the chapter, computed (``params.workers`` processes) or read back."""
+    from i2o.models import MDEQClassifier
+
+    start = time.perf_counter()
+    runs = collect_runs(params, workers=params["workers"])
+    collect_seconds = time.perf_counter() - start
+    train_n = int(params["train_iters"][0])
+    at_n = {arm: runs[(arm, train_n)] for arm in ARMS}
+    return StabilityResults(
+        runs=at_n,
+        summary={arm: summarize(rs, params["test_iters"], train_n) for arm, rs in at_n.items()},
+        # summed over every training step, including those of an interrupted and resumed run
+        train_seconds={arm: float(np.mean([np.sum(r["history"]["step_seconds"]) for r in rs]))
+                       for arm, rs in at_n.items()},
+        costs=step_costs(params, train_n) if params["cost_steps"] > 0 else None,
+        collect_seconds=collect_seconds, train_n=train_n,
+        n_parameters=count_parameters(MDEQClassifier(config(params["model"]))),
+        n_parameters_tiny=count_parameters(MDEQClassifier(config("tiny"))))
 
 
 def summarize(runs: list[dict[str, Any]], test_iters: list[int], train_iter: int

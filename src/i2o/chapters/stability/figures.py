@@ -1,0 +1,81 @@
+"""Figure 5 and the chapter's printed summaries, drawn from :func:`.runs.collect` (nothing here
+computes a result)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from i2o import plotting, runtime
+from i2o.chapters.stability.claims import LABELS
+from i2o.chapters.stability.runs import StabilityResults
+
+
+def figure_5(results: StabilityResults, p: Mapping[str, Any]) -> Figure:
+    """Left: test accuracy against test-time Broyden iterations N' (mean ± sd over seeds) per
+    arm; right: the relative residual of the returned iterate. Dashed: the training N."""
+    its = np.asarray(p["test_iters"])
+    fig, (ax, ax_res) = plt.subplots(1, 2, figsize=(10.5, 4.0),
+                                     gridspec_kw={"width_ratios": [1.4, 1]})
+    for arm, s in results.summary.items():
+        colour = plotting.ARM_COLOURS[arm]
+        mean, sd = 100 * s["mean"], 100 * s["sd"]
+        seeds = len(s["at_train"])
+        ax.plot(its, mean, marker="o", markersize=4, color=colour,
+                label=f"{LABELS[arm]} ({seeds} seed{'s' if seeds > 1 else ''})")
+        ax.fill_between(its, mean - sd, mean + sd, color=colour, alpha=0.2, linewidth=0)
+        ax_res.plot(its, s["residual_mean"], marker="o", markersize=4, color=colour,
+                    label=LABELS[arm])
+    for axis in (ax, ax_res):
+        axis.axvline(results.train_n, **plotting.TRAIN_N_LINE)
+        axis.set_xlabel("test-time Broyden iterations $N'$")
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(title=f"trained with N = {results.train_n}", loc="lower right", framealpha=0.9,
+              frameon=True)
+    ax_res.set_yscale("log")
+    ax_res.set_ylabel(r"relative residual $\|f(z)-z\| / \|f(z)\|$")
+    fig.suptitle(f"CIFAR-10, MDEQ {p['model']} ({results.n_parameters:,} parameters), "
+                 f"{p['n_train']:,} training / {p['n_test']:,} test images, {p['epochs']} "
+                 f"epoch{'s' if p['epochs'] > 1 else ''} — profile "
+                 f"{getattr(p, 'profile', '')!r}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def run_report(results: StabilityResults, p: Mapping[str, Any]) -> str:
+    """Accuracy at N, deviation and training time per arm; devices; fit and divergence per seed."""
+    lines = [f"model {p['model']!r}: {results.n_parameters:,} parameters (the paper's TINY: "
+             f"{results.n_parameters_tiny:,})"]
+    for arm, s in results.summary.items():
+        sd = 100 * s["at_train"].std(ddof=1) if len(s["at_train"]) > 1 else 0
+        lines.append(f"{arm:>9}: accuracy at N={results.train_n}: "
+                     f"{100 * s['at_train'].mean():.1f} ± {sd:.1f} %, mean |acc(N') - acc(N)| "
+                     f"{100 * s['deviation'].mean():.2f} points, training "
+                     f"{results.train_seconds[arm]:.0f} s per seed")
+    lines.append(f"computed or read in {results.collect_seconds:.0f} s")
+    devices = sorted({str(r.get("device", "?")) for rs in results.runs.values() for r in rs})
+    lines.append(f"jobs trained on: {', '.join(devices)}; this notebook runs on "
+                 f"{runtime.device_name()}")
+    for arm, rs in results.runs.items():
+        lines.append(f"{arm:>9}: training accuracy per seed (fit criterion ≥ "
+                     f"{100 * p['fit_accuracy']:g} %): "
+                     + ", ".join(f"{100 * float(r['train_accuracy']):.1f}" for r in rs) + " %")
+        for seed, r in zip(p["seeds"], rs, strict=False):
+            if r["diverged"]:
+                lines.append(f"  WARNING: {arm} seed {seed} diverged: {r['diverged']}")
+    return "\n".join(lines)
+
+
+def cost_report(results: StabilityResults) -> str:
+    """Time and peak memory of one training step per arm, or why they were not measured."""
+    if results.costs is None:
+        return "cost_steps = 0: not measured"
+    return "\n".join(
+        f"{LABELS[arm]:>9}: {c['seconds']:.3f} s per step (CPU time {c['cpu_seconds']:.3f} s), "
+        f"peak memory +{c['peak_mb']:.0f} MB (batch {c['batch']}, N = {c['train_iter']}, "
+        f"backward {c['backward_iter']}, {c['device']}, {c['threads']} thread(s))"
+        for arm, c in results.costs.items())
