@@ -226,10 +226,10 @@ def test_training_stops_on_a_non_finite_loss():
 
 def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep():
     from i2o import profiles
-    from i2o.chapters.deq_gaps import chapter
+    from i2o.chapters.deq_gaps import runs
 
     params = profiles.resolve("deq-gaps", "quick")
-    jobs = chapter.build_jobs(params)
+    jobs = runs.build_jobs(params)
     main = jobs.classification
     by_size = {job.train_size: job for job in jobs.overparam}
     assert by_size[main.train_size] == main  # same key: read from the cache, not retrained
@@ -243,10 +243,10 @@ def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep
 
 def test_jobs_round_trip_through_their_cache_description():
     from i2o import profiles
-    from i2o.chapters.deq_gaps import chapter, jobs
+    from i2o.chapters.deq_gaps import jobs, runs
 
     params = profiles.resolve("deq-gaps", "smoke")
-    pairs = chapter.all_jobs(params)
+    pairs = runs.all_jobs(params)
     names = [name for name, _ in pairs]
     assert {"classification", "language", "inverse-deq", "inverse-elder"} <= set(names)
     assert len(pairs) == len({repr(p) for p in pairs})  # the main classifier listed once

@@ -6,7 +6,8 @@ A DEQ trained with ``N`` iterations is evaluated at ``N + ΔN`` with the one gen
 - :mod:`.classification`, :mod:`.language`, :mod:`.inverse`  the three tasks (CIFAR-10 MDEQ,
   Tiny Shakespeare DEQ transformer, DEQ/ELDER reconstruction);
 - :mod:`.jobs`     each task's train-then-sweep job, cached in the results store;
-- :mod:`.chapter`  the chapter's jobs, curves and figures; :mod:`.runs` the sweep's faces;
+- :mod:`.runs`     the jobs of the chapter's parameters (:func:`.runs.check_params` first),
+  :func:`.runs.collect` and the curves; :mod:`.figures` draws them;
 - :mod:`.curves`   test-performance gaps with standard errors, the Figure 2 panel;
 - :mod:`.authors_csv`  the authors' evaluation CSVs (the paper's own Figure 2);
 - :mod:`.claims`   the gated claims; :mod:`.prose` the conclusions written from them.

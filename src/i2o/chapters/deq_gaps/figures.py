@@ -3,15 +3,23 @@ Figure 2) and printed summaries, from :func:`.runs.collect` (nothing here comput
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
-from i2o.chapters.deq_gaps import chapter
-from i2o.chapters.deq_gaps.runs import GapsResults
+from i2o.chapters.deq_gaps.curves import GapCurve, plot_gap
+from i2o.chapters.deq_gaps.runs import GapsResults, Jobs
 
 PANELS = ("classification", "language", "deq")
+#: file names of the authors' README commands, by kind of :mod:`i2o.chapters.deq_gaps.authors_csv`
+AUTHORS_FILES = {"imagenet": "imagenet_n_iter_results.csv",
+                 "cityscapes": "cityscapes_n_iter_results.csv",
+                 "wikitext": "transformer_results.csv",
+                 "sintel": "optical_flow_results.csv"}
 
 
 def _titled(fig: Figure, title: str, p: Mapping[str, Any]) -> Figure:
@@ -21,43 +29,43 @@ def _titled(fig: Figure, title: str, p: Mapping[str, Any]) -> Figure:
 
 def figure_2(r: GapsResults, p: Mapping[str, Any]) -> Figure:
     """Test-performance gap of the three tasks."""
-    return _titled(chapter.gap_figure([r.test[t] for t in PANELS]), "Test-performance gap", p)
+    return _titled(gap_figure([r.test[t] for t in PANELS]), "Test-performance gap", p)
 
 
 def figure_g1(r: GapsResults, p: Mapping[str, Any]) -> Figure:
     """Training-performance gap of the three tasks."""
-    return _titled(chapter.gap_figure([r.train[t] for t in PANELS]),
+    return _titled(gap_figure([r.train[t] for t in PANELS]),
                    "Training-performance gap", p)
 
 
 def figure_g2(r: GapsResults, p: Mapping[str, Any]) -> Figure:
     """Loss gap on test (top row) and training data (bottom row)."""
-    fig = chapter.gap_figure([r.test_loss[t] for t in PANELS] + [r.train_loss[t] for t in PANELS],
+    fig = gap_figure([r.test_loss[t] for t in PANELS] + [r.train_loss[t] for t in PANELS],
                              columns=3)
     return _titled(fig, "Loss gap, test (top) and training data (bottom)", p)
 
 
 def figure_g4(r: GapsResults, p: Mapping[str, Any]) -> Figure:
     """The inverse problem's DEQ and ELDER on test data."""
-    return _titled(chapter.gap_figure([r.test["deq"], r.test["elder"]]),
+    return _titled(gap_figure([r.test["deq"], r.test["elder"]]),
                    "Inverse problem, test data", p)
 
 
 def overparam_figure(r: GapsResults, p: Mapping[str, Any]) -> Figure:
     """D(N, ΔN) of the MDEQ classifier trained on subsets of growing size."""
-    return _titled(chapter.overparam_figure(r.overparam),
+    return _titled(_overparam_panels(r.overparam),
                    "Overparametrization sweep, CIFAR-10 MDEQ", p)
 
 
 def authors_figure(p: Mapping[str, Any]) -> Figure | None:
     """The paper's own Figure 2 from the authors' CSVs in ``authors_results`` (None: none)."""
-    return chapter.authors_figure(p["authors_results"])
+    return _authors_panels(p["authors_results"])
 
 
 def run_report(r: GapsResults, p: Mapping[str, Any]) -> str:
     """Sizes and costs of the trained DEQs, then each task's value at N, at the largest count,
     its most negative gap and its residuals."""
-    lines = [chapter.sizes_table(r.results, r.jobs, p), "",
+    lines = [sizes_table(r.results, r.jobs, p), "",
              f"computed or read in {r.seconds:.0f} s; 'train s' is the wall time of the training "
              "steps when the job was computed"]
     for task, curve in r.test.items():
@@ -93,4 +101,97 @@ def overparam_report(r: GapsResults) -> str:
 
 def authors_missing_report() -> str:
     return ("authors_results is empty or holds none of "
-            f"{', '.join(chapter.AUTHORS_FILES.values())}: nothing to redraw")
+            f"{', '.join(AUTHORS_FILES.values())}: nothing to redraw")
+
+
+def gap_figure(panels: Sequence[GapCurve], columns: int | None = None, width: float = 4.3):
+    """Figure 2's layout: one panel per curve, gap on the left axis, residual on the right."""
+    import matplotlib.pyplot as plt
+
+    columns = columns or len(panels)
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.3 * rows), squeeze=False)
+    for ax, curve in zip(axes.flat, panels, strict=False):
+        plot_gap(ax, curve)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def _overparam_panels(rows: Sequence[Mapping[str, Any]]):
+    """Figure 4's layout for DEQs: D(N, ΔN) on the training loss (left) and the test-error gap
+    (right) against ΔN, one line per training-set size, coloured by the training loss at N."""
+    import matplotlib.pyplot as plt
+    from matplotlib import cm, colors
+    from matplotlib.ticker import FuncFormatter
+
+    from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
+
+    losses = np.asarray([r["loss_at_n"] for r in rows])
+    norm = colors.LogNorm(vmin=max(losses.min(), 1e-4), vmax=max(losses.max(), 2e-4))
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for row in rows:
+        colour = cmap(norm(max(row["loss_at_n"], 1e-4)))
+        for ax, key in zip(axes, ("train_loss", "test_error"), strict=True):
+            curve = row[key]
+            ax.plot(curve.delta, curve.gap, "-o", markersize=3, color=colour,
+                    label=f"{row['size']} images")
+            ax.fill_between(curve.delta, curve.gap - curve.gap_se, curve.gap + curve.gap_se,
+                            color=colour, alpha=0.15, linewidth=0)
+    titles = ("training-loss increase D(N, ΔN)", "test-error gap (%)")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.axvline(0, **TRAIN_N_LINE)
+        ax.axhline(0, **ZERO_LINE)
+        ax.set_xlabel(r"$\Delta N$")
+        ax.set_title(title)
+        ax.set_yscale("symlog", linthresh=0.01 if "loss" in title else 1.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2g}"))
+    axes[1].legend(fontsize=8)
+    fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes,
+                 label=r"training loss $\ell(z_N(\theta^{*,N}))$")
+    return fig
+
+
+def _authors_panels(folder: str | Path):
+    """The paper's own Figure 2 from the authors' CSV files in ``folder`` (those present), drawn
+    with the same panel code; ``None`` when the folder holds none of them."""
+    from i2o.chapters.deq_gaps.authors_csv import read_curve
+
+    if not folder:
+        return None
+    found = {kind: Path(folder) / name for kind, name in AUTHORS_FILES.items()
+             if (Path(folder) / name).is_file()}
+    if not found:
+        return None
+    return gap_figure([read_curve(path, kind) for kind, path in found.items()], columns=2)
+
+
+def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any]) -> str:
+    """A plain-text table of what was trained, on what, and at what cost."""
+    def seconds(history: Mapping[str, Any]) -> float:
+        return float(np.sum(history["seconds"])) if "seconds" in history else float("nan")
+
+    lines = [f"{'task':<16}{'parameters':>11}{'N':>5}{'steps':>7}{'train data':>30}"
+             f"{'train s':>9}"]
+    cls, lm = jobs.classification, jobs.language
+    cls_steps = cls.steps()
+    entries = [
+        ("classification", results["classification"], cls.n_train, cls_steps,
+         f"{cls.train_size} CIFAR-10 images"),
+        ("language", results["language"], lm.n_train, lm.steps,
+         f"{int(results['language']['n_characters'][0])} characters"),
+        ("inverse DEQ", results["deq"], jobs.deq.n_train, jobs.deq.steps,
+         f"{jobs.deq.crop}² patches of {params['inv_train_size']}"),
+        ("inverse ELDER", results["elder"], jobs.elder.n_train, jobs.elder.steps,
+         f"{jobs.elder.crop}² patches of {params['inv_train_size']}"),
+    ]
+    for job, result in zip(jobs.overparam, results["overparam"], strict=True):
+        steps = job.steps()
+        entries.append((f"overparam {job.train_size}", result, job.n_train, steps,
+                        f"{job.train_size} CIFAR-10 images"))
+    for name, result, n, steps, data in entries:
+        lines.append(f"{name:<16}{int(result['n_parameters']):>11}{n:>5}{steps:>7}{data:>30}"
+                     f"{seconds(result['history']):>9.0f}")
+    return "\n".join(lines)

@@ -1,24 +1,191 @@
-"""The deq-gaps chapter's computations: its sweep jobs (one per trained DEQ, for
-:mod:`i2o.sweep`) and :func:`collect`, everything the notebook shows."""
+"""The deq-gaps chapter's computations: the jobs of its parameters (one trained and swept DEQ
+each, for :mod:`i2o.sweep`), :func:`collect` (everything the notebook shows) and the curves drawn
+from the sweeps. The only module of the chapter that calls the results cache (through
+:mod:`.jobs`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from i2o.chapters.deq_gaps import chapter, jobs
-from i2o.chapters.deq_gaps.chapter import Jobs, all_jobs
-from i2o.chapters.deq_gaps.curves import GapCurve
+from i2o import runtime
+from i2o.chapters.deq_gaps import jobs as job_runner
+from i2o.chapters.deq_gaps.classification import ClassificationJob
+from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep
+from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.jobs import is_cached
+from i2o.chapters.deq_gaps.language import LanguageJob
+from i2o.deq import iteration_grid
 
-__all__ = ["GapsResults", "all_jobs", "collect", "is_cached", "run_job"]
+__all__ = ["GapsResults", "Jobs", "all_jobs", "build_jobs", "check_params", "collect",
+           "is_cached", "run_job"]
+
+TASKS = ("classification", "language", "deq", "elder")
+#: task → (metric, transform, metric label, loss metric, loss label, title)
+_METRICS = {
+    "classification": ("error", "percent", "top-1 error (%)", "loss", "cross-entropy",
+                       "CIFAR-10 classification (MDEQ)"),
+    "language": ("nll", "exp_mean", "perplexity", "nll", "NLL (nats/char)",
+                 "Tiny Shakespeare (DEQ transformer)"),
+    "deq": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (DEQ)"),
+    "elder": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (ELDER)"),
+}
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """What the manifest's per-parameter schema cannot say; raises ``ParameterError`` naming the
+    parameter before any compute."""
+    from i2o.models.mdeq import config
+    from i2o.profiles import ParameterError
+
+    p = params
+    config(p["cls_architecture"])
+    cls_steps = p["cls_epochs"] * -(-p["cls_train_size"] // p["cls_batch_size"])
+    if p["cls_pretrain_steps"] >= cls_steps:
+        raise ParameterError(
+            f"parameter 'cls_pretrain_steps' ({p['cls_pretrain_steps']}) of figure 'deq-gaps' "
+            f"must be smaller than the classifier's training steps (cls_epochs × ⌈cls_train_size /"
+            f" cls_batch_size⌉ = {cls_steps}), or no DEQ is ever trained")
+    if p["lm_width"] % p["lm_heads"]:
+        raise ParameterError(f"parameter 'lm_heads' ({p['lm_heads']}) of figure 'deq-gaps' must "
+                             f"divide 'lm_width' ({p['lm_width']})")
+    if p["inv_crop"] % 2:
+        raise ParameterError(f"parameter 'inv_crop' of figure 'deq-gaps' must be even (×2 "
+                             f"super-resolution of a patch); got {p['inv_crop']}")
+    sizes = list(p["op_sizes"])
+    if len(set(sizes)) != len(sizes) or len(sizes) < 2:
+        raise ParameterError(f"parameter 'op_sizes' of figure 'deq-gaps' needs at least 2 "
+                             f"distinct training-set sizes; got {sizes}")
+
+
+@dataclass(frozen=True)
+class Jobs:
+    classification: ClassificationJob
+    language: LanguageJob
+    deq: InverseJob
+    elder: InverseJob
+    overparam: tuple[ClassificationJob, ...]
+    grids: Mapping[str, list[int]]
+
+
+def build_jobs(params: Mapping[str, Any]) -> Jobs:
+    """The chapter's jobs from the parameters of figure ``deq-gaps`` (checked first)."""
+    check_params(params)
+    p = params
+    classification = ClassificationJob(
+        architecture=p["cls_architecture"], n_train=p["cls_n_train"],
+        backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
+        epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
+        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=p["seed"])
+    language = LanguageJob(
+        context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
+        ffn_width=p["lm_ffn_width"], n_train=p["lm_n_train"], method=p["lm_method"],
+        backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
+        batch_size=p["lm_batch_size"], seed=p["seed"])
+    inverse = {variant: InverseJob(
+        variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
+        depth=p["inv_depth"], n_train=p["inv_n_train"], backward_iter=p["inv_backward_iter"],
+        steps=p["inv_steps"], batch_size=p["inv_batch_size"], crop=p["inv_crop"],
+        seed=p["seed"]) for variant in ("deq", "elder")}
+    steps = classification.steps()
+    overparam = tuple(
+        ClassificationJob(**{**classification.as_dict(), "train_size": size,
+                             "epochs": job_runner.epochs_for_steps(
+                                 steps, size, classification.batch_size)})
+        for size in sorted(set(p["op_sizes"])))
+
+    def grid(n: int) -> list[int]:
+        return iteration_grid(n, p["grid_factor"], p["grid_points"])
+
+    grids = {"classification": grid(classification.n_train), "language": grid(language.n_train),
+             "deq": grid(inverse["deq"].n_train), "elder": grid(inverse["elder"].n_train)}
+    return Jobs(classification, language, inverse["deq"], inverse["elder"], overparam, grids)
+
+
+def described(jobs: Jobs, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Every job as its ``(name, params)`` pair (:func:`.jobs.describe`), by role."""
+    p = params
+    inverse_sizes = {"train_size": p["inv_train_size"], "eval_size": p["inv_eval_size"]}
+    return {
+        "classification": job_runner.describe(jobs.classification, jobs.grids["classification"],
+                                              eval_size=p["cls_eval_size"]),
+        "language": job_runner.describe(jobs.language, jobs.grids["language"],
+                                        eval_windows=p["lm_eval_windows"]),
+        "deq": job_runner.describe(jobs.deq, jobs.grids["deq"], **inverse_sizes),
+        "elder": job_runner.describe(jobs.elder, jobs.grids["elder"], **inverse_sizes),
+        "overparam": [job_runner.describe(job, jobs.grids["classification"],
+                                          eval_size=p["cls_eval_size"])
+                      for job in jobs.overparam],
+    }
+
+
+def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The distinct ``(name, params)`` jobs of a run, for :mod:`i2o.sweep` (submitit)."""
+    roles = described(build_jobs(params), params)
+    pairs = [roles[r] for r in ("classification", "language", "deq", "elder")] + roles["overparam"]
+    unique: list[tuple[str, dict[str, Any]]] = []
+    for pair in pairs:
+        if pair not in unique:
+            unique.append(pair)
+    return unique
+
+
+def compute_all(jobs: Jobs, params: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+    """Train and sweep every job (each a results-cache entry; cached ones are only read)."""
+    roles = described(jobs, params)
+    todo = [(role, *roles[role]) for role in ("classification", "language", "deq", "elder")]
+    todo += [("overparam", name, job) for name, job in roles["overparam"]]
+    out: dict[str, Any] = {"overparam": []}
+    for role, name, job in runtime.Progress.over(todo, "deq-gaps jobs", unit="job"):
+        result = job_runner.compute(name, job, progress=progress)
+        if role == "overparam":
+            out["overparam"].append(result)
+        else:
+            out[role] = result
+    return out
+
+
+def _n_train(jobs: Jobs, task: str) -> int:
+    return getattr(jobs, task).n_train
+
+
+def curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
+           loss: bool = False) -> dict[str, GapCurve]:
+    """One curve per task on ``split`` data: the task metric, or (``loss=True``) the training
+    loss."""
+    out = {}
+    for task in TASKS:
+        metric, transform, label, loss_metric, loss_label, title = _METRICS[task]
+        if loss:
+            metric, transform, label = loss_metric, "mean", loss_label
+        where = "test" if split == "test" else "training"
+        out[task] = curve_from_sweep(results[task][split], metric, _n_train(jobs, task),
+                                     f"{title}\n{where} data", transform, label)
+    return out
+
+
+def overparam_rows(results: Sequence[Mapping[str, Any]], jobs: Jobs) -> list[dict[str, Any]]:
+    """Per training-set size: training-loss and test-error curves and the training loss at N."""
+    rows = []
+    for job, result in zip(jobs.overparam, results, strict=True):
+        train_loss = curve_from_sweep(result["train"], "loss", job.n_train,
+                                      f"{job.train_size} images", "mean", "training loss")
+        test_error = curve_from_sweep(result["test"], "error", job.n_train,
+                                      f"{job.train_size} images", "percent", "test error (%)")
+        train_error = curve_from_sweep(result["train"], "error", job.n_train,
+                                       f"{job.train_size} images", "percent",
+                                       "training error (%)")
+        rows.append({"size": job.train_size, "epochs": job.epochs, "train_loss": train_loss,
+                     "test_error": test_error, "train_error": train_error,
+                     "loss_at_n": train_loss.summary()["value_at_n"]})
+    return rows
 
 
 def run_job(name: str, job: Mapping[str, Any]) -> None:
     """Train and sweep one DEQ of the chapter into the results cache."""
-    jobs.compute(name, dict(job))
+    job_runner.compute(name, dict(job))
 
 
 @dataclass(frozen=True)
@@ -26,25 +193,25 @@ class GapsResults:
     """The trained DEQs' sweeps and the curves drawn from them (task → :class:`GapCurve`)."""
 
     jobs: Jobs
-    results: dict[str, Any]  # :func:`.chapter.run`
+    results: dict[str, Any]  # :func:`compute_all`
     seconds: float  # to compute or read them
     test: dict[str, GapCurve]
     train: dict[str, GapCurve]
     test_loss: dict[str, GapCurve]
     train_loss: dict[str, GapCurve]
-    overparam: list[dict[str, Any]]  # :func:`.chapter.overparam_rows`
+    overparam: list[dict[str, Any]]  # :func:`overparam_rows`
 
 
 def collect(params: Mapping[str, Any]) -> GapsResults:
     """Every DEQ of the chapter trained and swept (or read from the cache), and its curves."""
     start = time.perf_counter()
-    built = chapter.build_jobs(params)
-    results = chapter.run(built, params)
+    built = build_jobs(params)
+    results = compute_all(built, params)
     seconds = time.perf_counter() - start
     return GapsResults(
         jobs=built, results=results, seconds=seconds,
-        test=chapter.curves(results, built, "test"),
-        train=chapter.curves(results, built, "train"),
-        test_loss=chapter.curves(results, built, "test", loss=True),
-        train_loss=chapter.curves(results, built, "train", loss=True),
-        overparam=chapter.overparam_rows(results["overparam"], built))
+        test=curves(results, built, "test"),
+        train=curves(results, built, "train"),
+        test_loss=curves(results, built, "test", loss=True),
+        train_loss=curves(results, built, "train", loss=True),
+        overparam=overparam_rows(results["overparam"], built))
