@@ -41,7 +41,7 @@ def imagenet_csv(tmp_path):
 def test_imagenet_accuracy_becomes_error_gap(imagenet_csv):
     curve = read_curve(imagenet_csv, "imagenet")
     np.testing.assert_array_equal(curve.iterations, [10, 18, 26, 40])
-    assert curve.n_train == 26
+    assert curve.train_iters == 26
     # 100 − top1, duplicates at N = 26 averaged: 100 − 79.1 = 20.9
     np.testing.assert_allclose(curve.value, [30.0, 23.0, 20.9, 21.5])
     np.testing.assert_allclose(curve.gap, [9.1, 2.1, 0.0, 0.6], atol=1e-12)
@@ -104,7 +104,7 @@ def test_clear_errors(tmp_path, imagenet_csv):
     with pytest.raises(AuthorsCsvError, match=r"missing column\(s\) \['n_forward'"):
         read_curve(imagenet_csv, "wikitext")
     with pytest.raises(AuthorsCsvError, match="no row with f_thres_val = 30"):
-        read_curve(imagenet_csv, "imagenet", n_train=30)
+        read_curve(imagenet_csv, "imagenet", train_iters=30)
     empty = _write(tmp_path / "empty.csv", ["top1", "f_thres_val"], [])
     with pytest.raises(AuthorsCsvError, match="no row"):
         read_curve(empty, "imagenet")

@@ -115,7 +115,7 @@ def test_curve_gap_and_paired_standard_error():
     rng = np.random.default_rng(0)
     grid = [1, 4, 8, 16]
     values = rng.normal(size=(50, 4)) + np.array([3.0, 1.0, 0.0, 0.5])
-    curve = curve_from_sweep(_fake_sweep(values, grid), "m", n_train=8, label="t")
+    curve = curve_from_sweep(_fake_sweep(values, grid), "m", train_iters=8, label="t")
     assert curve.gap[2] == 0.0 and curve.gap_se[2] == 0.0
     diff = values[:, 3] - values[:, 2]
     assert curve.gap[3] == pytest.approx(diff.mean())
@@ -129,7 +129,7 @@ def test_curve_gap_and_paired_standard_error():
 def test_perplexity_transform_uses_the_delta_method():
     grid = [2, 4]
     nll = np.array([[1.0, 0.9], [1.2, 1.0], [0.8, 0.8]])
-    curve = curve_from_sweep(_fake_sweep(nll, grid), "m", n_train=4, label="lm",
+    curve = curve_from_sweep(_fake_sweep(nll, grid), "m", train_iters=4, label="lm",
                              transform="exp_mean")
     np.testing.assert_allclose(curve.value, np.exp(nll.mean(0)))
     linear = np.exp(nll.mean(0)) * nll
@@ -237,7 +237,7 @@ def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep
     for job in jobs.overparam:  # every size gets at least as many optimiser steps
         assert job.epochs * math.ceil(job.train_size / job.batch_size) >= steps
     for task, grid in jobs.grids.items():
-        n = getattr(jobs, task).n_train
+        n = getattr(jobs, task).train_iters
         assert grid[0] == 1 and n in grid and grid[-1] >= 2 * n
 
 
@@ -263,7 +263,7 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     from i2o.chapters.deq_gaps.classification import ClassificationJob, train_mdeq
     from i2o.train.evaluate import classification_probes
 
-    job = ClassificationJob(architecture="micro", n_train=3, backward_iter=3, train_size=20,
+    job = ClassificationJob(architecture="micro", train_iters=3, backward_iter=3, train_size=20,
                             epochs=1, batch_size=10, pretrain_steps=1)
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(20, 3, 32, 32, generator=generator)
@@ -279,3 +279,19 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
                               [0, 3, 6], job.sweep_spec())
     errors = result["metrics"]["error"]
     assert errors.shape == (20, 3) and set(np.unique(errors)) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"cls_pretrain_steps": 10_000}, "cls_pretrain_steps"),
+    ({"lm_heads": 3}, "lm_heads"),
+    ({"inv_crop": 15}, "inv_crop"),
+    ({"op_sizes": [40, 40]}, "op_sizes"),
+])
+def test_check_params_names_the_parameter_before_any_compute(change, named):
+    from i2o import profiles
+    from i2o.chapters.deq_gaps import runs
+
+    runs.check_params(profiles.resolve("deq-gaps", "quick"))  # the profiles themselves pass
+    params = profiles.resolve("deq-gaps", "quick", **change)
+    with pytest.raises(profiles.ParameterError, match=named):
+        runs.build_jobs(params)

@@ -116,7 +116,7 @@ def test_short_training_improves_and_sweeps(variant):
     # smooth random images: upsampled noise, so that ×2 super-resolution is learnable
     images = torch.nn.functional.interpolate(torch.rand(16, 3, 8, 8, generator=generator),
                                              scale_factor=4, mode="bilinear").clamp(0, 1)
-    job = InverseJob(variant=variant, width=8, n_train=3, backward_iter=5, steps=12,
+    job = InverseJob(variant=variant, width=8, train_iters=3, backward_iter=5, steps=12,
                      batch_size=8, crop=8, lr=1e-2)
     model, history = train_reconstruction(job, images)
     assert len(history["loss"]) == 12

@@ -195,13 +195,13 @@ def sweep_iterations(probes: Iterable[Probe], iterations: Sequence[int], spec: S
     }
 
 
-def iteration_grid(n_train: int, factor: float = 2.0, points: int = 16,
+def iteration_grid(train_iters: int, factor: float = 2.0, points: int = 16,
                    extra: Sequence[int] = ()) -> list[int]:
     """A grid of ``N + ΔN`` from 1 to ``factor · N`` (at least 2N is what the chapter asks),
     denser near ``N``: ``points`` roughly log-spaced counts, plus ``N`` itself and ``extra``."""
-    if n_train < 1 or factor < 1 or points < 2:
-        raise ValueError(f"need n_train ≥ 1, factor ≥ 1, points ≥ 2; got {n_train}, {factor}, "
-                         f"{points}")
-    top = max(int(round(factor * n_train)), n_train)
+    if train_iters < 1 or factor < 1 or points < 2:
+        raise ValueError(f"need train_iters ≥ 1, factor ≥ 1, points ≥ 2; got {train_iters}, "
+                         f"{factor}, {points}")
+    top = max(int(round(factor * train_iters)), train_iters)
     values = np.unique(np.round(np.geomspace(1, top, points)).astype(int))
-    return sorted(set(values.tolist()) | {n_train, top} | {int(e) for e in extra})
+    return sorted(set(values.tolist()) | {train_iters, top} | {int(e) for e in extra})

@@ -46,7 +46,7 @@ class CsvLayout:
     iterations: str
     metric: str
     residual: str
-    n_train: int
+    train_iters: int
     metric_label: str
     cast: str = "identity"            # "identity", "error_from_accuracy" or "negate"
     filters: Mapping[str, str] = field(default_factory=dict)
@@ -96,24 +96,24 @@ def layout(kind: str, split: str = "val", metric: str | None = None) -> CsvLayou
         raise ValueError(f"split must be one of {', '.join(map(repr, SPLITS))}; got {split!r}")
     base = KINDS[kind]
     chosen = CsvLayout(base.title, base.iterations, base.metric.format(split=split),
-                       base.residual.format(split=split), base.n_train, base.metric_label,
+                       base.residual.format(split=split), base.train_iters, base.metric_label,
                        base.cast, dict(base.filters))
     if metric is None:
         return chosen
     if kind != "imagenet" or metric != "loss":
         raise ValueError(f"metric={metric!r} is only meaningful as 'loss' for kind 'imagenet'")
-    return CsvLayout(base.title, base.iterations, base.metric, base.residual, base.n_train,
+    return CsvLayout(base.title, base.iterations, base.metric, base.residual, base.train_iters,
                      "cross-entropy loss", "identity", dict(base.filters))
 
 
-def read_curve(path: Path | str, kind: str, n_train: int | None = None, split: str = "val",
+def read_curve(path: Path | str, kind: str, train_iters: int | None = None, split: str = "val",
                metric: str | None = None, label: str | None = None) -> GapCurve:
     """A :class:`.curves.GapCurve` (no standard errors) from one authors' CSV file.
 
     Args:
         path: the CSV file (e.g. ``imagenet_n_iter_results.csv``).
         kind: ``"imagenet"``, ``"cityscapes"``, ``"wikitext"`` or ``"sintel"`` (module docstring).
-        n_train: the training count ``N`` (default: the paper's for ``kind``); must be a row.
+        train_iters: the training count ``N`` (default: the paper's for ``kind``); must be a row.
         split: ``"val"`` (default, as the paper's panel), ``"test"`` or ``"train"`` (WikiText).
         metric: ``"loss"`` for ImageNet files written with ``--use_loss_as_perf`` (Figure G.2).
         label: panel title (default: the task's name).
@@ -146,12 +146,12 @@ def read_curve(path: Path | str, kind: str, n_train: int | None = None, split: s
     has_residual = spec.residual in header
     residual = np.asarray([np.nanmean([_number(r.get(spec.residual, "")) for r in groups[n]])
                            if has_residual else np.nan for n in its])
-    n_train = spec.n_train if n_train is None else int(n_train)
-    if n_train not in groups:
-        raise AuthorsCsvError(f"{path}: no row with {spec.iterations} = {n_train} (the training "
-                              f"count); rows have {its.tolist()}")
-    base = values[int(np.flatnonzero(its == n_train)[0])]
-    return GapCurve(label=label or spec.title, metric=spec.metric_label, n_train=n_train,
+    train_iters = spec.train_iters if train_iters is None else int(train_iters)
+    if train_iters not in groups:
+        raise AuthorsCsvError(f"{path}: no row with {spec.iterations} = {train_iters} (the "
+                              f"training count); rows have {its.tolist()}")
+    base = values[int(np.flatnonzero(its == train_iters)[0])]
+    return GapCurve(label=label or spec.title, metric=spec.metric_label, train_iters=train_iters,
                     iterations=its, value=values, gap=values - base,
                     gap_se=np.full(its.shape, np.nan), residual=residual)
 

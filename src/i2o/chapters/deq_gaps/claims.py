@@ -48,12 +48,12 @@ def fit_check(task: str, result: Mapping[str, Any], train: GapCurve, train_loss:
     - inverse problems: training PSNR at least ``inv_fit_db`` dB above the initial guess ``A⁺y``
       (a regression network cannot be asked to interpolate; it must at least have learned).
     """
-    at = train.at(train.n_train)
+    at = train.at(train.train_iters)
     if task == "classification":
         accuracy = 1.0 - float(train.value[at]) / 100.0
         return gates.fit_gate({NAMES[task]: [accuracy]}, float(params["cls_fit_accuracy"]))
     if task == "language":
-        nll = float(train_loss.value[train_loss.at(train_loss.n_train)])
+        nll = float(train_loss.value[train_loss.at(train_loss.train_iters)])
         return gates.fit_gate({NAMES[task]: [nll]}, float(params["lm_fit_nll"]),
                               "training NLL (nats/char)", higher_is_better=False, unit="",
                               scale=1.0)
@@ -67,7 +67,7 @@ def health_check(task: str, result: Mapping[str, Any], train: GapCurve) -> gates
     losses = np.asarray(history.get("loss", []), dtype=float)
     score = chance = None
     if task == "classification":
-        score, chance = 1.0 - float(train.value[train.at(train.n_train)]) / 100.0, 0.1
+        score, chance = 1.0 - float(train.value[train.at(train.train_iters)]) / 100.0, 0.1
     stopped = np.asarray(history.get("nonfinite_step", []), dtype=float).ravel()
     flag = health.diverged(losses, score, chance,
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
@@ -79,10 +79,10 @@ def _ci(curve: GapCurve, index: int, n_examples: int) -> gates.Interval:
                          "examples")
 
 
-def last_residuals(sweep: Mapping[str, Any], n_train: int) -> tuple[float, float]:
+def last_residuals(sweep: Mapping[str, Any], train_iters: int) -> tuple[float, float]:
     """Mean last-iterate relative residual at ``N`` and at the largest count of a sweep."""
     trace = np.asarray(sweep["trace_rel"], dtype=float)
-    return float(trace[:, n_train].mean()), float(trace[:, -1].mean())
+    return float(trace[:, train_iters].mean()), float(trace[:, -1].mean())
 
 
 def task_claims(table: Claims, rows: dict[str, Claim], task: str, result: Mapping[str, Any],
@@ -96,8 +96,8 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str, result: Mappin
     gate = gates.combine(healthy, fit_check(task, result, curves["train"], train_loss, params))
     rows[f"{task}_gate"] = table.add(
         f"{name}: in the regime of the claims (fits its training set, did not diverge)",
-        gate[0] is True, f"training {curves['train'].metric} at N = {curves['train'].n_train}: "
-        f"{curves['train'].value[curves['train'].at(curves['train'].n_train)]:.4g}",
+        gate[0] is True, f"training {curves['train'].metric} at N = {curves['train'].train_iters}: "
+        f"{curves['train'].value[curves['train'].at(curves['train'].train_iters)]:.4g}",
         check=gate[1])
     for split, data in (("test", "test data"), ("train", "training data")):
         curve = curves[split]
@@ -106,7 +106,7 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str, result: Mappin
         few = _ci(curve, 0, n)
         rows[f"{task}_{split}_fewer_hurt"] = table.decide(
             f"{name}, {data}: fewer iterations ({int(curve.iterations[0])}) than in training "
-            f"(N = {curve.n_train}) hurt", gates.decide(gate, gates.positive(few)),
+            f"(N = {curve.train_iters}) hurt", gates.decide(gate, gates.positive(few)),
             f"gap at {int(curve.iterations[0])}: {few.describe(digits=3)} ({curve.metric})", "0")
         above = np.flatnonzero(curve.delta > 0)
         if above.size == 0:
@@ -118,11 +118,11 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str, result: Mappin
             gates.decide(gate, gates.not_below(more, margin)),
             f"most negative gap above N, at {int(curve.iterations[best])}: "
             f"{more.describe(digits=3)} ({curve.metric})", f"±{margin:g} {unit}")
-    at_n, at_max = last_residuals(result["test"], curves["test"].n_train)
+    at_n, at_max = last_residuals(result["test"], curves["test"].train_iters)
     rows[f"{task}_residual"] = table.decide(
         f"Sanity check, {name}: the residual of the last iterate keeps decreasing beyond N",
         gates.decide(healthy, (at_max < at_n, "last iterate, test data")),
-        f"last-iterate relative residual {at_n:.3g} at N = {curves['test'].n_train}, "
+        f"last-iterate relative residual {at_n:.3g} at N = {curves['test'].train_iters}, "
         f"{at_max:.3g} at {int(curves['test'].iterations[-1])}")
 
 
@@ -150,7 +150,7 @@ def add_overparam_claim(table: Claims, rows: dict[str, Claim],
     ordered = sorted(overparam, key=lambda r: r["loss_at_n"])
     best = ordered[0]
     accuracy = 1.0 - float(best["train_error"].value[best["train_error"].at(
-        best["train_error"].n_train)]) / 100.0
+        best["train_error"].train_iters)]) / 100.0
     gate = gates.fit_gate({f"{best['size']} images": [accuracy]},
                           float(params["cls_fit_accuracy"]))
     curve = best["train_loss"]
@@ -173,7 +173,7 @@ def add_overparam_claim(table: Claims, rows: dict[str, Claim],
 def _task_numbers(prefix: str, curve: GapCurve) -> dict[str, str]:
     s = curve.summary()
     digits = 2 if "error" in curve.metric else 3
-    return {f"{prefix}-n": str(curve.n_train),
+    return {f"{prefix}-n": str(curve.train_iters),
             f"{prefix}-at-n": f"{s['value_at_n']:.{digits}f}",
             f"{prefix}-n-max": str(int(s["n_max"])),
             f"{prefix}-at-max": f"{s['value_at_max']:.{digits}f}",

@@ -31,7 +31,7 @@ class ClassificationJob:
     """Everything that determines one trained classifier (besides the data subset)."""
 
     architecture: str = "cpu_small"   # a configuration of i2o.models.mdeq
-    n_train: int = 8                  # N: Broyden steps in training (F_THRES)
+    train_iters: int = 8                  # N: Broyden steps in training (F_THRES)
     backward_iter: int = 8            # adjoint Broyden steps (B_THRES)
     train_size: int = 4000            # class-balanced subset of the 50,000 training images
     epochs: int = 10
@@ -52,14 +52,14 @@ class ClassificationJob:
         return self.epochs * math.ceil(self.train_size / self.batch_size)
 
     def deq(self) -> DEQ:
-        forward = SolverSpec(method="broyden", max_iter=self.n_train, tol=0.0, stop_mode="rel")
+        forward = SolverSpec(method="broyden", max_iter=self.train_iters, tol=0.0, stop_mode="rel")
         backward = SolverSpec(method="broyden", max_iter=self.backward_iter, tol=0.0,
                               stop_mode="rel")
         return DEQ(forward=forward, backward="ift", backward_spec=backward, output="fz")
 
     def sweep_spec(self) -> SolverSpec:
         """Broyden, relative residual, the lowest-residual iterate (the DEQ code's rule)."""
-        return SolverSpec(method="broyden", max_iter=self.n_train, tol=0.0, stop_mode="rel")
+        return SolverSpec(method="broyden", max_iter=self.train_iters, tol=0.0, stop_mode="rel")
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -31,7 +31,7 @@ class GapCurve:
     Attributes:
         label: panel title, e.g. ``"CIFAR-10 (classification)"``.
         metric: what ``value`` measures (lower is better), e.g. ``"top-1 error (%)"``.
-        n_train: ``N``, the iteration count used in training (must be in ``iterations``).
+        train_iters: ``N``, the iteration count used in training (must be in ``iterations``).
         iterations: the counts ``N + ΔN``, increasing.
         value: the performance at each count.
         gap: ``value − value[N]``.
@@ -42,7 +42,7 @@ class GapCurve:
 
     label: str
     metric: str
-    n_train: int
+    train_iters: int
     iterations: np.ndarray
     value: np.ndarray
     gap: np.ndarray
@@ -54,9 +54,9 @@ class GapCurve:
         its = np.asarray(self.iterations)
         if its.ndim != 1 or its.size == 0 or np.any(np.diff(its) <= 0):
             raise ValueError(f"iterations must be a non-empty increasing 1-D array; got {its}")
-        if self.n_train not in set(its.tolist()):
-            raise ValueError(f"the training count N = {self.n_train} is not among the evaluated "
-                             f"iterations {its.tolist()}")
+        if self.train_iters not in set(its.tolist()):
+            raise ValueError(f"the training count N = {self.train_iters} is not among the "
+                             f"evaluated iterations {its.tolist()}")
         if self.residual_se is None:
             object.__setattr__(self, "residual_se", np.full(its.shape, np.nan))
         for name in ("value", "gap", "gap_se", "residual", "residual_se"):
@@ -66,7 +66,7 @@ class GapCurve:
     @property
     def delta(self) -> np.ndarray:
         """``ΔN`` for every evaluated count."""
-        return np.asarray(self.iterations) - self.n_train
+        return np.asarray(self.iterations) - self.train_iters
 
     def at(self, n: int) -> int:
         index = np.flatnonzero(np.asarray(self.iterations) == n)
@@ -85,8 +85,8 @@ class GapCurve:
         """
         delta = self.delta
         gap = np.asarray(self.gap, dtype=float)
-        at_n = self.at(self.n_train)
-        out = {"n_train": float(self.n_train), "value_at_n": float(self.value[at_n]),
+        at_n = self.at(self.train_iters)
+        out = {"train_iters": float(self.train_iters), "value_at_n": float(self.value[at_n]),
                "n_max": float(self.iterations[-1]), "value_at_max": float(self.value[-1]),
                "gap_at_max": float(gap[-1]), "gap_se_at_max": float(self.gap_se[-1]),
                "residual_at_n": float(self.residual[at_n]),
@@ -115,7 +115,7 @@ def _transform(values: np.ndarray, transform: str) -> tuple[np.ndarray, np.ndarr
     return np.exp(mean), np.exp(mean)[None, :] * values
 
 
-def curve_from_sweep(result: Mapping[str, object], metric: str, n_train: int, label: str,
+def curve_from_sweep(result: Mapping[str, object], metric: str, train_iters: int, label: str,
                      transform: str = "mean", metric_label: str | None = None,
                      sign: float = 1.0) -> GapCurve:
     """A :class:`GapCurve` from :func:`i2o.deq.sweep_iterations`'s result.
@@ -137,14 +137,15 @@ def curve_from_sweep(result: Mapping[str, object], metric: str, n_train: int, la
     its = its[order]
     n = values.shape[0]
     value, linear = _transform(values, transform)
-    base = int(np.flatnonzero(its == n_train)[0]) if n_train in set(its.tolist()) else None
+    base = int(np.flatnonzero(its == train_iters)[0]) if train_iters in set(its.tolist()) else None
     if base is None:
-        raise ValueError(f"the training count N = {n_train} is not among the swept {its.tolist()}")
+        raise ValueError(f"the training count N = {train_iters} is not among the swept "
+                         f"{its.tolist()}")
     differences = linear - linear[:, [base]]
     se = differences.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
     residual = np.asarray(result["residual_rel"], dtype=float)[:, order]
     residual_se = residual.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
-    return GapCurve(label=label, metric=metric_label or metric, n_train=int(n_train),
+    return GapCurve(label=label, metric=metric_label or metric, train_iters=int(train_iters),
                     iterations=its, value=value, gap=value - value[base], gap_se=se,
                     residual=residual.mean(axis=0), residual_se=residual_se)
 
@@ -165,7 +166,7 @@ def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,
     if np.any(np.isfinite(curve.gap_se)):
         ax.fill_between(its, curve.gap - curve.gap_se, curve.gap + curve.gap_se, color=colour,
                         alpha=0.2, linewidth=0)
-    ax.axvline(curve.n_train, **TRAIN_N_LINE)
+    ax.axvline(curve.train_iters, **TRAIN_N_LINE)
     ax.axhline(0.0, **ZERO_LINE)
     if symlog:
         spread = np.nanmax(np.abs(curve.gap)) if np.any(np.isfinite(curve.gap)) else 1.0

@@ -71,7 +71,7 @@ def run_report(r: GapsResults, p: Mapping[str, Any]) -> str:
     for task, curve in r.test.items():
         s = curve.summary()
         lines.append(
-            f"{task:>14}: {curve.metric} at N = {curve.n_train}: {s['value_at_n']:.3f}; "
+            f"{task:>14}: {curve.metric} at N = {curve.train_iters}: {s['value_at_n']:.3f}; "
             f"at {int(s['n_max'])}: {s['value_at_max']:.3f}; most negative gap for ΔN > 0: "
             f"{s['best_gap']:+.3f} ± {s['best_gap_se']:.3f} at {int(s['best_gap_n'])}; "
             f"residual {s['residual_at_n']:.2g} → {s['residual_at_max']:.2g}")
@@ -178,18 +178,18 @@ def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any
     cls, lm = jobs.classification, jobs.language
     cls_steps = cls.steps()
     entries = [
-        ("classification", results["classification"], cls.n_train, cls_steps,
+        ("classification", results["classification"], cls.train_iters, cls_steps,
          f"{cls.train_size} CIFAR-10 images"),
-        ("language", results["language"], lm.n_train, lm.steps,
+        ("language", results["language"], lm.train_iters, lm.steps,
          f"{int(results['language']['n_characters'][0])} characters"),
-        ("inverse DEQ", results["deq"], jobs.deq.n_train, jobs.deq.steps,
+        ("inverse DEQ", results["deq"], jobs.deq.train_iters, jobs.deq.steps,
          f"{jobs.deq.crop}² patches of {params['inv_train_size']}"),
-        ("inverse ELDER", results["elder"], jobs.elder.n_train, jobs.elder.steps,
+        ("inverse ELDER", results["elder"], jobs.elder.train_iters, jobs.elder.steps,
          f"{jobs.elder.crop}² patches of {params['inv_train_size']}"),
     ]
     for job, result in zip(jobs.overparam, results["overparam"], strict=True):
         steps = job.steps()
-        entries.append((f"overparam {job.train_size}", result, job.n_train, steps,
+        entries.append((f"overparam {job.train_size}", result, job.train_iters, steps,
                         f"{job.train_size} CIFAR-10 images"))
     for name, result, n, steps, data in entries:
         lines.append(f"{name:<16}{int(result['n_parameters']):>11}{n:>5}{steps:>7}{data:>30}"

@@ -37,7 +37,7 @@ class InverseJob:
     noise: float = 0.01
     width: int = 32
     depth: int = 3
-    n_train: int = 10                 # N: fixed-point iterations in training
+    train_iters: int = 10                 # N: fixed-point iterations in training
     method: str = "fixed_point"
     backward: str = "ift"
     backward_iter: int = 20           # adjoint solver steps (IFT)
@@ -53,14 +53,14 @@ class InverseJob:
             raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
         if self.crop < 4 or self.crop % 2 or self.crop > 32:
             raise ValueError(f"crop must be an even integer in [4, 32]; got {self.crop}")
-        SolverSpec(method=self.method, max_iter=self.n_train)
+        SolverSpec(method=self.method, max_iter=self.train_iters)
 
     def config(self) -> InverseConfig:
         return InverseConfig(variant=self.variant, operator=self.operator, noise=self.noise,
                              width=self.width, depth=self.depth)
 
     def deq(self) -> DEQ:
-        forward = SolverSpec(method=self.method, max_iter=self.n_train, tol=0.0)
+        forward = SolverSpec(method=self.method, max_iter=self.train_iters, tol=0.0)
         backward = SolverSpec(method=self.method, max_iter=self.backward_iter, tol=0.0)
         return DEQ(forward=forward, backward=self.backward, backward_spec=backward, output="fz")
 

@@ -45,7 +45,7 @@ class LanguageJob:
     heads: int = 4
     ffn_width: int = 128
     weight_norm: bool = True
-    n_train: int = 8                  # N: solver iterations in training
+    train_iters: int = 8                  # N: solver iterations in training
     method: str = "broyden"           # forward (and adjoint) solver
     backward: str = "ift"
     jac_weight: float = 0.0           # Jacobian regularisation (IFT only)
@@ -59,8 +59,9 @@ class LanguageJob:
             raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
         if self.jac_weight < 0:
             raise ValueError(f"jac_weight must be ≥ 0; got {self.jac_weight}")
-        if isinstance(self.n_train, bool) or not isinstance(self.n_train, int) or self.n_train < 1:
-            raise ValueError(f"n_train must be an integer ≥ 1; got {self.n_train!r}")
+        n = self.train_iters
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"train_iters must be an integer ≥ 1; got {self.train_iters!r}")
         SolverSpec(method=self.method)  # validates the method's name
 
     def config(self, vocab_size: int) -> TransformerConfig:
@@ -69,7 +70,7 @@ class LanguageJob:
                                  weight_norm=self.weight_norm)
 
     def deq(self) -> DEQ:
-        spec = SolverSpec(method=self.method, max_iter=self.n_train, tol=0.0)
+        spec = SolverSpec(method=self.method, max_iter=self.train_iters, tol=0.0)
         return DEQ(forward=spec, backward=self.backward, backward_spec=spec, output="fz")
 
     def sweep_spec(self) -> SolverSpec:

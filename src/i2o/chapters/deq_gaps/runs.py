@@ -75,20 +75,21 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
     check_params(params)
     p = params
     classification = ClassificationJob(
-        architecture=p["cls_architecture"], n_train=p["cls_n_train"],
+        architecture=p["cls_architecture"], train_iters=p["cls_train_iters"],
         backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
         epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
         pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=p["seed"])
     language = LanguageJob(
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
-        ffn_width=p["lm_ffn_width"], n_train=p["lm_n_train"], method=p["lm_method"],
+        ffn_width=p["lm_ffn_width"], train_iters=p["lm_train_iters"], method=p["lm_method"],
         backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
         batch_size=p["lm_batch_size"], seed=p["seed"])
     inverse = {variant: InverseJob(
         variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
-        depth=p["inv_depth"], n_train=p["inv_n_train"], backward_iter=p["inv_backward_iter"],
-        steps=p["inv_steps"], batch_size=p["inv_batch_size"], crop=p["inv_crop"],
-        seed=p["seed"]) for variant in ("deq", "elder")}
+        depth=p["inv_depth"], train_iters=p["inv_train_iters"],
+        backward_iter=p["inv_backward_iter"], steps=p["inv_steps"],
+        batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=p["seed"])
+        for variant in ("deq", "elder")}
     steps = classification.steps()
     overparam = tuple(
         ClassificationJob(**{**classification.as_dict(), "train_size": size,
@@ -99,8 +100,10 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
     def grid(n: int) -> list[int]:
         return iteration_grid(n, p["grid_factor"], p["grid_points"])
 
-    grids = {"classification": grid(classification.n_train), "language": grid(language.n_train),
-             "deq": grid(inverse["deq"].n_train), "elder": grid(inverse["elder"].n_train)}
+    grids = {"classification": grid(classification.train_iters),
+             "language": grid(language.train_iters),
+             "deq": grid(inverse["deq"].train_iters),
+             "elder": grid(inverse["elder"].train_iters)}
     return Jobs(classification, language, inverse["deq"], inverse["elder"], overparam, grids)
 
 
@@ -147,8 +150,8 @@ def compute_all(jobs: Jobs, params: Mapping[str, Any], progress: bool = False) -
     return out
 
 
-def _n_train(jobs: Jobs, task: str) -> int:
-    return getattr(jobs, task).n_train
+def _train_iters(jobs: Jobs, task: str) -> int:
+    return getattr(jobs, task).train_iters
 
 
 def curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
@@ -161,7 +164,7 @@ def curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
         if loss:
             metric, transform, label = loss_metric, "mean", loss_label
         where = "test" if split == "test" else "training"
-        out[task] = curve_from_sweep(results[task][split], metric, _n_train(jobs, task),
+        out[task] = curve_from_sweep(results[task][split], metric, _train_iters(jobs, task),
                                      f"{title}\n{where} data", transform, label)
     return out
 
@@ -170,11 +173,11 @@ def overparam_rows(results: Sequence[Mapping[str, Any]], jobs: Jobs) -> list[dic
     """Per training-set size: training-loss and test-error curves and the training loss at N."""
     rows = []
     for job, result in zip(jobs.overparam, results, strict=True):
-        train_loss = curve_from_sweep(result["train"], "loss", job.n_train,
+        train_loss = curve_from_sweep(result["train"], "loss", job.train_iters,
                                       f"{job.train_size} images", "mean", "training loss")
-        test_error = curve_from_sweep(result["test"], "error", job.n_train,
+        test_error = curve_from_sweep(result["test"], "error", job.train_iters,
                                       f"{job.train_size} images", "percent", "test error (%)")
-        train_error = curve_from_sweep(result["train"], "error", job.n_train,
+        train_error = curve_from_sweep(result["train"], "error", job.train_iters,
                                        f"{job.train_size} images", "percent",
                                        "training error (%)")
         rows.append({"size": job.train_size, "epochs": job.epochs, "train_loss": train_loss,

@@ -153,9 +153,9 @@ def paired_difference(per_task: np.ndarray, i: int, j: int) -> tuple[float, floa
     return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
 
 
-def loss_increase(mean_curve: np.ndarray, grid: Sequence[int], n_train: int) -> np.ndarray:
+def loss_increase(mean_curve: np.ndarray, grid: Sequence[int], train_iters: int) -> np.ndarray:
     """D(N, ΔN) = L(N + ΔN) − L(N) over the grid (the paper's Eq. 8 on a mean loss curve)."""
     grid = list(grid)
-    if n_train not in grid:
-        raise ValueError(f"the training N = {n_train} must be on the grid {grid}")
-    return mean_curve - mean_curve[grid.index(n_train)]
+    if train_iters not in grid:
+        raise ValueError(f"the training N = {train_iters} must be on the grid {grid}")
+    return mean_curve - mean_curve[grid.index(train_iters)]
