@@ -89,7 +89,7 @@ def test_stability_one_seed_is_undecided():
     assert rows["not_more_stable"].holds is None and "needs ≥ 2" in rows["not_more_stable"].check
 
 
-# -- deq-gaps -----------------------------------------------------------------------------------
+# -- deq_gaps -----------------------------------------------------------------------------------
 
 GRID = [1, 4, 8, 16, 24]
 N_TRAIN = 8
@@ -116,7 +116,7 @@ def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False):
     curves = {split: curve_from_sweep(result[split], "error", N_TRAIN, split, "percent", "err")
               for split in ("test", "train")}
     train_loss = curve_from_sweep(result["train"], "loss", N_TRAIN, "train", "mean", "loss")
-    table, rows = Claims("deq-gaps", "quick"), {}
+    table, rows = Claims("deq_gaps", "quick"), {}
     gaps_claims.task_claims(table, rows, "classification", result, curves, train_loss,
                             GAPS_PARAMS)
     return rows

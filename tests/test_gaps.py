@@ -228,7 +228,7 @@ def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep
     from i2o import profiles
     from i2o.chapters.deq_gaps import runs
 
-    params = profiles.resolve("deq-gaps", "quick")
+    params = profiles.resolve("deq_gaps", "quick")
     jobs = runs.build_jobs(params)
     main = jobs.classification
     by_size = {job.train_size: job for job in jobs.overparam}
@@ -245,7 +245,7 @@ def test_jobs_round_trip_through_their_cache_description():
     from i2o import profiles
     from i2o.chapters.deq_gaps import jobs, runs
 
-    params = profiles.resolve("deq-gaps", "smoke")
+    params = profiles.resolve("deq_gaps", "smoke")
     pairs = runs.all_jobs(params)
     names = [name for name, _ in pairs]
     assert {"classification", "language", "inverse-deq", "inverse-elder"} <= set(names)
@@ -291,7 +291,7 @@ def test_check_params_names_the_parameter_before_any_compute(change, named):
     from i2o import profiles
     from i2o.chapters.deq_gaps import runs
 
-    runs.check_params(profiles.resolve("deq-gaps", "quick"))  # the profiles themselves pass
-    params = profiles.resolve("deq-gaps", "quick", **change)
+    runs.check_params(profiles.resolve("deq_gaps", "quick"))  # the profiles themselves pass
+    params = profiles.resolve("deq_gaps", "quick", **change)
     with pytest.raises(profiles.ParameterError, match=named):
         runs.build_jobs(params)

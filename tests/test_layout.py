@@ -146,3 +146,10 @@ def test_notebooks_stay_thin(figure):
              for line in cell.source.splitlines()
              if line.strip() and not line.strip().startswith("#")]
     assert len(lines) <= MAX_NOTEBOOK_LOGIC_LINES, f"{len(lines)} logic lines"
+
+
+@pytest.mark.parametrize("figure", profiles.figures())
+def test_chapter_id_notebook_stem_and_package_agree(figure):
+    entry = profiles.entry(figure)
+    assert Path(entry["notebook"]).stem == figure
+    assert entry["package"] == f"i2o.chapters.{figure}"

@@ -16,7 +16,7 @@ from i2o.data import cifar10, fetch, shakespeare
 
 def test_the_manifest_says_which_chapters_read_data():
     assert preflight.needs("stability") == ["cifar10"]
-    assert set(preflight.needs("deq-gaps")) == {"cifar10", "shakespeare"}
+    assert set(preflight.needs("deq_gaps")) == {"cifar10", "shakespeare"}
     assert preflight.needs("affine") == [] and preflight.needs("meta") == []
 
 
@@ -31,19 +31,19 @@ def test_each_data_set_is_made_ready_once_and_missing_ones_block_only_their_chap
     reasons = preflight.check(profiles.figures(), ensure=ensure)
     assert calls == [["cifar10", "shakespeare"]]  # one call, each data set once
     assert reasons["affine"] is None and reasons["meta"] is None
-    assert "I2O_DATA_DIR" in reasons["stability"] and "I2O_DATA_DIR" in reasons["deq-gaps"]
+    assert "I2O_DATA_DIR" in reasons["stability"] and "I2O_DATA_DIR" in reasons["deq_gaps"]
 
 
 def test_no_data_gives_one_line_naming_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_DATA_DIR", str(tmp_path / "empty"))
     monkeypatch.setenv("I2O_CACHE_DIR", str(tmp_path / "cache"))
-    reasons = preflight.check(["stability", "deq-gaps", "affine"], download=False)
+    reasons = preflight.check(["stability", "deq_gaps", "affine"], download=False)
     assert reasons["affine"] is None
-    for figure in ("stability", "deq-gaps"):
+    for figure in ("stability", "deq_gaps"):
         assert "\n" not in reasons[figure]
         assert "I2O_DATA_DIR" in reasons[figure] and "DATA_DIR=" in reasons[figure]
         assert reasons[figure].startswith(f"cifar10: not found in {tmp_path / 'empty'}")
-    assert "; shakespeare: not found" in reasons["deq-gaps"]
+    assert "; shakespeare: not found" in reasons["deq_gaps"]
     assert len(reasons["stability"]) < 200
 
 

@@ -68,9 +68,9 @@ def test_dry_run_lists_without_computing(capsys):
     assert "would run ift-N18-seed0" in out and "would run unrolled-N18-seed0" in out
 
 
-@pytest.mark.parametrize("figure", ["deq-gaps", "meta"])
+@pytest.mark.parametrize("figure", ["deq_gaps", "meta"])
 def test_every_chapter_with_training_jobs_has_a_sweep(figure, capsys):
-    """``make sweep FIG=deq-gaps`` / ``FIG=meta`` list the jobs the notebooks read."""
+    """``make sweep FIG=deq_gaps`` / ``FIG=meta`` list the jobs the notebooks read."""
     assert sweep.sweep(figure, "smoke", dry_run=True) == []
     out = capsys.readouterr().out
     assert f"{figure} (smoke):" in out and "would run" in out

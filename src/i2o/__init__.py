@@ -19,7 +19,7 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 Glossary (one name per quantity, from the manifest to the solver):
 
 - ``N`` the number of inner iterations used in training: ``train_iters`` (stability), ``n`` in
-  the affine theory, ``maml_inner_steps``/``imaml_inner_steps`` (meta); the deq-gaps manifest
+  the affine theory, ``maml_inner_steps``/``imaml_inner_steps`` (meta); the deq_gaps manifest
   still calls it ``*_n_train``;
 - ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
 - ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside

@@ -1,6 +1,6 @@
 """Run a figure's training jobs with submitit, into the results cache.
 
-Jobs: ``stability`` one per (seed, arm, training N); ``deq-gaps`` one per trained DEQ (the
+Jobs: ``stability`` one per (seed, arm, training N); ``deq_gaps`` one per trained DEQ (the
 three tasks, the two inverse-problem variants, the overparametrization subsets); ``meta`` one per
 meta-learned model (Figures 3 and 4). Each job computes one result with
 :func:`i2o.results.cached` under the key the figure's notebook uses, resuming from its

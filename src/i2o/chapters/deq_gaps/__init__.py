@@ -13,4 +13,4 @@ A DEQ trained with ``N`` iterations is evaluated at ``N + ΔN`` with the one gen
 - :mod:`.claims`   the gated claims; :mod:`.prose` the conclusions written from them.
 """
 
-FIGURE = "deq-gaps"
+FIGURE = "deq_gaps"

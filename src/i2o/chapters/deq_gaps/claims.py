@@ -1,4 +1,4 @@
-"""The deq-gaps chapter's claims, decided by gated predicates (:mod:`i2o.gates`).
+"""The deq_gaps chapter's claims, decided by gated predicates (:mod:`i2o.gates`).
 
 For each task's trained DEQ and each data split, with ``gap(n) = P(n) − P(N)`` (lower is better,
 so a positive gap means worse than at the training N):
@@ -131,7 +131,7 @@ def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
                  train_loss: Mapping[str, GapCurve],
                  overparam: Sequence[Mapping[str, Any]] = ()) -> tuple[Claims, dict[str, Claim]]:
     """The chapter's claims table and its rows by key (for :mod:`.prose`)."""
-    table = Claims("deq-gaps", str(getattr(params, "profile", params.get("profile", ""))))
+    table = Claims("deq_gaps", str(getattr(params, "profile", params.get("profile", ""))))
     rows: dict[str, Claim] = {}
     for task in NAMES:
         task_claims(table, rows, task, results[task], {"test": test[task], "train": train[task]},

@@ -1,4 +1,4 @@
-"""The deq-gaps chapter's figures (2, G.1, G.2, G.4, the overparametrization sweep, the authors'
+"""The deq_gaps chapter's figures (2, G.1, G.2, G.4, the overparametrization sweep, the authors'
 Figure 2) and printed summaries, from :func:`.runs.collect` (nothing here computes a result)."""
 
 from __future__ import annotations

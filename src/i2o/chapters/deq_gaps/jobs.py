@@ -3,7 +3,7 @@
 A job is a ``(name, params)`` pair (:func:`describe`): ``name`` is ``classification``,
 ``language``, ``inverse-deq`` or ``inverse-elder``; ``params`` (plain JSON values) holds every
 field of the task's job dataclass plus the sweep grid and evaluation sizes. It is one entry of the
-results cache (:func:`i2o.results.cached`, figure ``deq-gaps``), keyed by ``params`` and by the
+results cache (:func:`i2o.results.cached`, figure ``deq_gaps``), keyed by ``params`` and by the
 source of the modules it depends on (:data:`SOURCES`); training checkpoints go to the entry's
 :func:`i2o.results.checkpoint_dir`, so an interrupted job resumes and a finished one costs a file
 read. :func:`compute` runs one job wherever it is called: in the notebook, or in a submitit worker
@@ -27,7 +27,7 @@ from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import sweep_iterations
 
-FIGURE = "deq-gaps"
+FIGURE = "deq_gaps"
 _COMMON = ("chapters.deq_gaps.jobs", "deq", "train.loop", "train.checkpoint", "train.schedule",
            "train.seeding")
 #: The modules each job's numbers depend on: edits elsewhere (plots, other chapters) do not

@@ -1,4 +1,4 @@
-"""The deq-gaps chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
+"""The deq_gaps chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
 
 from __future__ import annotations
 

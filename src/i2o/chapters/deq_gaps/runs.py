@@ -1,4 +1,4 @@
-"""The deq-gaps chapter's computations: the jobs of its parameters (one trained and swept DEQ
+"""The deq_gaps chapter's computations: the jobs of its parameters (one trained and swept DEQ
 each, for :mod:`i2o.sweep`), :func:`collect` (everything the notebook shows) and the curves drawn
 from the sweeps. The only module of the chapter that calls the results cache (through
 :mod:`.jobs`)."""
@@ -45,18 +45,18 @@ def check_params(params: Mapping[str, Any]) -> None:
     cls_steps = p["cls_epochs"] * -(-p["cls_train_size"] // p["cls_batch_size"])
     if p["cls_pretrain_steps"] >= cls_steps:
         raise ParameterError(
-            f"parameter 'cls_pretrain_steps' ({p['cls_pretrain_steps']}) of figure 'deq-gaps' "
+            f"parameter 'cls_pretrain_steps' ({p['cls_pretrain_steps']}) of figure 'deq_gaps' "
             f"must be smaller than the classifier's training steps (cls_epochs × ⌈cls_train_size /"
             f" cls_batch_size⌉ = {cls_steps}), or no DEQ is ever trained")
     if p["lm_width"] % p["lm_heads"]:
-        raise ParameterError(f"parameter 'lm_heads' ({p['lm_heads']}) of figure 'deq-gaps' must "
+        raise ParameterError(f"parameter 'lm_heads' ({p['lm_heads']}) of figure 'deq_gaps' must "
                              f"divide 'lm_width' ({p['lm_width']})")
     if p["inv_crop"] % 2:
-        raise ParameterError(f"parameter 'inv_crop' of figure 'deq-gaps' must be even (×2 "
+        raise ParameterError(f"parameter 'inv_crop' of figure 'deq_gaps' must be even (×2 "
                              f"super-resolution of a patch); got {p['inv_crop']}")
     sizes = list(p["op_sizes"])
     if len(set(sizes)) != len(sizes) or len(sizes) < 2:
-        raise ParameterError(f"parameter 'op_sizes' of figure 'deq-gaps' needs at least 2 "
+        raise ParameterError(f"parameter 'op_sizes' of figure 'deq_gaps' needs at least 2 "
                              f"distinct training-set sizes; got {sizes}")
 
 
@@ -71,7 +71,7 @@ class Jobs:
 
 
 def build_jobs(params: Mapping[str, Any]) -> Jobs:
-    """The chapter's jobs from the parameters of figure ``deq-gaps`` (checked first)."""
+    """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked first)."""
     check_params(params)
     p = params
     classification = ClassificationJob(
@@ -141,7 +141,7 @@ def compute_all(jobs: Jobs, params: Mapping[str, Any], progress: bool = False) -
     todo = [(role, *roles[role]) for role in ("classification", "language", "deq", "elder")]
     todo += [("overparam", name, job) for name, job in roles["overparam"]]
     out: dict[str, Any] = {"overparam": []}
-    for role, name, job in runtime.Progress.over(todo, "deq-gaps jobs", unit="job"):
+    for role, name, job in runtime.Progress.over(todo, "deq_gaps jobs", unit="job"):
         result = job_runner.compute(name, job, progress=progress)
         if role == "overparam":
             out["overparam"].append(result)
