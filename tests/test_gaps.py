@@ -286,6 +286,8 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     ({"lm_heads": 3}, "lm_heads"),
     ({"inv_crop": 15}, "inv_crop"),
     ({"op_sizes": [40, 40]}, "op_sizes"),
+    ({"lm_pretrain_steps": 2800}, "lm_pretrain_steps"),
+    ({"lm_train_chars": 64}, "lm_train_chars"),
 ])
 def test_check_params_names_the_parameter_before_any_compute(change, named):
     from i2o import profiles
@@ -295,3 +297,39 @@ def test_check_params_names_the_parameter_before_any_compute(change, named):
     params = profiles.resolve("deq_gaps", "quick", **change)
     with pytest.raises(profiles.ParameterError, match=named):
         runs.build_jobs(params)
+
+
+def _toy_corpus(length: int = 600):
+    from i2o.data.shakespeare import CharCorpus
+
+    ids = np.random.default_rng(0).integers(0, 5, size=length)
+    return CharCorpus(vocabulary="abcde", train=ids[:500], test=ids[500:], source="toy")
+
+
+def test_language_model_warms_up_shallow_then_trains_the_deq_on_its_text_slice(tmp_path):
+    from i2o.chapters.deq_gaps.language import LanguageJob, train_language_model
+
+    job = LanguageJob(context=8, width=8, heads=2, ffn_width=8, train_iters=3, steps=4,
+                      pretrain_steps=2, train_chars=40, batch_size=4, jac_weight=0.1)
+    corpus = _toy_corpus()
+    assert len(job.training_text(corpus)) == 40
+    assert len(LanguageJob(context=8).training_text(corpus)) == 500  # 0: the whole split
+    model, history = train_language_model(job, corpus, tmp_path)
+    residuals, jacobian = history["residual_rel"], history["jacobian"]
+    assert len(history["loss"]) == len(residuals) == len(jacobian) == 4
+    assert all(math.isnan(r) for r in residuals[:2] + jacobian[:2])  # the shallow warm-up
+    assert all(math.isfinite(r) for r in residuals[2:] + jacobian[2:])  # then the DEQ
+    _, resumed = train_language_model(job, corpus, tmp_path)  # finished: read back
+    assert resumed["loss"] == history["loss"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"pretrain_steps": 4}, "pretrain_steps"), ({"train_chars": 8}, "train_chars"),
+    ({"train_chars": -1}, "train_chars"), ({"pretrain_layers": 0}, "pretrain_layers"),
+])
+def test_language_job_refuses_a_warm_up_or_text_it_cannot_train(change, message):
+    from i2o.chapters.deq_gaps.language import LanguageJob
+
+    LanguageJob(context=8, steps=4, pretrain_steps=3, train_chars=9)  # the limits themselves
+    with pytest.raises(ValueError, match=message):
+        LanguageJob(**{"context": 8, "steps": 4, **change})

@@ -123,21 +123,22 @@ def _classification(job: ClassificationJob, params, checkpoints, progress) -> di
 
 
 def _language(job: LanguageJob, params, checkpoints, progress) -> dict[str, Any]:
-    """DEQ transformer on the first 90 % of Tiny Shakespeare; sweeps on ``eval_windows`` windows
-    of the test split and of the training split."""
+    """DEQ transformer on its training text (the first ``train_chars`` characters of the first
+    90 % of Tiny Shakespeare); sweeps on ``eval_windows`` windows of the test split and of the
+    training text."""
     from i2o.chapters.deq_gaps.language import language_probes, train_language_model
     from i2o.data.shakespeare import load_shakespeare
 
     grid, windows = params["grid"], params["eval_windows"]
     corpus = load_shakespeare()
     model, history = train_language_model(job, corpus, checkpoints, progress)
-    spec = job.sweep_spec()
+    spec, text = job.sweep_spec(), job.training_text(corpus)
     return {
         "test": sweep_iterations(language_probes(model, corpus.test, windows), grid, spec),
-        "train": sweep_iterations(language_probes(model, corpus.train, windows), grid, spec),
+        "train": sweep_iterations(language_probes(model, text, windows), grid, spec),
         "history": _history_arrays(history),
         "n_parameters": _parameters(model),
-        "n_characters": np.asarray([len(corpus.train), len(corpus.test)]),
+        "n_characters": np.asarray([len(text), len(corpus.test)]),
     }
 
 

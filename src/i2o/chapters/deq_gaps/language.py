@@ -5,12 +5,17 @@ Trained with a fixed number ``N`` of solver iterations (:class:`LanguageJob`), t
 the perplexity ``exp(mean negative log-likelihood per character)``; each evaluated example is a
 window of ``context`` characters (its mean per-character NLL), so standard errors are over windows.
 
-Training modes (``backward``):
+Training text: the first ``train_chars`` characters of the training split (``0``: all of it), so
+that a small model can fit its training text in a CPU budget; the training-data curves are
+evaluated on that same text.
+
+Training (``backward``), after ``pretrain_steps`` steps of a shallow warm-up (the network of
+``pretrain_layers`` explicit applications of ``f_θ`` from ``z = 0``, as the public DEQ-Transformer
+script pre-trains before its equilibrium steps):
 
 - ``"ift"`` — implicit differentiation (the adjoint equation solved with the forward solver and
   ``N`` steps), optionally with the Jacobian regularisation of Bai et al. (2021): ``jac_weight ·
-  ‖∂f/∂z‖_F² / dim`` at ``z*`` (Hutchinson, one probe), which the WikiText DEQ-Transformer of the
-  paper was trained with;
+  ‖∂f/∂z‖_F² / dim`` at ``z*`` (Hutchinson, one probe);
 - ``"unrolled"`` — backpropagation through the ``N`` solver iterations.
 
 The head sees ``f(z_N)`` in training and in every evaluation (the sweep scores ``f(z)`` of the
@@ -49,7 +54,10 @@ class LanguageJob:
     method: str = "broyden"           # forward (and adjoint) solver
     backward: str = "ift"
     jac_weight: float = 0.0           # Jacobian regularisation (IFT only)
-    steps: int = 1000
+    steps: int = 1000                 # every optimiser step, the warm-up's included
+    pretrain_steps: int = 0           # shallow warm-up steps before the DEQ is trained
+    pretrain_layers: int = 2          # explicit applications of f in the warm-up
+    train_chars: int = 0              # training text: its first characters (0: all)
     batch_size: int = 32
     lr: float = 2e-3
     seed: int = 0
@@ -62,6 +70,18 @@ class LanguageJob:
         n = self.train_iters
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"train_iters must be an integer ≥ 1; got {self.train_iters!r}")
+        for name in ("pretrain_steps", "train_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer ≥ 0; got {value!r}")
+        if self.pretrain_steps >= self.steps:
+            raise ValueError(f"pretrain_steps ({self.pretrain_steps}) must be smaller than steps "
+                             f"({self.steps}), or no DEQ is ever trained")
+        if self.pretrain_layers < 1:
+            raise ValueError(f"pretrain_layers must be ≥ 1; got {self.pretrain_layers}")
+        if 0 < self.train_chars <= self.context:
+            raise ValueError(f"train_chars must be 0 (all) or more than context = {self.context}; "
+                             f"got {self.train_chars}")
         SolverSpec(method=self.method)  # validates the method's name
 
     def config(self, vocab_size: int) -> TransformerConfig:
@@ -72,6 +92,10 @@ class LanguageJob:
     def deq(self) -> DEQ:
         spec = SolverSpec(method=self.method, max_iter=self.train_iters, tol=0.0)
         return DEQ(forward=spec, backward=self.backward, backward_spec=spec, output="fz")
+
+    def training_text(self, corpus: CharCorpus) -> np.ndarray:
+        """The character ids the model is trained on (and its training curves evaluated on)."""
+        return corpus.train[:self.train_chars] if self.train_chars else corpus.train
 
     def sweep_spec(self) -> SolverSpec:
         """The solver of the evaluation: the training one, returning the same iterate."""
@@ -84,23 +108,33 @@ class LanguageJob:
 def train_language_model(job: LanguageJob, corpus: CharCorpus,
                          checkpoint_dir: Path | str | None = None,
                          progress: bool = False) -> tuple[DEQTransformerLM, dict[str, list[float]]]:
-    """Seed, build and train (or resume) the model of ``job`` on the corpus's training split."""
+    """Seed, build and train (or resume) the model of ``job`` on its training text."""
     seed_everything(job.seed)
     device = runtime.device()
     model = DEQTransformerLM(job.config(corpus.vocab_size)).to(device)
     deq = job.deq()
-    train_ids = corpus.train
+    train_ids = job.training_text(corpus)
+    regularised = job.jac_weight > 0 and job.backward == "ift"
 
     def step_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         generator = np.random.default_rng([job.seed, step])
         inputs, targets = random_windows(train_ids, job.context, job.batch_size, generator)
         inputs, targets = torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device)
         x = model.inject(inputs)
+        if step < job.pretrain_steps:
+            z = model.initial_state(x)
+            for _ in range(job.pretrain_layers):
+                z = model.f(z, x)
+            nll = model.token_nll(z, targets).mean()
+            logs = {"nll": float(nll.detach()), "residual_rel": float("nan")}
+            if regularised:
+                logs["jacobian"] = float("nan")  # keeps every logged series one value per step
+            return nll, logs
         out, stats = deq(model.f, x, model.initial_state(x))
         nll = model.token_nll(out, targets).mean()
         loss = nll
         logs = {"nll": float(nll.detach()), "residual_rel": stats.forward.residual_rel}
-        if job.jac_weight > 0 and job.backward == "ift":
+        if regularised:
             z_star = stats.forward.z.detach().requires_grad_()
             penalty = jacobian_frobenius(model.f(z_star, x), z_star)
             loss = loss + job.jac_weight * penalty

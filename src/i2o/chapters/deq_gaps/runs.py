@@ -48,6 +48,14 @@ def check_params(params: Mapping[str, Any]) -> None:
             f"parameter 'cls_pretrain_steps' ({p['cls_pretrain_steps']}) of figure 'deq_gaps' "
             f"must be smaller than the classifier's training steps (cls_epochs × ⌈cls_train_size /"
             f" cls_batch_size⌉ = {cls_steps}), or no DEQ is ever trained")
+    if p["lm_pretrain_steps"] >= p["lm_steps"]:
+        raise ParameterError(
+            f"parameter 'lm_pretrain_steps' ({p['lm_pretrain_steps']}) of figure 'deq_gaps' must "
+            f"be smaller than 'lm_steps' ({p['lm_steps']}), or no DEQ is ever trained")
+    if 0 < p["lm_train_chars"] <= p["lm_context"]:
+        raise ParameterError(
+            f"parameter 'lm_train_chars' of figure 'deq_gaps' must be 0 (the whole training split)"
+            f" or more than 'lm_context' ({p['lm_context']}); got {p['lm_train_chars']}")
     if p["lm_width"] % p["lm_heads"]:
         raise ParameterError(f"parameter 'lm_heads' ({p['lm_heads']}) of figure 'deq_gaps' must "
                              f"divide 'lm_width' ({p['lm_width']})")
@@ -83,6 +91,7 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
         ffn_width=p["lm_ffn_width"], train_iters=p["lm_train_iters"], method=p["lm_method"],
         backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
+        pretrain_steps=p["lm_pretrain_steps"], train_chars=p["lm_train_chars"],
         batch_size=p["lm_batch_size"], seed=p["seed"])
     inverse = {variant: InverseJob(
         variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
