@@ -29,9 +29,9 @@ from i2o.train.evaluate import evaluate_iterations
 FIGURE = "stability"
 #: The modules a job's result depends on (the cache key hashes only these, so that work on other
 #: chapters' models or on this module's plotting helpers does not discard trained networks).
-SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.evaluate",
-           "train.allocator", "train.checkpoint", "train.schedule", "train.seeding",
-           "chapters.stability.runs", "train.health")
+SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.loop",
+           "train.evaluate", "train.allocator", "train.checkpoint", "train.schedule",
+           "train.seeding", "chapters.stability.runs", "train.health")
 #: Figure parameters that shape every job (the rest select which jobs run).
 SHARED = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "lr_min", "weight_decay",
           "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch", "clip")
@@ -102,7 +102,7 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
                               batch_size=job["eval_batch"])
     eval_seconds = time.perf_counter() - start
     train_accuracy = float(fit["accuracy"][0])
-    deq_steps = np.asarray(history["step_seconds"][job["pretrain_steps"]:])
+    deq_steps = np.asarray(history["seconds"][job["pretrain_steps"]:])
     return {
         "test": test,
         "train_accuracy": train_accuracy,
@@ -141,7 +141,7 @@ def check_params(params: Mapping[str, Any]) -> None:
 
 
 def collect_runs(params: Mapping[str, Any], workers: int = 1,
-                 progress: bool = True) -> dict[tuple[str, int], list[dict[str, Any]]]:
+                 progress: bool | None = None) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Every job's result, ``{(arm, train N): [result per seed]}``; computes what is missing.
 
     With ``workers > 1`` the missing jobs run first in that many local processes (submitit's local
@@ -185,7 +185,7 @@ def collect(params: Mapping[str, Any]) -> StabilityResults:
         runs=at_n,
         summary={arm: summarize(rs, params["test_iters"], train_n) for arm, rs in at_n.items()},
         # summed over every training step, including those of an interrupted and resumed run
-        train_seconds={arm: float(np.mean([np.sum(r["history"]["step_seconds"]) for r in rs]))
+        train_seconds={arm: float(np.mean([np.sum(r["history"]["seconds"]) for r in rs]))
                        for arm, rs in at_n.items()},
         costs=step_costs(params, train_n) if params["cost_steps"] > 0 else None,
         collect_seconds=collect_seconds, train_n=train_n,
