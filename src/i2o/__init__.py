@@ -24,7 +24,7 @@ Glossary (one name per quantity, from the manifest to the solver):
 - ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
 - ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside
   :mod:`i2o.deq`, where :class:`i2o.deq.SolverSpec` translates;
-- data sizes: ``n_train``/``n_test`` (stability), ``n_test_tasks`` (meta).
+- data sizes: ``train_size``/``test_size`` (stability), ``n_test_tasks`` (meta).
 """
 
 __version__ = "0.1.0"

@@ -33,8 +33,9 @@ SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.loop
            "train.evaluate", "train.allocator", "train.checkpoint", "train.schedule",
            "train.seeding", "chapters.stability.runs", "train.health")
 #: Figure parameters that shape every job (the rest select which jobs run).
-SHARED = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "lr_min", "weight_decay",
-          "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch", "clip")
+SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
+          "weight_decay", "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch",
+          "clip")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
 #: network's initialisation, dropout masks and batch order.
 DATA_SEED = 0
@@ -87,8 +88,8 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     runtime.set_threads()
     name = job_name(job["seed"], job["arm"], job["train_iter"])
     settings = settings_of(job)
-    train_x, train_y = load_split("train", job["n_train"])
-    test_x, test_y = load_split("test", job["n_test"])
+    train_x, train_y = load_split("train", job["train_size"])
+    test_x, test_y = load_split("test", job["test_size"])
     ckpt = results.checkpoint_dir(FIGURE, name, job, sources=SOURCES)
     start = time.perf_counter()
     model, history = build_and_train(config(job["model"]), train_x, train_y, settings, ckpt,
@@ -134,9 +135,10 @@ def check_params(params: Mapping[str, Any]) -> None:
     if missing:
         raise ValueError(f"parameter 'test_iters' must contain every training N of "
                          f"'train_iters' (missing {missing}): the figure compares against it")
-    if params["pretrain_steps"] >= -(-params["n_train"] // params["batch_size"]) * params["epochs"]:
+    steps = -(-params["train_size"] // params["batch_size"]) * params["epochs"]
+    if params["pretrain_steps"] >= steps:
         raise ValueError("parameter 'pretrain_steps' must be smaller than the number of training "
-                         "steps (epochs × ⌈n_train / batch_size⌉), or no DEQ is ever trained")
+                         "steps (epochs × ⌈train_size / batch_size⌉), or no DEQ is ever trained")
     config(params["model"])
 
 
