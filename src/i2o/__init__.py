@@ -13,8 +13,8 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
   :mod:`i2o.book` (notebook execution, the HTML);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
-  :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (training
-  loops); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
+  :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
+  loop); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
 
 Glossary (one name per quantity, from the manifest to the solver):
 

@@ -78,7 +78,7 @@ def load_split(split: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
-def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str, Any]:
     """Train and evaluate one (seed, arm, N) network; resume from its checkpoint if there is one.
 
     Besides the test sweep, the result holds ``train_accuracy`` (accuracy on the job's own
@@ -118,7 +118,8 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     }
 
 
-def run_job(name: str, job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+def run_job(name: str, job: Mapping[str, Any], progress: bool | None = False
+            ) -> dict[str, Any]:
     """The job's result from the results cache, computed (and stored) if missing."""
     return results.cached(FIGURE, name, job, lambda: train_job(job, progress), sources=SOURCES)
 
