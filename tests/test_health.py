@@ -38,8 +38,8 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
 
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     params = dict(profiles.resolve("stability", "smoke"))
-    params.update(lr=1.0, n_train=40, n_test=20, test_iters=[3, 18, 20], batch_size=20, epochs=2,
-                  seeds=[0], eval_batch=20)
+    params.update(lr=1.0, train_size=40, test_size=20, test_iters=[3, 18, 20], batch_size=20,
+                  epochs=2, seeds=[0], eval_batch=20)
     results = {}
     for arm in ("ift", "unrolled"):
         job = stability.job_params(params, 0, arm, 18)

@@ -14,7 +14,7 @@ import pytest
 from i2o import profiles, results, sweep
 from i2o.chapters.stability import runs as stability
 
-TINY_RUN = {"model": "micro", "n_train": 32, "n_test": 20, "epochs": 1, "batch_size": 16,
+TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,
             "pretrain_steps": 1, "train_iters": [4], "backward_iter": 4, "seeds": [0],
             "test_iters": [1, 4, 8], "eval_batch": 20}
 

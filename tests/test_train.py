@@ -87,6 +87,17 @@ def test_training_is_deterministic_and_seed_dependent(arm):
     assert math.isnan(first["residual_rel"][0])  # the warm-up step solves nothing
     assert all(np.isfinite(first["residual_rel"][1:]))
     assert len(first["epoch_accuracy"]) == 2
+    assert {"loss", "lr", "seconds", "correct", "accuracy", "residual_rel", "epoch_loss",
+            "epoch_accuracy"} <= set(first)
+    assert first["epoch_accuracy"][0] == sum(first["correct"][:2]) / 32
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    x, y = _data()
+    build_and_train(MICRO, x, y, _settings(epochs=1), tmp_path, progress=False, device="cpu")
+    with pytest.raises(ValueError, match="written by another run"):
+        build_and_train(MICRO, x, y, _settings(epochs=1, arm="unrolled"), tmp_path,
+                        progress=False, device="cpu")
 
 
 def test_ift_and_unrolled_arms_take_different_steps():

@@ -13,18 +13,23 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
   :mod:`i2o.book` (notebook execution, the HTML);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
-  :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (training
-  loops); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
+  :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
+  loop); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
 
 Glossary (one name per quantity, from the manifest to the solver):
 
-- ``N`` the number of inner iterations used in training: ``train_iters`` (stability), ``n`` in
-  the affine theory, ``maml_inner_steps``/``imaml_inner_steps`` (meta); the deq_gaps manifest
-  still calls it ``*_n_train``;
+- ``N`` the number of inner iterations used in training: ``train_iters`` — the list of Ns of the
+  stability manifest, the one N of each deq_gaps task (``cls_``/``lm_``/``inv_train_iters``) and
+  of its job and curve; ``train_iter`` is one run's N in :class:`i2o.train.TrainSettings` (the
+  MDEQ code's F_THRES); ``n`` in the affine theory; ``maml_inner_steps``/``imaml_inner_steps``
+  (meta, the papers' "inner steps");
 - ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
 - ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside
   :mod:`i2o.deq`, where :class:`i2o.deq.SolverSpec` translates;
-- data sizes: ``n_train``/``n_test`` (stability), ``n_test_tasks`` (meta).
+- ``pretrain_steps`` the optimiser steps of a shallow weight-tied warm-up before the DEQ is
+  trained (stability, ``cls_``/``lm_pretrain_steps`` in deq_gaps);
+- data sizes: ``train_size``/``test_size`` (stability), ``cls_train_size``, ``inv_train_size``,
+  ``lm_train_chars`` (deq_gaps), ``n_test_tasks`` (meta).
 """
 
 __version__ = "0.1.0"

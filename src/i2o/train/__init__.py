@@ -1,7 +1,8 @@
-"""Training loops with checkpoint/resume, deterministic seeding and tqdm progress; evaluation.
+"""The training loop with checkpoint/resume, deterministic seeding and tqdm progress; evaluation.
 
-- :mod:`i2o.train.classifier` — train a DEQ classifier with IFT or unrolled gradients;
-- :mod:`i2o.train.loop`       — a step-based loop (any loss) with the same checkpointing;
+- :mod:`i2o.train.loop`       — the one step-based loop (any step loss), checkpointed;
+- :mod:`i2o.train.classifier` — the MDEQ classifier's step (IFT or unrolled gradients) on that
+  loop;
 - :mod:`i2o.train.evaluate`   — accuracy and residuals for each test-time iteration count (through
   the generic sweep :func:`i2o.deq.sweep_iterations`);
 - :mod:`i2o.train.health`     — the divergence flag of a training run;

@@ -11,17 +11,18 @@ One training step on a batch (the recipe of the paper's Figure 5, Appendix F.2):
     ``backward_iter`` Broyden steps (the paper's Eq. 3; Bai et al. 2019);
   * ``"unrolled"``: backpropagation through every Broyden iterate and low-rank update.
 
-The loss is the cross-entropy; Adam with coupled weight decay; cosine learning rate per batch
-(:mod:`i2o.train.schedule`). The data order of each epoch is a function of (seed, epoch)
-(:func:`i2o.train.seeding.epoch_order`), the dropout masks come from torch's global generator whose
-state is checkpointed, so a run killed and resumed from its last checkpoint ends with the same
-numbers as an uninterrupted one.
+The loss is the cross-entropy (:func:`mdeq_loss`, the step written once: the stability and
+deq-gaps chapters train with it, :mod:`i2o.chapters.stability.stepcost` times it). Training is
+:func:`i2o.train.loop.train_steps` with :func:`classifier_step_loss`: Adam with coupled weight
+decay, cosine learning rate per batch (:mod:`i2o.train.schedule`). The data order of each epoch is
+a function of (seed, epoch) (:func:`i2o.train.seeding.epoch_order`), the dropout masks come from
+torch's global generator whose state is checkpointed, so a run killed and resumed from its last
+checkpoint ends with the same numbers as an uninterrupted one.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from i2o import runtime
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.allocator import keep_freed_memory
-from i2o.train.checkpoint import restore_training_state, save_training_state
-from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
+from i2o.train.loop import OnStep, Plan, StepLoss, train_steps
 from i2o.train.seeding import epoch_order, seed_everything
 
 ARMS = ("ift", "unrolled")
@@ -84,6 +83,16 @@ class TrainSettings:
         return SolverSpec(method=self.solver, max_iter=self.backward_iter, tol=self.tol,
                           stop_mode=self.stop_mode)
 
+    def steps(self, n: int) -> int:
+        """Training steps on ``n`` examples: ``epochs`` × ⌈n / batch_size⌉."""
+        return self.epochs * -(-n // self.batch_size)
+
+    def plan(self, n: int) -> Plan:
+        """The optimisation of the run on ``n`` examples, for :func:`i2o.train.loop.train_steps`."""
+        return Plan(steps=self.steps(n), lr=self.lr, lr_min=self.lr_min,
+                    weight_decay=self.weight_decay, clip=self.clip,
+                    checkpoint_every=self.checkpoint_every, seed=self.seed)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -93,22 +102,56 @@ def make_deq(settings: TrainSettings) -> DEQ:
                backward_spec=settings.backward_spec())
 
 
-def training_logits(model: MDEQClassifier, deq: DEQ, images: torch.Tensor,
-                    pretraining: bool) -> tuple[torch.Tensor, DEQStats | None]:
-    """Logits of one training batch, and the DEQ's statistics (``None`` when pretraining).
+def mdeq_loss(model: MDEQClassifier, deq: DEQ, images: torch.Tensor, labels: torch.Tensor,
+              pretraining: bool) -> tuple[torch.Tensor, torch.Tensor, DEQStats | None]:
+    """One training batch's cross-entropy, its logits and the DEQ's statistics (``None`` when
+    pretraining): the MDEQ step (prepare → unrolled state or DEQ solve → classify → loss).
 
-    The head sees ``f_θ(z*)`` (the DEQ's output in training mode), as in the MDEQ code.
+    The head sees ``f_θ(z*)`` (the DEQ's output ``"fz"`` in training mode), as in the MDEQ code.
     """
     f, x, z0 = model.prepare(images)
     if pretraining:
-        return model.classify(model.unrolled_state(x)), None
-    z_out, stats = deq(f, x, z0, output="fz")
-    return model.classify(z_out), stats
+        logits, stats = model.classify(model.unrolled_state(x)), None
+    else:
+        z_out, stats = deq(f, x, z0, output="fz")
+        logits = model.classify(z_out)
+    return F.cross_entropy(logits, labels), logits, stats
 
 
-def _fresh_history() -> dict[str, list]:
-    return {"loss": [], "correct": [], "lr": [], "residual_rel": [], "step_seconds": [],
-            "epoch_accuracy": [], "epoch_loss": []}
+def classifier_step_loss(model: MDEQClassifier, deq: DEQ, images: torch.Tensor,
+                         labels: torch.Tensor, batch_size: int, seed: int,
+                         pretrain_steps: int) -> StepLoss:
+    """The step loss of :func:`i2o.train.loop.train_steps` for an MDEQ classifier.
+
+    Step ``t`` takes batch ``t mod ⌈n / batch_size⌉`` of the order
+    :func:`i2o.train.seeding.epoch_order` gives epoch ``t div ⌈n / batch_size⌉`` (moved to the
+    model's device) and pretrains during the first ``pretrain_steps`` steps. It logs ``correct``
+    (images right in the batch), ``accuracy`` (the batch's fraction right) and ``residual_rel``
+    (the forward solve's returned relative residual; NaN while pretraining).
+    """
+    device = next(model.parameters()).device
+    n = images.shape[0]
+    per_epoch = -(-n // batch_size)
+
+    def step_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        epoch, position = divmod(step, per_epoch)
+        index = epoch_order(n, seed, epoch)[position * batch_size:(position + 1) * batch_size]
+        x, y = images[index].to(device), labels[index].to(device)
+        loss, logits, stats = mdeq_loss(model, deq, x, y, pretraining=step < pretrain_steps)
+        right = logits.detach().argmax(1) == y
+        return loss, {"correct": int(right.sum()), "accuracy": float(right.float().mean()),
+                      "residual_rel": math.nan if stats is None else stats.forward.residual_rel}
+
+    return step_loss
+
+
+def add_epoch_means(history: dict[str, list], steps_per_epoch: int, n: int) -> None:
+    """Add ``epoch_loss`` and ``epoch_accuracy`` (over ``n`` examples) for every whole epoch of
+    completed steps in ``history`` (a diverged step is not one)."""
+    epochs = len(history.get("correct", [])) // steps_per_epoch
+    parts = [slice(e * steps_per_epoch, (e + 1) * steps_per_epoch) for e in range(epochs)]
+    history["epoch_loss"] = [sum(history["loss"][part]) / steps_per_epoch for part in parts]
+    history["epoch_accuracy"] = [sum(history["correct"][part]) / n for part in parts]
 
 
 def train_classifier(
@@ -117,93 +160,42 @@ def train_classifier(
     labels: torch.Tensor,
     settings: TrainSettings,
     checkpoint_dir: Path | str | None = None,
-    progress: bool = True,
-    on_step: Callable[[int], None] | None = None,
+    progress: bool | None = None,
+    on_step: OnStep | None = None,
 ) -> dict[str, list]:
     """Train ``model`` in place on ``(images, labels)``; return the history of the whole run.
 
     ``images`` (n, 3, H, W) float and ``labels`` (n,) int64 stay on their device; batches are moved
-    to the model's device. When ``checkpoint_dir`` holds a checkpoint of this run, training resumes
-    from it (model, optimiser, step, RNG state, history); a finished run returns at once. Set the
-    seed through ``settings.seed`` only: the model's initial weights must be drawn after
-    :func:`i2o.train.seeding.seed_everything` (see :func:`build_and_train`).
+    to the model's device. When ``checkpoint_dir`` holds a checkpoint of this run (identified by
+    ``settings``), training resumes from it (model, optimiser, step, RNG state, history); a
+    finished run returns at once. Set the seed through ``settings.seed`` only: the model's initial
+    weights must be drawn after :func:`i2o.train.seeding.seed_everything` (see
+    :func:`build_and_train`). ``progress`` and ``on_step``: :func:`i2o.train.loop.train_steps`.
 
-    History: per step ``loss``, ``correct`` (number right in the batch), ``lr``, ``residual_rel``
-    (the forward solve's returned relative residual; NaN while pretraining), ``step_seconds``
-    (wall clock; differs between runs); per epoch ``epoch_loss`` and ``epoch_accuracy``. A
-    non-finite loss stops training at once (no optimiser step is taken with it): its value is the
-    last ``loss`` and ``nonfinite_step`` holds ``[step]`` (:mod:`i2o.train.health` flags the run).
+    History: per step ``loss``, ``lr``, ``seconds`` (wall clock; differs between runs) and the logs
+    of :func:`classifier_step_loss` (``correct``, ``accuracy``, ``residual_rel``); per epoch
+    ``epoch_loss`` and ``epoch_accuracy``. A non-finite loss stops training at once (no optimiser
+    step is taken with it): its value is the last ``loss`` and ``nonfinite_step`` holds ``[step]``
+    (:mod:`i2o.train.health` flags the run).
     """
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"{images.shape[0]} images but {labels.shape[0]} labels")
-    device = next(model.parameters()).device
-    if device.type == "cpu":
+    if next(model.parameters()).device.type == "cpu":
         keep_freed_memory()
     n = images.shape[0]
-    steps_per_epoch = -(-n // settings.batch_size)
-    total_steps = steps_per_epoch * settings.epochs
-    optimizer = make_optimizer(model, settings.lr, settings.weight_decay)
-    deq = make_deq(settings)
-
-    step, history = 0, _fresh_history()
-    restored = restore_training_state(checkpoint_dir, settings.as_dict(), model, optimizer)
-    if restored is not None:
-        step, history = restored
-
-    bar = runtime.Progress(total_steps, f"train {settings.arm} seed {settings.seed}", unit="step",
-                           initial=step, enabled=None if progress else False)
-    model.train()
-    while step < total_steps:
-        epoch, position = divmod(step, steps_per_epoch)
-        order = epoch_order(n, settings.seed, epoch)
-        index = order[position * settings.batch_size:(position + 1) * settings.batch_size]
-        x = images[index].to(device)
-        y = labels[index].to(device)
-        lr = cosine_lr(step, total_steps, settings.lr, settings.lr_min)
-        set_lr(optimizer, lr)
-
-        start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        logits, stats = training_logits(model, deq, x, pretraining=step < settings.pretrain_steps)
-        loss = F.cross_entropy(logits, y)
-        if not torch.isfinite(loss.detach()):
-            # diverged: stop before the step poisons the weights (i2o.train.health flags it)
-            history["loss"].append(float(loss.detach()))
-            history["nonfinite_step"] = [step]
-            break
-        loss.backward()
-        if settings.clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
-        optimizer.step()
-        seconds = time.perf_counter() - start
-
-        history["loss"].append(float(loss.detach()))
-        history["correct"].append(int((logits.detach().argmax(1) == y).sum()))
-        history["lr"].append(lr)
-        history["residual_rel"].append(
-            stats.forward.residual_rel if stats is not None else float("nan"))
-        history["step_seconds"].append(seconds)
-        step += 1
-        if step % steps_per_epoch == 0:  # total_steps is a whole number of epochs
-            history["epoch_loss"].append(sum(history["loss"][-steps_per_epoch:]) / steps_per_epoch)
-            history["epoch_accuracy"].append(sum(history["correct"][-steps_per_epoch:]) / n)
-        bar.update(1)
-        bar.note(loss=f"{history['loss'][-1]:.3f}")
-        if step % settings.checkpoint_every == 0 or step == total_steps:
-            save_training_state(checkpoint_dir, settings.as_dict(), step, model, optimizer,
-                                history)
-        if on_step is not None:
-            on_step(step)
-    bar.close()
-    model.eval()
+    step_loss = classifier_step_loss(model, make_deq(settings), images, labels,
+                                     settings.batch_size, settings.seed, settings.pretrain_steps)
+    history = train_steps(model, step_loss, settings.plan(n), checkpoint_dir, progress,
+                          f"train {settings.arm} seed {settings.seed}", run=settings.as_dict(),
+                          on_step=on_step)
+    add_epoch_means(history, -(-n // settings.batch_size), n)
     return history
 
 
 def build_and_train(config, images: torch.Tensor, labels: torch.Tensor,
                     settings: TrainSettings, checkpoint_dir: Path | str | None = None,
-                    progress: bool = True, device: str | None = None,
-                    on_step: Callable[[int], None] | None = None
-                    ) -> tuple[MDEQClassifier, dict[str, list]]:
+                    progress: bool | None = None, device: str | None = None,
+                    on_step: OnStep | None = None) -> tuple[MDEQClassifier, dict[str, list]]:
     """Seed, build an :class:`MDEQClassifier` of ``config``, train it (resuming if possible)."""
     from i2o import runtime
 

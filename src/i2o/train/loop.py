@@ -1,19 +1,22 @@
-"""A step-based training loop with checkpoint/resume, for the DEQ chapter's models.
+"""The training loop of every chapter that trains a torch model: one step-based loop, written once.
 
 Each step ``t`` asks ``step_loss(t)`` for a loss (and a few numbers to log); the batch of step ``t``
 must be a function of ``(seed, t)`` only, so that a run killed and resumed from its last checkpoint
 sees the same batches. Adam with coupled weight decay and a cosine learning rate stepped per batch
-(the MDEQ recipe, :mod:`i2o.train.schedule`); checkpoints hold the model, the optimiser, the step,
-torch's RNG state and the history, written atomically (:mod:`i2o.train.checkpoint`).
+(the MDEQ recipe, :mod:`i2o.train.schedule`); checkpoints hold the run's identity, the model, the
+optimiser, the step, torch's RNG state and the history, written atomically
+(:mod:`i2o.train.checkpoint`). A recipe is a step loss: the MDEQ classifier's is
+:func:`i2o.train.classifier.classifier_step_loss`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,7 +25,10 @@ from i2o import runtime
 from i2o.train.checkpoint import restore_training_state, save_training_state
 from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
 
+#: ``step_loss(t)`` → ``(loss, logs)``: the loss of step ``t`` and numbers to record for it
 StepLoss = Callable[[int], tuple[torch.Tensor, dict[str, float]]]
+#: ``on_step(done)``, called after every completed step with the number of steps done
+OnStep = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -52,25 +58,35 @@ class Plan:
 
 
 def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
-                checkpoint_dir: Path | str | None = None, progress: bool = False,
-                description: str = "train") -> dict[str, list[float]]:
+                checkpoint_dir: Path | str | None = None, progress: bool | None = None,
+                description: str = "train", *, run: Mapping[str, Any] | None = None,
+                on_step: OnStep | None = None) -> dict[str, list[float]]:
     """Train ``model`` in place for ``plan.steps`` steps (resuming from ``checkpoint_dir``).
 
-    Returns the history: per step ``loss``, ``lr``, ``seconds`` and every key ``step_loss`` logs.
-    A non-finite loss stops training at once, without an optimiser step: it is the last ``loss``
-    and ``nonfinite_step`` holds ``[step]``, so that :mod:`i2o.train.health` flags the run and the
-    chapter's claims on this model are undecided (nothing is silently skipped).
+    Returns the history: per step ``loss``, ``lr``, ``seconds`` (wall clock of the step, batch
+    included) and every key ``step_loss`` logs (as floats). A non-finite loss stops training at
+    once, without an optimiser step: it is the last ``loss`` and ``nonfinite_step`` holds
+    ``[step]``, so that :mod:`i2o.train.health` flags the run and the chapter's claims on this
+    model are undecided (nothing is silently skipped).
+
+    - ``run``: the run's identity written into its checkpoints (default ``plan.as_dict()``); a
+      checkpoint in ``checkpoint_dir`` written under another identity raises ``ValueError``
+      rather than being continued. A finished run's checkpoint returns its history at once.
+    - ``progress``: the progress bar (showing the last loss) is shown when ``True``, hidden when
+      ``False``, and left to ``I2O_PROGRESS`` (:func:`i2o.runtime.progress_enabled`) when ``None``.
+    - ``on_step(done)`` runs after every completed step and its checkpoint (a test's hook: pause,
+      count, kill).
     """
+    identity = plan.as_dict() if run is None else dict(run)
     optimizer = make_optimizer(model, plan.lr, plan.weight_decay)
     history: dict[str, list[float]] = {"loss": [], "lr": [], "seconds": []}
     step = 0
-    restored = restore_training_state(checkpoint_dir, plan.as_dict(), model, optimizer)
+    restored = restore_training_state(checkpoint_dir, identity, model, optimizer)
     if restored is not None:
         step, history = restored
 
     model.train()
-    bar = runtime.Progress(plan.steps, description, unit="step", initial=step,
-                           enabled=True if progress else None)
+    bar = runtime.Progress(plan.steps, description, unit="step", initial=step, enabled=progress)
     while step < plan.steps:
         lr = cosine_lr(step, plan.steps, plan.lr, plan.lr_min)
         set_lr(optimizer, lr)
@@ -93,8 +109,11 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
             history.setdefault(key, []).append(float(value))
         step += 1
         bar.update(1)
+        bar.note(loss=f"{history['loss'][-1]:.3f}")
         if step % plan.checkpoint_every == 0 or step == plan.steps:
-            save_training_state(checkpoint_dir, plan.as_dict(), step, model, optimizer, history)
+            save_training_state(checkpoint_dir, identity, step, model, optimizer, history)
+        if on_step is not None:
+            on_step(step)
     bar.close()
     model.eval()
     return history

@@ -78,7 +78,7 @@ def to_unit(images: np.ndarray) -> torch.Tensor:
 
 def train_reconstruction(job: InverseJob, images: torch.Tensor,
                          checkpoint_dir: Path | str | None = None,
-                         progress: bool = False
+                         progress: bool | None = None
                          ) -> tuple[ReconstructionDEQ, dict[str, list[float]]]:
     """Seed, build and train (or resume) the network of ``job`` on ``images`` (n, 3, 32, 32)."""
     seed_everything(job.seed)

@@ -33,8 +33,9 @@ _COMMON = ("chapters.deq_gaps.jobs", "deq", "train.loop", "train.checkpoint", "t
 #: The modules each job's numbers depend on: edits elsewhere (plots, other chapters) do not
 #: invalidate its cache entry.
 SOURCES = {
-    "classification": _COMMON + ("chapters.deq_gaps.classification", "train.evaluate",
-                                 "models.mdeq", "data.cifar10"),
+    "classification": _COMMON + ("chapters.deq_gaps.classification", "train.classifier",
+                                 "train.allocator", "train.evaluate", "models.mdeq",
+                                 "data.cifar10"),
     "language": _COMMON + ("chapters.deq_gaps.language", "models.deq_transformer",
                            "data.shakespeare"),
     "inverse-deq": _COMMON + ("chapters.deq_gaps.inverse", "models.inverse", "data.cifar10"),
@@ -75,7 +76,7 @@ def is_cached(name: str, params: dict[str, Any]) -> bool:
     return results.lookup(FIGURE, name, params, SOURCES[name]) is not None
 
 
-def compute(name: str, params: dict[str, Any], progress: bool = False) -> dict[str, Any]:
+def compute(name: str, params: dict[str, Any], progress: bool | None = None) -> dict[str, Any]:
     """The result of one job: read from the cache, or trained, swept and stored."""
     job = job_of(name, params)
     runner = {"classification": _classification, "language": _language}.get(name, _inverse)

@@ -107,7 +107,8 @@ class LanguageJob:
 
 def train_language_model(job: LanguageJob, corpus: CharCorpus,
                          checkpoint_dir: Path | str | None = None,
-                         progress: bool = False) -> tuple[DEQTransformerLM, dict[str, list[float]]]:
+                         progress: bool | None = None
+                         ) -> tuple[DEQTransformerLM, dict[str, list[float]]]:
     """Seed, build and train (or resume) the model of ``job`` on its training text."""
     seed_everything(job.seed)
     device = runtime.device()

@@ -144,7 +144,8 @@ def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return unique
 
 
-def compute_all(jobs: Jobs, params: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+def compute_all(jobs: Jobs, params: Mapping[str, Any],
+                progress: bool | None = None) -> dict[str, Any]:
     """Train and sweep every job (each a results-cache entry; cached ones are only read)."""
     roles = described(jobs, params)
     todo = [(role, *roles[role]) for role in ("classification", "language", "deq", "elder")]

@@ -39,7 +39,7 @@ def figure_5(results: StabilityResults, p: Mapping[str, Any]) -> Figure:
     ax_res.set_yscale("log")
     ax_res.set_ylabel(r"relative residual $\|f(z)-z\| / \|f(z)\|$")
     fig.suptitle(f"CIFAR-10, MDEQ {p['model']} ({results.n_parameters:,} parameters), "
-                 f"{p['n_train']:,} training / {p['n_test']:,} test images, {p['epochs']} "
+                 f"{p['train_size']:,} training / {p['test_size']:,} test images, {p['epochs']} "
                  f"epoch{'s' if p['epochs'] > 1 else ''} — profile "
                  f"{getattr(p, 'profile', '')!r}", fontsize=10)
     fig.tight_layout()

@@ -29,12 +29,13 @@ from i2o.train.evaluate import evaluate_iterations
 FIGURE = "stability"
 #: The modules a job's result depends on (the cache key hashes only these, so that work on other
 #: chapters' models or on this module's plotting helpers does not discard trained networks).
-SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.evaluate",
-           "train.allocator", "train.checkpoint", "train.schedule", "train.seeding",
-           "chapters.stability.runs", "train.health")
+SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.loop",
+           "train.evaluate", "train.allocator", "train.checkpoint", "train.schedule",
+           "train.seeding", "chapters.stability.runs", "train.health")
 #: Figure parameters that shape every job (the rest select which jobs run).
-SHARED = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "lr_min", "weight_decay",
-          "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch", "clip")
+SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
+          "weight_decay", "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch",
+          "clip")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
 #: network's initialisation, dropout masks and batch order.
 DATA_SEED = 0
@@ -77,7 +78,7 @@ def load_split(split: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
-def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str, Any]:
     """Train and evaluate one (seed, arm, N) network; resume from its checkpoint if there is one.
 
     Besides the test sweep, the result holds ``train_accuracy`` (accuracy on the job's own
@@ -87,8 +88,8 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     runtime.set_threads()
     name = job_name(job["seed"], job["arm"], job["train_iter"])
     settings = settings_of(job)
-    train_x, train_y = load_split("train", job["n_train"])
-    test_x, test_y = load_split("test", job["n_test"])
+    train_x, train_y = load_split("train", job["train_size"])
+    test_x, test_y = load_split("test", job["test_size"])
     ckpt = results.checkpoint_dir(FIGURE, name, job, sources=SOURCES)
     start = time.perf_counter()
     model, history = build_and_train(config(job["model"]), train_x, train_y, settings, ckpt,
@@ -102,7 +103,7 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
                               batch_size=job["eval_batch"])
     eval_seconds = time.perf_counter() - start
     train_accuracy = float(fit["accuracy"][0])
-    deq_steps = np.asarray(history["step_seconds"][job["pretrain_steps"]:])
+    deq_steps = np.asarray(history["seconds"][job["pretrain_steps"]:])
     return {
         "test": test,
         "train_accuracy": train_accuracy,
@@ -117,7 +118,8 @@ def train_job(job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     }
 
 
-def run_job(name: str, job: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
+def run_job(name: str, job: Mapping[str, Any], progress: bool | None = False
+            ) -> dict[str, Any]:
     """The job's result from the results cache, computed (and stored) if missing."""
     return results.cached(FIGURE, name, job, lambda: train_job(job, progress), sources=SOURCES)
 
@@ -134,14 +136,15 @@ def check_params(params: Mapping[str, Any]) -> None:
     if missing:
         raise ValueError(f"parameter 'test_iters' must contain every training N of "
                          f"'train_iters' (missing {missing}): the figure compares against it")
-    if params["pretrain_steps"] >= -(-params["n_train"] // params["batch_size"]) * params["epochs"]:
+    steps = -(-params["train_size"] // params["batch_size"]) * params["epochs"]
+    if params["pretrain_steps"] >= steps:
         raise ValueError("parameter 'pretrain_steps' must be smaller than the number of training "
-                         "steps (epochs × ⌈n_train / batch_size⌉), or no DEQ is ever trained")
+                         "steps (epochs × ⌈train_size / batch_size⌉), or no DEQ is ever trained")
     config(params["model"])
 
 
 def collect_runs(params: Mapping[str, Any], workers: int = 1,
-                 progress: bool = True) -> dict[tuple[str, int], list[dict[str, Any]]]:
+                 progress: bool | None = None) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Every job's result, ``{(arm, train N): [result per seed]}``; computes what is missing.
 
     With ``workers > 1`` the missing jobs run first in that many local processes (submitit's local
@@ -185,7 +188,7 @@ def collect(params: Mapping[str, Any]) -> StabilityResults:
         runs=at_n,
         summary={arm: summarize(rs, params["test_iters"], train_n) for arm, rs in at_n.items()},
         # summed over every training step, including those of an interrupted and resumed run
-        train_seconds={arm: float(np.mean([np.sum(r["history"]["step_seconds"]) for r in rs]))
+        train_seconds={arm: float(np.mean([np.sum(r["history"]["seconds"]) for r in rs]))
                        for arm, rs in at_n.items()},
         costs=step_costs(params, train_n) if params["cost_steps"] > 0 else None,
         collect_seconds=collect_seconds, train_n=train_n,

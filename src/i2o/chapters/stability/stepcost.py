@@ -3,7 +3,8 @@
 Method (the same for every arm and N, so that ratios are meaningful):
 
 - a new process builds the model, one random batch and the optimiser, then runs training steps
-  (Broyden forward, IFT or unrolled backward, Adam step) exactly as :mod:`i2o.train.classifier`;
+  (Broyden forward, IFT or unrolled backward, Adam step): the step of :mod:`i2o.train.classifier`
+  (:func:`~i2o.train.classifier.mdeq_loss`, backward, optimiser step), without the data loading;
 - **memory, CPU**: the peak resident set size during the first step minus the resident set size
   just before it, i.e. the peak of everything the step allocates — solver storage, autograd graph,
   gradients, optimiser state — as the OS sees it (``tracemalloc`` does not see torch's
@@ -67,12 +68,12 @@ def _measure_here(model_name: str, arm: str, train_iter: int, backward_iter: int
                   steps: int, warmup: int, tol: float, solver: str, memory: int | None,
                   threads: int) -> dict[str, Any]:
     import torch
-    import torch.nn.functional as F
 
     from i2o import runtime
     from i2o.deq import DEQ, SolverSpec
     from i2o.models import MDEQClassifier, config
     from i2o.train.allocator import keep_freed_memory
+    from i2o.train.classifier import mdeq_loss
     from i2o.train.schedule import make_optimizer
 
     torch.set_num_threads(threads)
@@ -95,9 +96,8 @@ def _measure_here(model_name: str, arm: str, train_iter: int, backward_iter: int
     def step() -> float:
         start, cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad(set_to_none=True)
-        f, x, z0 = model.prepare(images)
-        z, _ = deq(f, x, z0, output="fz")
-        F.cross_entropy(model.classify(z), labels).backward()
+        loss, _, _ = mdeq_loss(model, deq, images, labels, pretraining=False)
+        loss.backward()
         optimizer.step()
         if device == "cuda":
             torch.cuda.synchronize()
