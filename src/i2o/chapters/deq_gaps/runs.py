@@ -92,7 +92,7 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
         ffn_width=p["lm_ffn_width"], train_iters=p["lm_train_iters"], method=p["lm_method"],
         backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
         pretrain_steps=p["lm_pretrain_steps"], train_chars=p["lm_train_chars"],
-        batch_size=p["lm_batch_size"], seed=p["seed"])
+        batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=p["seed"])
     inverse = {variant: InverseJob(
         variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
         depth=p["inv_depth"], train_iters=p["inv_train_iters"],
