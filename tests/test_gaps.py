@@ -286,7 +286,7 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     ({"lm_heads": 3}, "lm_heads"),
     ({"inv_crop": 15}, "inv_crop"),
     ({"op_sizes": [40, 40]}, "op_sizes"),
-    ({"lm_pretrain_steps": 2800}, "lm_pretrain_steps"),
+    ({"lm_pretrain_steps": 100_000}, "lm_pretrain_steps"),
     ({"lm_train_chars": 64}, "lm_train_chars"),
 ])
 def test_check_params_names_the_parameter_before_any_compute(change, named):
