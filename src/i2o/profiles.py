@@ -138,6 +138,17 @@ def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]
     return list(value) if kind.endswith("_list") else value
 
 
+def require(figure: str, params: Mapping[str, Any],
+            rules: Iterable[tuple[str, bool, str]]) -> None:
+    """Raise :class:`ParameterError` for the first rule ``(name, ok, allowed)`` with ``ok`` false:
+    "parameter 'name' of figure 'figure' must be allowed; got value". The cross-parameter checks
+    of the chapters (their ``runs.check_params``) are written as such rules."""
+    for name, ok, allowed in rules:
+        if not ok:
+            raise ParameterError(f"parameter {name!r} of figure {figure!r} must be {allowed}; "
+                                 f"got {params[name]!r}")
+
+
 class Params(dict):
     """Validated parameters of one figure run; attribute access, plus ``figure`` and ``profile``."""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from i2o import results
 from i2o.chapters.affine import FIGURE, checks, sweeps
-from i2o.profiles import ParameterError
+from i2o.profiles import require
 
 CACHE_SOURCES = ("chapters.affine.theory", "chapters.affine.sweeps", "chapters.affine.checks",
                  "chapters.affine.runs")
@@ -49,10 +49,7 @@ def check_params(params: Mapping[str, Any]) -> None:
         ("g3_d_theta_panel", max(params["g3_d_theta_panel"]) <= params["g3_d_theta_max"],
          f"a list of values ≤ g3_d_theta_max = {params['g3_d_theta_max']}"),
     ]
-    for name, ok, allowed in rules:
-        if not ok:
-            raise ParameterError(f"parameter {name!r} of figure 'affine' must be {allowed}; "
-                                 f"got {params[name]!r}")
+    require(FIGURE, params, rules)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from i2o import runtime
+from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps import jobs as job_runner
 from i2o.chapters.deq_gaps.classification import ClassificationJob
 from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep
@@ -38,34 +39,25 @@ def check_params(params: Mapping[str, Any]) -> None:
     """What the manifest's per-parameter schema cannot say; raises ``ParameterError`` naming the
     parameter before any compute."""
     from i2o.models.mdeq import config
-    from i2o.profiles import ParameterError
+    from i2o.profiles import require
 
     p = params
     config(p["cls_architecture"])
     cls_steps = p["cls_epochs"] * -(-p["cls_train_size"] // p["cls_batch_size"])
-    if p["cls_pretrain_steps"] >= cls_steps:
-        raise ParameterError(
-            f"parameter 'cls_pretrain_steps' ({p['cls_pretrain_steps']}) of figure 'deq_gaps' "
-            f"must be smaller than the classifier's training steps (cls_epochs × ⌈cls_train_size /"
-            f" cls_batch_size⌉ = {cls_steps}), or no DEQ is ever trained")
-    if p["lm_pretrain_steps"] >= p["lm_steps"]:
-        raise ParameterError(
-            f"parameter 'lm_pretrain_steps' ({p['lm_pretrain_steps']}) of figure 'deq_gaps' must "
-            f"be smaller than 'lm_steps' ({p['lm_steps']}), or no DEQ is ever trained")
-    if 0 < p["lm_train_chars"] <= p["lm_context"]:
-        raise ParameterError(
-            f"parameter 'lm_train_chars' of figure 'deq_gaps' must be 0 (the whole training split)"
-            f" or more than 'lm_context' ({p['lm_context']}); got {p['lm_train_chars']}")
-    if p["lm_width"] % p["lm_heads"]:
-        raise ParameterError(f"parameter 'lm_heads' ({p['lm_heads']}) of figure 'deq_gaps' must "
-                             f"divide 'lm_width' ({p['lm_width']})")
-    if p["inv_crop"] % 2:
-        raise ParameterError(f"parameter 'inv_crop' of figure 'deq_gaps' must be even (×2 "
-                             f"super-resolution of a patch); got {p['inv_crop']}")
     sizes = list(p["op_sizes"])
-    if len(set(sizes)) != len(sizes) or len(sizes) < 2:
-        raise ParameterError(f"parameter 'op_sizes' of figure 'deq_gaps' needs at least 2 "
-                             f"distinct training-set sizes; got {sizes}")
+    require(FIGURE, p, [
+        ("cls_pretrain_steps", p["cls_pretrain_steps"] < cls_steps,
+         f"smaller than the classifier's training steps, cls_epochs × ⌈cls_train_size / "
+         f"cls_batch_size⌉ = {cls_steps} (or no DEQ is ever trained)"),
+        ("lm_pretrain_steps", p["lm_pretrain_steps"] < p["lm_steps"],
+         f"smaller than lm_steps = {p['lm_steps']} (or no DEQ is ever trained)"),
+        ("lm_train_chars", p["lm_train_chars"] == 0 or p["lm_train_chars"] > p["lm_context"],
+         f"0 (the whole training split) or more than lm_context = {p['lm_context']}"),
+        ("lm_heads", p["lm_width"] % p["lm_heads"] == 0,
+         f"a divisor of lm_width = {p['lm_width']}"),
+        ("inv_crop", p["inv_crop"] % 2 == 0, "even (×2 super-resolution of a patch)"),
+        ("op_sizes", len(set(sizes)) == len(sizes) >= 2, "at least 2 distinct training-set sizes"),
+    ])
 
 
 @dataclass(frozen=True)
