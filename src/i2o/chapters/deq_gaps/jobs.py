@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 from i2o import results
+from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.classification import ClassificationJob
 from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import sweep_iterations
 
-FIGURE = "deq_gaps"
 _COMMON = ("chapters.deq_gaps.jobs", "deq", "train.loop", "train.checkpoint", "train.schedule",
            "train.seeding")
 #: The modules each job's numbers depend on: edits elsewhere (plots, other chapters) do not

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from i2o import results, runtime
+from i2o.chapters.stability import FIGURE
 from i2o.data import balanced_subset, load_cifar10, to_tensor
 from i2o.models import config, count_parameters
 from i2o.train import health
 from i2o.train.classifier import ARMS, TrainSettings, build_and_train
 from i2o.train.evaluate import evaluate_iterations
 
-FIGURE = "stability"
 #: The modules a job's result depends on (the cache key hashes only these, so that work on other
 #: chapters' models or on this module's plotting helpers does not discard trained networks).
 SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.loop",
