@@ -12,7 +12,7 @@ One training step on a batch (the recipe of the paper's Figure 5, Appendix F.2):
   * ``"unrolled"``: backpropagation through every Broyden iterate and low-rank update.
 
 The loss is the cross-entropy (:func:`mdeq_loss`, the step written once: the stability and
-deq-gaps chapters train with it, :mod:`i2o.chapters.stability.stepcost` times it). Training is
+deq_gaps chapters train with it, :mod:`i2o.chapters.stability.stepcost` times it). Training is
 :func:`i2o.train.loop.train_steps` with :func:`classifier_step_loss`: Adam with coupled weight
 decay, cosine learning rate per batch (:mod:`i2o.train.schedule`). The data order of each epoch is
 a function of (seed, epoch) (:func:`i2o.train.seeding.epoch_order`), the dropout masks come from
