@@ -17,7 +17,6 @@ from pathlib import Path
 
 import torch
 
-from i2o import runtime
 from i2o.deq import SolverSpec
 from i2o.models.mdeq import MDEQClassifier, config
 from i2o.train.classifier import TrainSettings, build_and_train
@@ -71,4 +70,4 @@ def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tenso
                progress: bool | None = None) -> tuple[MDEQClassifier, dict[str, list[float]]]:
     """Seed, build and train (or resume) the MDEQ of ``job`` on standardised ``images``."""
     return build_and_train(config(job.architecture), images, labels, job.settings(),
-                           checkpoint_dir, progress, device=runtime.device())
+                           checkpoint_dir, progress)

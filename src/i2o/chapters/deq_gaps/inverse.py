@@ -37,7 +37,7 @@ class InverseJob:
     noise: float = 0.01
     width: int = 32
     depth: int = 3
-    train_iters: int = 10                 # N: fixed-point iterations in training
+    train_iters: int = 10             # N: fixed-point iterations in training
     method: str = "fixed_point"
     backward: str = "ift"
     backward_iter: int = 20           # adjoint solver steps (IFT)

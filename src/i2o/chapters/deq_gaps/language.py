@@ -50,7 +50,7 @@ class LanguageJob:
     heads: int = 4
     ffn_width: int = 128
     weight_norm: bool = True
-    train_iters: int = 8                  # N: solver iterations in training
+    train_iters: int = 8              # N: solver iterations in training
     method: str = "broyden"           # forward (and adjoint) solver
     backward: str = "ift"
     jac_weight: float = 0.0           # Jacobian regularisation (IFT only)
@@ -67,13 +67,10 @@ class LanguageJob:
             raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
         if self.jac_weight < 0:
             raise ValueError(f"jac_weight must be ≥ 0; got {self.jac_weight}")
-        n = self.train_iters
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"train_iters must be an integer ≥ 1; got {self.train_iters!r}")
-        for name in ("pretrain_steps", "train_chars"):
+        for name, least in (("train_iters", 1), ("pretrain_steps", 0), ("train_chars", 0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer ≥ 0; got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer ≥ {least}; got {value!r}")
         if self.pretrain_steps >= self.steps:
             raise ValueError(f"pretrain_steps ({self.pretrain_steps}) must be smaller than steps "
                              f"({self.steps}), or no DEQ is ever trained")
