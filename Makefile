@@ -8,6 +8,9 @@ P          ?=
 FORCE      ?=
 FIG        ?= stability
 EXECUTOR   ?= local
+REPLICATES ?= 0 1 2
+FIGURES    ?=
+WORKERS    ?= 1
 SLURM      ?=
 PYTEST_ARGS ?=
 # Offline copies of the data sets (e.g. ../shared/data); unset = download into data/ when online.
@@ -30,7 +33,7 @@ MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
 RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 
-.PHONY: install lock data book html test bench sweep claims lint clean clean-results help
+.PHONY: install lock data book html test bench sweep robustness claims lint clean clean-results help
 
 help:
 	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE)) and build _build/html"
@@ -40,6 +43,7 @@ help:
 	@echo "make lock            regenerate requirements.lock from pyproject.toml (needs PyPI)"
 	@echo "make bench           performance measurements into _build/bench.json"
 	@echo "make sweep FIG=stability EXECUTOR=local|slurm SLURM=\"--partition gpu --gpus 1\""
+	@echo "make robustness      every chapter at replicates 0 1 2 (REPLICATES=...) -> Robustness page"
 	@echo "make claims          print every executed notebook's claims"
 	@echo "make clean           remove build products; make clean-results removes the results cache"
 
@@ -95,6 +99,13 @@ bench: $(INSTALLED)
 sweep: $(INSTALLED)
 	$(PY) -m i2o.preflight $(FIG)
 	$(PY) -m i2o.sweep $(FIG) --profile $(PROFILE) --executor $(EXECUTOR) $(SLURM) $(P)
+
+# Every chapter at several replicates (every random choice redrawn), through the results cache;
+# writes _build/robustness.json, shown on the book's Robustness page after `make html`.
+robustness: $(INSTALLED)
+	$(PY) -m i2o.robustness --profile $(PROFILE) --replicates $(REPLICATES) \
+	  $(if $(FIGURES),--figures $(FIGURES),) --workers $(WORKERS)
+	$(PY) -m i2o.book html
 
 claims: $(INSTALLED)
 	$(PY) -m i2o.claims

@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import profiles, results, runtime, site
+from i2o import profiles, results, robustness, runtime, site
 
 STAMP_KEY = "i2o"
 
@@ -263,6 +263,7 @@ def stage() -> Path:
         else:
             _write_not_built(notebooks[figure], figure, reason)
     site.figures_page(staged, notebooks)
+    robustness.write_page(staged)
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline

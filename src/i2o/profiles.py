@@ -60,6 +60,9 @@ def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
     for key in ("notebook", "package", "title", "outputs", "parameters", "profiles"):
         if key not in entry:
             raise ValueError(f"figures.yaml: figure {figure!r} has no {key!r}")
+    if "replicate" not in entry["parameters"]:
+        raise ValueError(f"figures.yaml: figure {figure!r} has no 'replicate' parameter "
+                         "(every chapter redraws its random choices by it: i2o.replicates)")
     for name, schema in entry["parameters"].items():
         if schema.get("type") not in _TYPES:
             raise ValueError(f"figures.yaml: {figure}.{name} has type {schema.get('type')!r}; "

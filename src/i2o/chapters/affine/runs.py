@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from i2o import results
+from i2o import replicates, results
 from i2o.chapters.affine import FIGURE, checks, sweeps
 from i2o.profiles import require
 
@@ -75,28 +75,29 @@ def collect(params: Mapping[str, Any]) -> AffineResults:
         seconds[name] = time.perf_counter() - start
         return result
 
+    seed = replicates.seed(p["seed"], p["replicate"])
     common = {"eta_scale": p["eta_scale"], "rtol": p["rank_rtol"]}
     lower_bound_grid = {"n_seeds": p["n_seeds"], "n_max": p["n_max"], "n_points": p["n_points"],
                         "n_reference": p["n_reference"], "delta_n_max": p["delta_n_max"]}
     left = cached("corollary1", lambda: sweeps.corollary1_sweep(
-        seed=p["seed"], d_z=p["left_d_z"], d_theta=p["left_d_theta"], rank_in=p["left_d_x"],
+        seed=seed, d_z=p["left_d_z"], d_theta=p["left_d_theta"], rank_in=p["left_d_x"],
         rank_out=p["left_rank_out"], n_list=p["left_n_list"], delta_n_min=p["delta_n_min"],
         delta_n_max=p["delta_n_max"], **common))
     right = cached("corollary2", lambda: sweeps.lower_bound_sweep(
-        seed=p["seed"], d_z=p["right_d_z"], rank_in=p["right_d_z"], rank_out=p["right_d_z"],
+        seed=seed, d_z=p["right_d_z"], rank_in=p["right_d_z"], rank_out=p["right_d_z"],
         d_theta_max=p["d_theta_max"], **lower_bound_grid, **common))
     g3 = cached("figure-g3", lambda: sweeps.lower_bound_sweep(
-        seed=p["seed"] + 1, d_z=p["g3_d_z"], rank_in=p["g3_d_x"], rank_out=p["g3_rank_out"],
+        seed=seed + 1, d_z=p["g3_d_z"], rank_in=p["g3_d_x"], rank_out=p["g3_rank_out"],
         d_theta_max=p["g3_d_theta_max"], **lower_bound_grid, **common))
-    checked = cached("checks", lambda: _checks(p))
+    checked = cached("checks", lambda: _checks(p, seed))
     cor2 = cached("corollary2-nonnormal", lambda: checks.corollary2_nonnormal_check(
-        seed=p["seed"], n_instances=p["cor2_instances"], d_z=p["cor2_d_z"], n=p["cor2_n"],
+        seed=seed, n_instances=p["cor2_instances"], d_z=p["cor2_d_z"], n=p["cor2_n"],
         delta_n_max=p["delta_n_max"], n_draws=p["cor2_draws"], **common))
     return AffineResults(left=left, right=right, g3=g3, checks=checked, cor2=cor2, seconds=seconds)
 
 
-def _checks(p: Mapping[str, Any]) -> dict:
-    seed, n, rtol = p["seed"], p["n_check_instances"], p["rank_rtol"]
+def _checks(p: Mapping[str, Any], seed: int) -> dict:
+    n, rtol = p["n_check_instances"], p["rank_rtol"]
     return {
         "lemma_a2": checks.lemma_a2_check(seed, n),
         "theorem1": checks.theorem1_check(seed, n, rtol=rtol),

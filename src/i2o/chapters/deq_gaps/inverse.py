@@ -106,8 +106,12 @@ def train_reconstruction(job: InverseJob, images: torch.Tensor,
     return model, history
 
 
+#: The seed of the measurement noise of the evaluation images (replicate 0).
+NOISE_SEED = 12345
+
+
 def noisy_measurements(model: ReconstructionDEQ, images: torch.Tensor, noise: float,
-                      seed: int = 12345) -> torch.Tensor:
+                      seed: int = NOISE_SEED) -> torch.Tensor:
     """``y = A x + σ ε`` for every image at once, the noise drawn from ``seed`` (the same for
     every model and every ``N``)."""
     return model.operator.measure(images, noise, torch.Generator().manual_seed(seed))

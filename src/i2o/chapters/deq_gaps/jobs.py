@@ -2,7 +2,9 @@
 
 A job is a ``(name, params)`` pair (:func:`describe`): ``name`` is ``classification``,
 ``language``, ``inverse-deq`` or ``inverse-elder``; ``params`` (plain JSON values) holds every
-field of the task's job dataclass plus the sweep grid and evaluation sizes. It is one entry of the
+field of the task's job dataclass plus the sweep grid, evaluation sizes and the replicate. The
+job's ``seed`` is already the replicate's (:func:`i2o.replicates.seed`); the replicate also redraws
+the fixed seeds of the evaluation subsets and of the measurement noise. It is one entry of the
 results cache (:func:`i2o.results.cached`, figure ``deq_gaps``), keyed by ``params`` and by the
 source of the modules it depends on (:data:`SOURCES`); training checkpoints go to the entry's
 :func:`i2o.results.checkpoint_dir`, so an interrupted job resumes and a finished one costs a file
@@ -21,10 +23,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from i2o import results
+from i2o import replicates, results
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.classification import ClassificationJob
-from i2o.chapters.deq_gaps.inverse import InverseJob
+from i2o.chapters.deq_gaps.inverse import NOISE_SEED, InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import sweep_iterations
 
@@ -49,8 +51,10 @@ SIZES = {"classification": ("eval_size",), "language": ("eval_windows",),
          "inverse-deq": ("train_size", "eval_size"), "inverse-elder": ("train_size", "eval_size")}
 
 
-def describe(job, grid: Sequence[int], **sizes: int) -> tuple[str, dict[str, Any]]:
-    """The ``(name, params)`` of a job dataclass swept over ``grid`` with evaluation ``sizes``."""
+def describe(job, grid: Sequence[int], replicate: int = 0, **sizes: int
+             ) -> tuple[str, dict[str, Any]]:
+    """The ``(name, params)`` of a job dataclass swept over ``grid`` with evaluation ``sizes``
+    at ``replicate``."""
     if isinstance(job, ClassificationJob):
         name = "classification"
     elif isinstance(job, LanguageJob):
@@ -61,7 +65,8 @@ def describe(job, grid: Sequence[int], **sizes: int) -> tuple[str, dict[str, Any
         raise TypeError(f"not a job of the DEQ chapter: {type(job).__name__}")
     if set(sizes) != set(SIZES[name]):
         raise ValueError(f"a {name} job takes the sizes {SIZES[name]}; got {sorted(sizes)}")
-    return name, {"task": name, **job.as_dict(), "grid": [int(n) for n in grid], **sizes}
+    return name, {"task": name, **job.as_dict(), "grid": [int(n) for n in grid], **sizes,
+                  "replicate": int(replicate)}
 
 
 def job_of(name: str, params: dict[str, Any]):
@@ -109,9 +114,11 @@ def _classification(job: ClassificationJob, params, checkpoints, progress) -> di
     chosen = balanced_subset(train.labels, job.train_size, seed=job.seed)
     images, labels = to_tensor(train.images[chosen]), torch.from_numpy(train.labels[chosen])
     model, history = train_mdeq(job, images, labels, checkpoints, progress)
-    shown = balanced_subset(test.labels, eval_size, seed=0)
+    replicate = params["replicate"]
+    shown = balanced_subset(test.labels, eval_size, seed=replicates.seed(0, replicate))
     test_images, test_labels = to_tensor(test.images[shown]), torch.from_numpy(test.labels[shown])
-    on_train = balanced_subset(labels.numpy(), min(eval_size, len(labels)), seed=1)
+    on_train = balanced_subset(labels.numpy(), min(eval_size, len(labels)),
+                               seed=replicates.seed(1, replicate))
     spec = job.sweep_spec()
     return {
         "test": sweep_iterations(classification_probes(model, test_images, test_labels), grid,
@@ -164,7 +171,8 @@ def _inverse(job: InverseJob, params, checkpoints, progress) -> dict[str, Any]:
                            "n_parameters": _parameters(model)}
     for split, clean in (("test", to_unit(test.images[:eval_size])),
                          ("train", images[:eval_size])):
-        y = noisy_measurements(model, clean, job.noise)
+        y = noisy_measurements(model, clean, job.noise,
+                               seed=replicates.seed(NOISE_SEED, params["replicate"]))
         out[split] = sweep_iterations(inverse_probes(model, clean, y), grid, spec)
         out[f"{split}_baseline_neg_psnr"] = baseline_neg_psnr(model, clean, y)
     return out

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from i2o import runtime
+from i2o import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps import jobs as job_runner
 from i2o.chapters.deq_gaps.classification import ClassificationJob
@@ -74,22 +74,23 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
     """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked first)."""
     check_params(params)
     p = params
+    seed = replicates.seed(p["seed"], p["replicate"])
     classification = ClassificationJob(
         architecture=p["cls_architecture"], train_iters=p["cls_train_iters"],
         backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
         epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
-        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=p["seed"])
+        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=seed)
     language = LanguageJob(
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
         ffn_width=p["lm_ffn_width"], train_iters=p["lm_train_iters"], method=p["lm_method"],
         backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
         pretrain_steps=p["lm_pretrain_steps"], train_chars=p["lm_train_chars"],
-        batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=p["seed"])
+        batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=seed)
     inverse = {variant: InverseJob(
         variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
         depth=p["inv_depth"], train_iters=p["inv_train_iters"],
         backward_iter=p["inv_backward_iter"], steps=p["inv_steps"],
-        batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=p["seed"])
+        batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=seed)
         for variant in ("deq", "elder")}
     steps = classification.steps()
     overparam = tuple(
@@ -111,15 +112,16 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
 def described(jobs: Jobs, params: Mapping[str, Any]) -> dict[str, Any]:
     """Every job as its ``(name, params)`` pair (:func:`.jobs.describe`), by role."""
     p = params
+    replicate = p["replicate"]
     inverse_sizes = {"train_size": p["inv_train_size"], "eval_size": p["inv_eval_size"]}
     return {
         "classification": job_runner.describe(jobs.classification, jobs.grids["classification"],
-                                              eval_size=p["cls_eval_size"]),
-        "language": job_runner.describe(jobs.language, jobs.grids["language"],
+                                              replicate, eval_size=p["cls_eval_size"]),
+        "language": job_runner.describe(jobs.language, jobs.grids["language"], replicate,
                                         eval_windows=p["lm_eval_windows"]),
-        "deq": job_runner.describe(jobs.deq, jobs.grids["deq"], **inverse_sizes),
-        "elder": job_runner.describe(jobs.elder, jobs.grids["elder"], **inverse_sizes),
-        "overparam": [job_runner.describe(job, jobs.grids["classification"],
+        "deq": job_runner.describe(jobs.deq, jobs.grids["deq"], replicate, **inverse_sizes),
+        "elder": job_runner.describe(jobs.elder, jobs.grids["elder"], replicate, **inverse_sizes),
+        "overparam": [job_runner.describe(job, jobs.grids["classification"], replicate,
                                           eval_size=p["cls_eval_size"])
                       for job in jobs.overparam],
     }

@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from i2o import results
+from i2o import replicates, results
 from i2o.chapters.meta import FIGURE, imaml, maml, outer
 from i2o.chapters.meta.mlp import Params, init_mlp
 from i2o.chapters.meta.tasks import fixed_training_set
@@ -165,7 +165,7 @@ def _sweep_setting(p: Any, spec: ModelSpec) -> tuple[np.ndarray, dict[str, Any]]
 
     if spec.n_meta_batches is None:
         max_steps = p.maml_max_test_steps if spec.method == "maml" else p.imaml_max_test_steps
-        description = {"test_seed": p.test_seed, "n_test_tasks": p.n_test_tasks}
+        description = {"test_seed": tasks_seed(p), "n_test_tasks": p.n_test_tasks}
     else:
         max_steps = p.fig4_max_test_steps
         description = {"tasks": "training set"}
@@ -200,6 +200,11 @@ def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
             "train_seconds_per_step": trained["seconds_per_step"]}
 
 
+def tasks_seed(p: Any) -> int:
+    """The seed of the fixed test tasks (Figure 3) and of the floor's tasks at the replicate."""
+    return replicates.seed(p.test_seed, p.replicate)
+
+
 def check_params(p: Any) -> None:
     """What the manifest's per-parameter schema cannot say; raises ``ParameterError`` before any
     compute."""
@@ -218,7 +223,7 @@ def check_params(p: Any) -> None:
 def _maml(p: Any, n: int, normalization: str) -> ModelSpec:
     return ModelSpec("maml", n, p.maml_outer_steps, step_size=p.maml_step_size,
                      meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
-                     normalization=normalization, seed=p.seed)
+                     normalization=normalization, seed=replicates.seed(p.seed, p.replicate))
 
 
 def _imaml(p: Any, outer_steps: int, n_meta_batches: int | None, seed: int) -> ModelSpec:
@@ -232,13 +237,13 @@ def _imaml(p: Any, outer_steps: int, n_meta_batches: int | None, seed: int) -> M
 def figure3_specs(p: Any) -> list[ModelSpec]:
     """The Figure 3 models of a parameter set ``p`` (see the ``meta`` entry of figures.yaml)."""
     return ([_maml(p, n, p.normalization) for n in p.maml_inner_steps]
-            + [_imaml(p, p.imaml_outer_steps, None, p.seed)])
+            + [_imaml(p, p.imaml_outer_steps, None, replicates.seed(p.seed, p.replicate))])
 
 
 def figure4_specs(p: Any) -> list[ModelSpec]:
     """One iMAML model per (training-set size, seed): each seed draws its own training set."""
     return [_imaml(p, p.fig4_outer_steps, b, seed)
-            for b in p.fig4_meta_batches for seed in p.fig4_seeds]
+            for b in p.fig4_meta_batches for seed in replicates.seeds(p.fig4_seeds, p.replicate)]
 
 
 def ablation_specs(p: Any) -> list[ModelSpec]:
@@ -262,7 +267,7 @@ def train_and_sweep(p: Any, spec: ModelSpec,
 
     grid, description = _sweep_setting(p, spec)
     trained = train_model(spec, log, p.checkpoint_every)
-    tasks = (sample_tasks(jax.random.PRNGKey(p.test_seed), p.n_test_tasks)
+    tasks = (sample_tasks(jax.random.PRNGKey(tasks_seed(p)), p.n_test_tasks)
              if spec.n_meta_batches is None else flatten_batches(spec.training_set()))
     return _evaluate(spec, trained, tasks, grid, description)
 
@@ -284,11 +289,11 @@ def bn_floor(p: Any) -> dict[str, float]:
 
     def compute() -> dict[str, float]:
         start = time.perf_counter()
-        values = floor.per_set_bn_floor(n_tasks=p.floor_tasks, seed=p.test_seed)._asdict()
+        values = floor.per_set_bn_floor(n_tasks=p.floor_tasks, seed=tasks_seed(p))._asdict()
         return {**values, "task_agnostic": floor.task_agnostic_mse(),
                 "seconds": time.perf_counter() - start}
 
-    stored = results.cached(FIGURE, "bn-floor", {"n_tasks": p.floor_tasks, "seed": p.test_seed},
+    stored = results.cached(FIGURE, "bn-floor", {"n_tasks": p.floor_tasks, "seed": tasks_seed(p)},
                             compute, sources=("chapters.meta.floor", "chapters.meta.tasks"))
     return {k: float(v) for k, v in stored.items()}
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import results
+from i2o import replicates, results
 from i2o.chapters.separation import FIGURE
 
 _ENGINE = ("deq", "train.loop", "train.checkpoint", "train.schedule", "chapters.separation.nets")
@@ -46,6 +46,11 @@ def check_params(p: Any) -> None:
                              f"gotu_train_size = {p.gotu_train_size}; got {p.heatmap_points}")
     if len(p.seeds) < 1:
         raise ParameterError(f"parameter 'seeds' of figure {FIGURE!r} needs a seed")
+
+
+def model_seeds(p: Any) -> list[int]:
+    """The seeds of every trained model and random problem at the run's replicate."""
+    return replicates.seeds(p.seeds, p.replicate)
 
 
 # --- Section 1: sawtooth ------------------------------------------------------------------------
@@ -114,7 +119,7 @@ def sawtooth_section(p: Any) -> dict[str, Any]:
     for L, w in flops_matched_widths(p).items():
         out["flops_matched"][f"depth{L}"] = w
     for k in p.saw_exponents:
-        runs = [[saw_model(p, k, *m, seed) for seed in p.seeds] for m in models]
+        runs = [[saw_model(p, k, *m, seed) for seed in model_seeds(p)] for m in models]
         out[f"k{k}"] = {key: np.array([[r[key] for r in row] for row in runs])
                         for key in runs[0][0]}
         x = np.linspace(0, 1, 2001)
@@ -146,7 +151,8 @@ def steep_section(p: Any) -> dict[str, Any]:
     for e in p.steep_exponents:
         out[f"e{e}"] = {}
         for kind in STEEP_MODELS:
-            runs_ = [[steep_model(p, e, kind, d, seed) for seed in p.seeds] for d in p.steep_dims]
+            runs_ = [[steep_model(p, e, kind, d, seed) for seed in model_seeds(p)]
+                     for d in p.steep_dims]
             out[f"e{e}"][kind] = {key: np.array([[r[key] for r in row] for row in runs_])
                                   for key in runs_[0][0]}
     return out
@@ -162,10 +168,10 @@ def diagonal_section(p: Any) -> dict[str, Any]:
         start = time.perf_counter()
         out = {f"s{seed}": diagonal.experiment(p.diag_n, p.diag_d, seed,
                                                p.diag_lr_scale, p.diag_max_steps, p.diag_tol,
-                                               p.dln_alpha) for seed in p.seeds}
+                                               p.dln_alpha) for seed in model_seeds(p)}
         return {**out, "seconds": time.perf_counter() - start}
 
-    key = {name: p[name] for name in ("seeds", "diag_n", "diag_d",
+    key = {name: p[name] for name in ("seeds", "replicate", "diag_n", "diag_d",
                                       "diag_lr_scale", "diag_max_steps", "diag_tol", "dln_alpha")}
     return results.cached(FIGURE, "diagonal", key, compute, sources=DIAGONAL_SOURCES)
 
@@ -205,7 +211,7 @@ def gotu_section(p: Any) -> dict[str, Any]:
             "bias": gotu.affine_prediction(target, p.gotu_dim, bias=True),
             "no_bias": gotu.affine_prediction(target, p.gotu_dim, bias=False)}}
         for kind in gotu.MODELS:
-            runs = [gotu_model(p, target, kind, seed) for seed in p.seeds]
+            runs = [gotu_model(p, target, kind, seed) for seed in model_seeds(p)]
             entry[kind] = {key: np.array([r[key] for r in runs]) for key in runs[0]
                            if key != "features"}
             entry[kind]["features"] = runs[0]["features"]
@@ -252,7 +258,7 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
     if name.startswith("sawtooth-k"):
         k = int(name.removeprefix("sawtooth-k"))
         for m in saw_models(p):
-            for seed in p.seeds:
+            for seed in model_seeds(p):
                 key_name, key = _saw_key(p, k, *m, seed)
                 entries.append((lambda m=m, seed=seed: saw_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
@@ -261,7 +267,7 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
         e = int(name.removeprefix("steep-e"))
         for kind in STEEP_MODELS:
             for d in p.steep_dims:
-                for seed in p.seeds:
+                for seed in model_seeds(p):
                     key_name, key = _steep_key(p, e, kind, d, seed)
                     entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, e, kind, d,
                                                                                   seed),
@@ -270,7 +276,7 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
     elif name.startswith("gotu-"):
         target = name.removeprefix("gotu-")
         for kind in gotu.MODELS:
-            for seed in p.seeds:
+            for seed in model_seeds(p):
                 key_name, key = _gotu_key(p, target, kind, seed)
                 entries.append((lambda kind=kind, seed=seed: gotu_model(p, target, kind, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,

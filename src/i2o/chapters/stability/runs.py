@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from i2o import results, runtime
+from i2o import replicates, results, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.data import balanced_subset, load_cifar10, to_tensor
 from i2o.models import config, count_parameters
@@ -37,13 +37,14 @@ SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_
           "weight_decay", "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch",
           "clip")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
-#: network's initialisation, dropout masks and batch order.
+#: network's initialisation, dropout masks and batch order; a replicate redraws it too
+#: (:func:`i2o.replicates.seed`), so replicate r > 0 also trains and tests on other images.
 DATA_SEED = 0
 NUM_CLASSES = 10
 
 
-def job_name(seed: int, arm: str, train_iter: int) -> str:
-    return f"{arm}-N{train_iter}-seed{seed}"
+def job_name(seed: int, arm: str, train_iter: int, replicate: int = 0) -> str:
+    return f"{arm}-N{train_iter}-seed{seed}{replicates.suffix(replicate)}"
 
 
 def job_params(params: Mapping[str, Any], seed: int, arm: str, train_iter: int) -> dict[str, Any]:
@@ -52,13 +53,14 @@ def job_params(params: Mapping[str, Any], seed: int, arm: str, train_iter: int) 
         raise ValueError(f"arm must be one of {', '.join(map(repr, ARMS))}; got {arm!r}")
     job = {name: params[name] for name in SHARED}
     job["test_iters"] = [int(n) for n in job["test_iters"]]
-    job.update(seed=int(seed), arm=arm, train_iter=int(train_iter))
+    job.update(seed=int(seed), arm=arm, train_iter=int(train_iter),
+               replicate=int(params["replicate"]))
     return job
 
 
 def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Every (name, job parameters) of a figure run: seeds × arms × training N."""
-    return [(job_name(seed, arm, n), job_params(params, seed, arm, n))
+    return [(job_name(seed, arm, n, params["replicate"]), job_params(params, seed, arm, n))
             for n in params["train_iters"] for arm in ARMS for seed in params["seeds"]]
 
 
@@ -67,14 +69,15 @@ def settings_of(job: Mapping[str, Any], checkpoint_every: int = 50) -> TrainSett
         arm=job["arm"], train_iter=job["train_iter"], backward_iter=job["backward_iter"],
         tol=job["tol"], epochs=job["epochs"], batch_size=job["batch_size"], lr=job["lr"],
         lr_min=job["lr_min"], weight_decay=job["weight_decay"],
-        pretrain_steps=job["pretrain_steps"], clip=job["clip"], seed=job["seed"],
+        pretrain_steps=job["pretrain_steps"], clip=job["clip"],
+        seed=replicates.seed(job["seed"], job["replicate"]),
         checkpoint_every=checkpoint_every)
 
 
-def load_split(split: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+def load_split(split: str, size: int, replicate: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """A class-balanced subset of ``size`` images of a CIFAR-10 split, as normalised tensors."""
     data = load_cifar10(split)
-    chosen = data.subset(balanced_subset(data.labels, size, DATA_SEED))
+    chosen = data.subset(balanced_subset(data.labels, size, replicates.seed(DATA_SEED, replicate)))
     return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
@@ -86,10 +89,10 @@ def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str
     (:func:`i2o.train.health.classifier_flag`; ``""`` for a healthy run).
     """
     runtime.set_threads()
-    name = job_name(job["seed"], job["arm"], job["train_iter"])
+    name = job_name(job["seed"], job["arm"], job["train_iter"], job["replicate"])
     settings = settings_of(job)
-    train_x, train_y = load_split("train", job["train_size"])
-    test_x, test_y = load_split("test", job["test_size"])
+    train_x, train_y = load_split("train", job["train_size"], job["replicate"])
+    test_x, test_y = load_split("test", job["test_size"], job["replicate"])
     ckpt = results.checkpoint_dir(FIGURE, name, job, sources=SOURCES)
     start = time.perf_counter()
     model, history = build_and_train(config(job["model"]), train_x, train_y, settings, ckpt,
