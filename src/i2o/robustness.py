@@ -195,7 +195,7 @@ def run(profile: str = "quick", replicates: Sequence[int] = DEFAULT_REPLICATES,
     return summary
 
 
-# -- reading what was computed ---------------------------------------------------------------------
+# -- reading what was computed -------------------------------------------------------------------
 
 def _stamp(folder: Path, figure: str) -> dict[str, Any]:
     path = folder / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
@@ -318,7 +318,7 @@ def read_summary() -> dict[str, Any] | None:
         return None
 
 
-# -- the book's page ---------------------------------------------------------------------------------
+# -- the book's page -------------------------------------------------------------------------
 
 _COLOURS = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#9a6700"}
 
