@@ -11,7 +11,8 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
   equivalence margins, fit and health gates), :mod:`i2o.prose` (conclusions written from claims),
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
-  :mod:`i2o.book` (notebook execution, the HTML);
+  :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
+  :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
@@ -28,6 +29,8 @@ Glossary (one name per quantity, from the manifest to the solver):
   :mod:`i2o.deq`, where :class:`i2o.deq.SolverSpec` translates;
 - ``pretrain_steps`` the optimiser steps of a shallow weight-tied warm-up before the DEQ is
   trained (stability, ``cls_``/``lm_pretrain_steps`` in deq_gaps);
+- ``replicate`` the draw of a chapter's random choices: 0 is the book's, r > 0 passes every seed
+  through :func:`i2o.replicates.seed`;
 - data sizes: ``train_size``/``test_size`` (stability), ``cls_train_size``, ``inv_train_size``,
   ``lm_train_chars`` (deq_gaps), ``n_test_tasks`` (meta).
 """
