@@ -149,3 +149,58 @@ def test_a_damaged_corpus_line_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_DATA_DIR", str(tmp_path))
     line = fetch.ensure_all(["shakespeare"], download=False)["shakespeare"]
     assert "tinyshakespeare/input.txt" in line and "copy it again" in line
+
+
+# --- 7. environment.yml installs the lock's pins ---------------------------------------------
+
+def _environment() -> dict:
+    import yaml
+
+    return yaml.safe_load((REPO / "environment.yml").read_text())
+
+
+LOCKED_PIP = ["--require-hashes", "-r requirements.lock"]
+
+
+def environment_problems(environment: dict, requires_python: str) -> list[str]:
+    """How ``environment`` (environment.yml, parsed) could resolve differently from the lock."""
+    from packaging.specifiers import SpecifierSet
+
+    problems = []
+    pip = next((d["pip"] for d in environment["dependencies"] if isinstance(d, dict)), [])
+    if pip != LOCKED_PIP:
+        problems.append(f"its pip section is {pip}, not {LOCKED_PIP}")
+    conda = [d for d in environment["dependencies"] if isinstance(d, str)]
+    if others := [d for d in conda if d.split("=")[0] not in ("pip", "python")]:
+        problems.append(f"conda packages beside the lock: {others}")
+    python = next((d.split("=")[1] for d in conda if d.startswith("python=")), None)
+    if python is None or f"{python}.0" not in SpecifierSet(requires_python):
+        problems.append(f"python={python} is outside requires-python {requires_python}")
+    return problems
+
+
+@pytest.fixture
+def requires_python() -> str:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+
+
+def test_environment_yml_installs_the_lock(requires_python):
+    """conda's route installs requirements.lock itself (hashes included), so it resolves to the
+    same versions as `make install`; nothing else is pinned beside it."""
+    assert environment_problems(_environment(), requires_python) == []
+    assert "pip install --no-deps -e ." in (REPO / "environment.yml").read_text()
+
+
+@pytest.mark.parametrize("change", ["extra pin", "conda numpy", "python 3.10"])
+def test_a_diverging_environment_yml_is_caught(change, requires_python):
+    environment = _environment()
+    if change == "extra pin":
+        environment["dependencies"][-1]["pip"].append("numpy==1.26.0")
+    elif change == "conda numpy":
+        environment["dependencies"].insert(0, "numpy=1.26")
+    else:
+        environment["dependencies"] = ["python=3.10" if d == "python=3.11" else d
+                                       for d in environment["dependencies"]]
+    assert len(environment_problems(environment, requires_python)) == 1
