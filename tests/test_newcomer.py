@@ -204,3 +204,38 @@ def test_a_diverging_environment_yml_is_caught(change, requires_python):
         environment["dependencies"] = ["python=3.10" if d == "python=3.11" else d
                                        for d in environment["dependencies"]]
     assert len(environment_problems(environment, requires_python)) == 1
+
+
+# --- 6. benchmarks: nothing printed for what was not measured; a documented reference --------
+
+def _bench(name: str):
+    import importlib.util
+
+    path = REPO / "benchmarks" / f"bench_{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_meta_paper_cost_is_absent_when_nothing_was_recorded(monkeypatch):
+    bench = _bench("meta")
+    nothing = {"training": {}, "sweeps": {}, "missing": ["train-a", "eval-a"], "total": 0.0}
+    monkeypatch.setattr(bench.runs, "recorded_cost", lambda p: nothing)
+    assert bench._paper_profile_cost() == []
+    some = {"training": {"a": 60.0}, "sweeps": {}, "missing": ["eval-a"], "total": 60.0}
+    monkeypatch.setattr(bench.runs, "recorded_cost", lambda p: some)
+    [entry] = bench._paper_profile_cost()
+    assert entry["value"] == 60.0 and "eval-a" in entry["note"]
+
+
+def test_the_tiny_reference_says_when_where_how_and_which_peer():
+    bench = _bench("stability")
+    reference = bench.REFERENCE
+    assert set(reference) >= {"seconds", "date", "machine", "command", "peer_commit"}
+    assert reference["seconds"] == {"ift": 9.7, "unrolled": 14.0}
+    label = bench.peer_label()
+    for part in (reference["date"], reference["machine"], "benchmarks/README.md"):
+        assert part in label, label
+    readme = (REPO / "benchmarks" / "README.md").read_text()
+    assert "cls_mdeq_TINY.yaml" in readme and "REFERENCE" in readme
