@@ -239,3 +239,56 @@ def test_the_tiny_reference_says_when_where_how_and_which_peer():
         assert part in label, label
     readme = (REPO / "benchmarks" / "README.md").read_text()
     assert "cls_mdeq_TINY.yaml" in readme and "REFERENCE" in readme
+
+
+# --- 5. no sweep log and no library noise in the pages ------------------------------------------
+
+class _InstantExecutor:
+    """Stands in for submitit's local executor: every job is done at once."""
+
+    def update_parameters(self, **kwargs):
+        pass
+
+    def submit(self, fn, *args):
+        class Done:
+            job_id = f"4{len(args[1])}"
+
+            def done(self):
+                return True
+
+            def result(self, name=args[1]):
+                return name
+
+        return Done()
+
+
+def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
+    import submitit
+    import torch
+
+    from i2o import results, sweep
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: _InstantExecutor())
+    todo = [(f"ift-N18-seed{i}", {"seed": i}) for i in range(3)]
+    assert sweep.run_jobs("stability", todo, "local", max_parallel=2) == [n for n, _ in todo]
+    shown = capsys.readouterr()
+    for word in ("submitted", "finished", "local jobs"):
+        assert word not in shown.out and word not in shown.err, shown
+    log = (results.results_dir() / "_submitit" / "stability" / "sweep.log").read_text()
+    assert "submitted ift-N18-seed2" in log and "finished ift-N18-seed2" in log
+    assert "local jobs on the CPU" in log
+
+
+def test_the_font_timestamp_warning_is_filtered_at_its_source(caplog):
+    """matplotlib's PDF backend subsets fonts with fontTools, which warns about a font file's
+    header dates; i2o.plotting drops that one message and nothing else of fontTools."""
+    import logging
+
+    import i2o.plotting  # noqa: F401  (installs the filter)
+
+    logger = logging.getLogger("fontTools.ttLib.tables._h_e_a_d")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        logger.warning("'%s' timestamp seems very low; regarding as unix timestamp", "created")
+        logger.warning("extra bytes at the end of 'head' table")
+    assert [r.getMessage() for r in caplog.records] == ["extra bytes at the end of 'head' table"]
