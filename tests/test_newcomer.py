@@ -81,7 +81,8 @@ def _checked_folder(root: Path) -> Path:
             folder.mkdir(parents=True)
             file = folder / "0000.jpg"
             Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(file)
-            lines.append(f"{hashlib.sha256(file.read_bytes()).hexdigest()}  ./{split}/{name}/0000.jpg")
+            digest = hashlib.sha256(file.read_bytes()).hexdigest()
+            lines.append(f"{digest}  ./{split}/{name}/0000.jpg")
     (root / "cifar10.sha256").write_text("\n".join(lines) + "\n")
     return root / "cifar10"
 

@@ -55,7 +55,8 @@ def test_captions_are_one_paragraph_starting_with_the_visible_name(heading, outp
         {"cell_type": "markdown", "metadata": {},
          "source": f"{heading}\n\nA DEQ of width $m$ makes {{glue:text}}`n` pieces. More."},
         _cell(f'plotting.show(draw(), "{output}", p)', [PNG])]}
-    caption = site.present(notebook, [output])["cells"][1]["metadata"]["mystnb"]["figure"]["caption"]
+    figure = site.present(notebook, [output])["cells"][1]["metadata"]["mystnb"]["figure"]
+    caption = figure["caption"]
     assert caption.startswith(start), caption
     assert _one_paragraph(caption), caption
 
@@ -174,7 +175,9 @@ def test_config_has_launch_buttons_and_one_repository_url():
     assert url.startswith("https://")
     assert config["html"]["use_repository_button"] is True
     assert config["launch_buttons"]["binderhub_url"] and config["launch_buttons"]["colab_url"]
-    assert config["sphinx"]["config"]["numfig"] is False  # the paper's numbers instead
+    # Sphinx's numbers off (by an extension: Jupyter Book turns numfig False into True)
+    assert config["sphinx"]["local_extensions"]["paper_numbers"] == "book/_ext"
+    assert "numfig" not in config["sphinx"]["config"]
     toc = (REPO / "_toc.yml").read_text()
     assert "book/figures" in toc
 

@@ -69,7 +69,7 @@ def paper_label(output: str) -> str:
     """The visible name of figure ``output``, everywhere in the book (caption, Figures page): the
     paper's own number (``Figure 5``, ``Figure G.2``, ``Figure 1 (left)``), the companion paper's
     name (:data:`COMPANION_LABELS`), or for the book's own figures ``Figure B<k>``, so that no
-    number means two figures. Sphinx's own numbers are off (``numfig: false`` in _config.yml)."""
+    number means two figures. Sphinx's own numbers are off (book/_ext/paper_numbers.py)."""
     if (label := _paper_number(output)) is not None:
         return label
     if output in COMPANION_LABELS:
@@ -218,7 +218,7 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
                 thumbnail = "not built" if not built else "no image"
             rows.append([
                 f"{{ref}}`{label} <{figure_label(output)}>`" if output in labelled else label,
-                thumbnail, f"{{doc}}`{chapter} <{chapter}>` (`{Path(entry['notebook']).name}`)",
+                thumbnail, f"{{doc}}`{Path(entry['notebook']).name} <{chapter}>`",
                 f"`{stamp.get('profile')}`" if built
                 else f"not built: {stamp.get('not_built', '?')}",
                 (f"{counts['holds']} / {counts['fails']} / {counts['undecided']}"
@@ -229,7 +229,8 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
              "Every figure the book regenerates, in the order of the chapters, under the paper's "
              "own number (a link to the figure in its chapter); the companion chapter's figures "
              "under the companion paper's names; the book's own figures as Figure B1, B2, …. "
-             "Then a thumbnail, the chapter and its notebook, the profile this build ran it with, "
+             "Then a thumbnail, the notebook (a link to its chapter), the profile this build ran "
+             "it with, "
              "and the verdicts of that chapter's claims. Generated from `src/i2o/figures.yaml` "
              "and the executed notebooks.",
              "", "```{list-table}", ":header-rows: 1", ":class: i2o-figures", ""]

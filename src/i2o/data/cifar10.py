@@ -141,7 +141,8 @@ def _decode_image_folder(folder: Path, expected: Mapping[str, str] | None = None
                 relative = f"{name}/{file.name}"
                 seen.add(relative)
                 if relative not in expected:
-                    problems.append((file, f"not listed in {manifest}", f"not listed in {MANIFEST}"))
+                    problems.append((file, f"not listed in {manifest}",
+                                     f"not listed in {MANIFEST}"))
                     continue
                 if hashlib.sha256(data).hexdigest() != expected[relative]:
                     problems.append((file, f"truncated or altered ({len(data)} bytes; its SHA-256 "
