@@ -102,7 +102,8 @@ def _caption(markdown: str, label: str) -> str:
     lines = [line for line in markdown.splitlines() if line.strip()
              and not re.fullmatch(r"\(.+\)=", line.strip())]
     heading = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
-    heading = re.sub(r"^\d+\.\s+", "", heading.removeprefix(label)).lstrip(":.— ").strip()
+    heading = re.sub(rf"^{re.escape(label)}(?![\w.])", "", heading)  # not "Figure 1" of "… 10"
+    heading = re.sub(r"^\d+\.\s+", "", heading.lstrip(":.— ")).strip()
     body = " ".join(line.strip() for line in lines if not line.startswith("#"))
     body = re.sub(r"\{[a-z:]+\}`[^`]*`", "…", body)
     sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
