@@ -15,6 +15,8 @@ SLURM      ?=
 PYTEST_ARGS ?=
 # Offline copies of the data sets (e.g. ../shared/data); unset = download into data/ when online.
 DATA_DIR   ?=
+# `make data` fetches these data sets (empty: all of them), e.g. DATASETS=shakespeare.
+DATASETS   ?=
 ifneq ($(strip $(DATA_DIR)),)
 export I2O_DATA_DIR := $(abspath $(DATA_DIR))
 endif
@@ -81,7 +83,7 @@ book: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book book $(RUN_FLAGS)
 
 data: $(INSTALLED)
-	$(PY) -m i2o.data.fetch
+	$(PY) -m i2o.data.fetch $(DATASETS)
 
 html: $(INSTALLED) $(MATHJAX)
 	$(PY) -m i2o.book html

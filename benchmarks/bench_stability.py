@@ -16,6 +16,8 @@ resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
   thread and with torch's default (one per core); the authors' code is not run here (it would have
   to be vendored), so the ratio is against the times measured for it on this 2-core CPU during
   planning, with its default threading: 9.7 s (IFT) and 14 s (unrolled) per step.
+  :data:`REFERENCE` records what is known of that measurement; ``benchmarks/README.md`` says how
+  to rerun the peer and update it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,23 @@ from i2o.chapters.stability.stepcost import measure_step
 
 MEMORY_BATCH = 16
 MEMORY_N = (9, 18, 36)
-REFERENCE_SECONDS = {"ift": 9.7, "unrolled": 14.0}  # the authors' code, this CPU, per step
+# The authors' MDEQ code, seconds per TINY training step: measured once, not rerun by `make bench`
+# (benchmarks/README.md: how to rerun it). Kept with what was recorded of that measurement; the
+# command and the peer's commit were not written down then, and are said to be unknown.
+REFERENCE = {
+    "seconds": {"ift": 9.7, "unrolled": 14.0},
+    "date": "before 2026-11-22 (planning of the stability chapter, issue 3)",
+    "machine": "this project's 2-core x86_64 CPU machine, torch's default threads, steady state",
+    "command": "not recorded",
+    "peer_commit": "not recorded",
+}
+
+
+def peer_label() -> str:
+    """The peer of the TINY step entries: whose times, measured when and where, how to rerun."""
+    r = REFERENCE
+    return (f"authors' MDEQ code, not rerun: measured {r['date']} on {r['machine']}; command "
+            f"{r['command']}, peer commit {r['peer_commit']}; to rerun: benchmarks/README.md")
 
 
 def _threads() -> int:
@@ -66,12 +84,12 @@ def _time_entries() -> list[dict]:
         for arm in ("ift", "unrolled"):
             m = measure_step("tiny", arm=arm, train_iter=18, backward_iter=20, batch=128,
                              steps=2, warmup=1, tol=0.0, threads=threads)
-            reference = REFERENCE_SECONDS[arm]
+            reference = REFERENCE["seconds"][arm]
             entry = {
                 "name": f"TINY training step {arm} (batch 128, N=18, B_THRES=20, "
                         f"{threads} thread{'s' if threads > 1 else ''})",
                 "value": round(m["seconds"], 2), "unit": "s",
-                "peer": "authors' MDEQ code (reference measured on this CPU, not rerun)",
+                "peer": peer_label(),
                 "peer_value": reference, "ratio": round(m["seconds"] / reference, 3),
                 "note": (f"{m['threads']} thread(s), {m['device']}; CPU time per step "
                          f"{m['cpu_seconds']:.2f} s (wall {m['seconds']:.2f} s); peak memory "

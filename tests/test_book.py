@@ -79,7 +79,7 @@ def built_book(tmp_path_factory):
         patch.setenv("I2O_BUILD_DIR", str(base / "_build"))
         patch.setenv("I2O_RESULTS_DIR", str(base / "results"))
         executed = {figure: book.run(figure, "smoke") for figure in profiles.figures()}
-        site = book.html()
+        site = book.html(strict=True)  # any Sphinx warning fails the build, hence this fixture
     return {"build": base / "_build", "executed": executed, "html": site}
 
 
@@ -97,6 +97,27 @@ def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
         for output in profiles.entry(figure)["outputs"]:
             for suffix in (".png", ".pdf"):
                 assert (built_book["build"] / "figures" / f"{output}{suffix}").is_file()
+
+
+@pytest.mark.book
+def test_the_book_builds_without_a_warning(built_book):
+    """The fixture's build runs with warnings as errors; its log says so and shows none."""
+    log = (built_book["build"] / "jupyter-book.log").read_text()
+    assert "WARNING" not in log and "ERROR" not in log, log[-3000:]
+
+
+@pytest.mark.book
+def test_pages_carry_no_job_log_and_no_library_noise(built_book):
+    """What a chapter prints is for the reader: no sweep job lines, nothing on stderr (library
+    warnings are filtered at their source)."""
+    for figure, path in built_book["executed"].items():
+        for cell in json.loads(Path(path).read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") != "stream":
+                    continue
+                text = "".join(output.get("text", ""))
+                assert output.get("name") != "stderr", f"{figure}: stderr in the page: {text!r}"
+                assert "submitted " not in text and "finished " not in text, (figure, text)
 
 
 @pytest.mark.book
@@ -172,7 +193,7 @@ def test_pages_render_in_a_real_browser(built_book):
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run"])
             for name in _pages(root):
-                page = browser.new_page()
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
                 problems: list[str] = []
                 outside: list[str] = []
                 page.on("console", lambda m, out=problems: m.type == "error" and out.append(m.text))
@@ -213,10 +234,7 @@ def test_pages_render_in_a_real_browser(built_book):
                 if name in chapters:
                     _check_chapter(page, name, widths)
                 if name == "book/figures.html":
-                    rows = page.evaluate("document.querySelectorAll("
-                                         "'table.i2o-figures tbody tr').length")
-                    outputs = sum(len(profiles.entry(f)["outputs"]) for f in profiles.figures())
-                    assert rows == outputs, f"Figures page: {rows} rows for {outputs} figures"
+                    _check_figures_page(page, root)
                 page.close()
             browser.close()
     finally:
@@ -233,12 +251,50 @@ def _check_chapter(page, name: str, widths: list) -> None:
         "Array.from(document.querySelectorAll('details.hide')).filter(d => !d.open"
         " && d.parentElement.textContent.includes('profile =')).length")
     assert folded >= 1, f"{name}: the parameters cell is not folded"
-    captions = page.evaluate("Array.from(document.querySelectorAll('figure figcaption'))"
-                             ".map(c => c.innerText)")
-    assert captions and all(c.strip().startswith("Fig") for c in captions), \
-        f"{name}: figures not numbered and captioned: {captions}"
+    from i2o import site as site_module
+
+    captions = page.evaluate("Array.from(document.querySelectorAll('figure[id]'))"
+                             ".map(f => [f.id, f.querySelector('figcaption')?.innerText || ''])")
+    assert captions, f"{name}: no labelled figure"
+    for anchor, caption in captions:
+        label = site_module.paper_label(anchor.removeprefix("fig-"))
+        assert caption.strip().startswith(f"{label}."), \
+            f"{name}: figure {anchor} is not captioned with its paper name {label!r}: {caption!r}"
+    cut = page.evaluate("Array.from(document.querySelectorAll('main pre'))"
+                        ".filter(p => p.scrollWidth > p.clientWidth + 1).length")
+    assert cut == 0, f"{name}: {cut} output blocks run past the right edge"
     hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
     for wanted in ("mybinder.org", "colab.research.google.com"):
         assert any(wanted in h for h in hrefs), f"{name}: no {wanted} launch button"
     config = yaml.safe_load((REPO / "_config.yml").read_text())
     assert config["repository"]["url"] in hrefs, f"{name}: no repository button"
+
+
+def _check_figures_page(page, root: Path) -> None:
+    """One row per manifest figure, each linking by its paper name to its labelled figure in its
+    chapter, and no cell or column wider than a 1280 px window allows."""
+    from i2o import site as site_module
+
+    outputs = [o for f in profiles.figures() for o in profiles.entry(f)["outputs"]]
+    rows = page.evaluate("Array.from(document.querySelectorAll('table.i2o-figures tbody tr'))"
+                         ".map(r => { const a = r.querySelector('td a.reference');"
+                         " return a ? [a.innerText, a.getAttribute('href')]"
+                         " : [r.innerText, null]; })")
+    assert len(rows) == len(outputs), f"Figures page: {len(rows)} rows for {len(outputs)} figures"
+    for output, (text, href) in zip(outputs, rows, strict=True):
+        label = site_module.paper_label(output)
+        assert href is not None, f"Figures page: {label} is not a link ({text!r})"
+        assert text.strip() == label and href.endswith(f"#fig-{output}"), (label, text, href)
+        target = (root / "book" / href.split("#")[0]).read_text()
+        assert f'id="fig-{output}"' in target, f"{href}: no figure with that id"
+    overflow = page.evaluate(
+        "(() => { const t = document.querySelector('table.i2o-figures');"
+        " const box = t.closest('article') || document.body;"
+        " const cells = Array.from(t.querySelectorAll('th, td'))"
+        ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText.slice(0, 40));"
+        " return {cells, table: t.getBoundingClientRect().right,"
+        " box: box.getBoundingClientRect().right,"
+        " scroll: t.parentElement.scrollWidth > t.parentElement.clientWidth + 1}; })()")
+    assert not overflow["cells"], f"Figures page: cells overflow {overflow['cells']}"
+    assert overflow["table"] <= overflow["box"] + 1 and not overflow["scroll"], \
+        f"Figures page: the table is wider than the page at 1280 px: {overflow}"

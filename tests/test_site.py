@@ -16,11 +16,49 @@ REPO = runtime.repo_root()
 
 @pytest.mark.parametrize("output, label", [
     ("figure-1-left", "Figure 1 (left)"), ("figure-5", "Figure 5"), ("figure-g3", "Figure G.3"),
-    ("figure-deq-overparam", "Beyond the paper: figure-deq-overparam"),
-    ("meta-ablation", "Beyond the paper: meta-ablation"),
-    ("figure-2-authors", "Beyond the paper: figure-2-authors")])
+    ("figure-deq-overparam", "Figure B1"), ("meta-ablation", "Figure B2"),
+    ("separation-features", "Companion: rebuttal Figure 2"),
+    ("separation-sawtooth", "Companion: Theorem 1, rebuttal Table 1")])
 def test_paper_labels(output, label):
     assert site.paper_label(output) == label
+
+
+def test_every_figure_has_one_visible_name_and_no_number_means_two_figures():
+    """The paper's numbers, the companion's names and the book's own B-numbers never collide."""
+    outputs = [o for f in profiles.figures() for o in profiles.entry(f)["outputs"]]
+    labels = [site.paper_label(o) for o in outputs]
+    assert len(set(labels)) == len(labels), labels
+    assert not any(label.startswith("Book figure") for label in labels), labels
+    companion = profiles.entry("separation")["outputs"]
+    assert all(site.paper_label(o).startswith("Companion: ") for o in companion)
+
+
+def _one_paragraph(text: str) -> bool:
+    """Whether MyST reads ``text`` as one paragraph (what a figure caption must be)."""
+    from markdown_it import MarkdownIt
+
+    blocks = [t.type for t in MarkdownIt("commonmark").parse(text) if t.level == 0]
+    return blocks == ["paragraph_open", "paragraph_close"]
+
+
+@pytest.mark.parametrize("heading, output, start", [
+    ("## 1. Linear regions: the sawtooth", "separation-sawtooth",
+     "**Companion: Theorem 1, rebuttal Table 1.** Linear regions: the sawtooth. A DEQ"),
+    ("## Figure 1 (left): overparametrization, Corollary 1", "figure-1-left",
+     "**Figure 1 (left).** Overparametrization, Corollary 1. A DEQ"),
+    ("## Figure 5", "figure-5", "**Figure 5.** A DEQ"),
+    ("## Ablation: per-set batch normalization", "meta-ablation",
+     "**Figure B2.** Ablation: per-set batch normalization. A DEQ"),
+    ("", "separation-features", "**Companion: rebuttal Figure 2.** A DEQ")])
+def test_captions_are_one_paragraph_starting_with_the_visible_name(heading, output, start):
+    notebook = {"cells": [
+        {"cell_type": "markdown", "metadata": {},
+         "source": f"{heading}\n\nA DEQ of width $m$ makes {{glue:text}}`n` pieces. More."},
+        _cell(f'plotting.show(draw(), "{output}", p)', [PNG])]}
+    figure = site.present(notebook, [output])["cells"][1]["metadata"]["mystnb"]["figure"]
+    caption = figure["caption"]
+    assert caption.startswith(start), caption
+    assert _one_paragraph(caption), caption
 
 
 def _cell(source, outputs=(), tags=()):
@@ -55,7 +93,7 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
     assert tags[3] == ["remove-cell"] and tags[4] == ["remove-cell"]  # nothing visible
     figure = cells[6]["metadata"]["mystnb"]["figure"]
     assert figure["name"] == "fig-figure-5"
-    assert figure["caption"] == "Figure 5. Test accuracy … against N."
+    assert figure["caption"] == "**Figure 5.** Test accuracy … against N."
     assert "remove-input" in tags[6]
     assert "mystnb" not in cells[7]["metadata"] and tags[7] == ["remove-input"]
     # a figure with a table after it: the table moves to a cell of its own after the figure
@@ -106,8 +144,9 @@ def test_figures_page_has_one_row_per_manifest_figure(tmp_path):
     outputs = [o for f in profiles.figures() for o in profiles.entry(f)["outputs"]]
     rows = [line for line in text.splitlines() if line.startswith("* - ")]
     assert len(rows) == 1 + len(outputs)  # the header, then one row per figure
+    assert "{numref}" not in text  # Sphinx's numbers are off: links carry the paper's names
     for output in profiles.entry(first)["outputs"]:
-        assert f"{{numref}}`fig-{output}`" in text
+        assert f"{{ref}}`{site.paper_label(output)} <fig-{output}>`" in text
         assert (staged / "book" / "_figures" / f"{output}.png").exists()
     assert "1 / 1 / 2" in text and "`smoke`" in text
     assert "not built: DataNotFoundError" in text
@@ -136,7 +175,9 @@ def test_config_has_launch_buttons_and_one_repository_url():
     assert url.startswith("https://")
     assert config["html"]["use_repository_button"] is True
     assert config["launch_buttons"]["binderhub_url"] and config["launch_buttons"]["colab_url"]
-    assert config["sphinx"]["config"]["numfig"] is True
+    # Sphinx's numbers off (by an extension: Jupyter Book turns numfig False into True)
+    assert config["sphinx"]["local_extensions"]["paper_numbers"] == "book/_ext"
+    assert "numfig" not in config["sphinx"]["config"]
     toc = (REPO / "_toc.yml").read_text()
     assert "book/figures" in toc
 

@@ -291,17 +291,20 @@ def _write_not_built(path: Path, figure: str, reason: str) -> None:
     nbformat.write(notebook, str(path))
 
 
-def html() -> Path:
-    """Build the HTML book into ``_build/html`` from the staged sources (one build at a time)."""
+def html(strict: bool = False) -> Path:
+    """Build the HTML book into ``_build/html`` from the staged sources (one build at a time).
+
+    ``strict``: every Sphinx warning is an error (the tests' build: the book has none).
+    """
     with _exclusive("html", "the HTML build"):
-        return _build_html()
+        return _build_html(strict)
 
 
-def _build_html() -> Path:
+def _build_html(strict: bool = False) -> Path:
     staged = stage()
     out = runtime.build_dir()
     command = ["jupyter-book", "build", str(staged), "--path-output", str(staged),
-               "--builder", "html"]
+               "--builder", "html", *(["--warningiserror", "--keep-going"] if strict else [])]
     jb = Path(sys.executable).with_name("jupyter-book")
     command[0] = str(jb) if jb.exists() else command[0]
     completed = subprocess.run(command, cwd=staged, capture_output=True, text=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,22 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 from i2o import runtime
+
+
+class _FontDateNoise(logging.Filter):
+    """Drops fontTools' "'created' timestamp seems very low; regarding as unix timestamp".
+
+    Writing a PDF with embedded fonts (``pdf.fonttype`` 42) subsets them with fontTools, which
+    warns when a font file's header stores its dates from 1970 instead of 1904. It corrects the
+    dates itself (they only stamp the embedded font): the message says nothing to a reader, yet
+    it was printed under Figure 5 in the executed notebook. fontTools' other warnings pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "timestamp seems very low" not in str(record.msg)
+
+
+logging.getLogger("fontTools.ttLib.tables._h_e_a_d").addFilter(_FontDateNoise())
 
 PALETTE = "colorblind"
 #: Colours of the two training arms and of reference lines, shared by every chapter.

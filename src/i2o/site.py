@@ -5,12 +5,12 @@ The notebooks in ``book/`` are never edited for presentation; their staged copie
 - :func:`present` tags the cells: the parameters cell (and papermill's injected one) folded
   (``hide-input``); every other code cell's code removed (``remove-input``) while its figures,
   tables and text stay; a cell with nothing visible (imports, ``glue`` calls) removed altogether
-  (``remove-cell``). A cell that saves figure ``<name>`` becomes a numbered figure labelled
-  ``fig-<name>`` whose caption is the heading and first sentence of the text above it.
+  (``remove-cell``). A cell that saves figure ``<name>`` becomes a figure labelled ``fig-<name>``
+  whose caption is its visible name (:func:`paper_label`: the paper's own number) in bold, then
+  the heading and first sentence of the text above it.
 - :func:`figures_page` writes ``book/figures.md``: one row per figure of the manifest (its
-  outputs), with a thumbnail, the paper's figure number, a cross-reference to the numbered figure,
-  the chapter, the notebook, the profile it was built with and its chapter's claims (holds / fails /
-  undecided).
+  outputs), with its visible name linking to the figure, a thumbnail, the chapter and notebook,
+  the profile it was built with and its chapter's claims (holds / fails / undecided).
 - :func:`timings_table` fills the execution-time table of ``book/reproduce.md`` (between
   :data:`TIMINGS_START` and :data:`TIMINGS_END`) from the stamps of the executed notebooks.
 - :func:`copy_mathjax` puts MathJax 3 (the npm package, ``npm ci``) into the book's static files
@@ -35,19 +35,47 @@ FIGURES_PAGE = "book/figures.md"
 _INVISIBLE = ("application/papermill.record", "application/vnd.jupyter.widget")
 
 
-def paper_label(output: str) -> str:
-    """``figure-1-left`` → ``Figure 1 (left)``, ``figure-g3`` → ``Figure G.3``; anything else
-    (an extra of this book) → ``Beyond the paper: <name>``."""
-    match = re.fullmatch(r"figure-([a-z]?)(\d+)(?:-(.+))?", output)
+# The companion chapter's figures, by the companion paper's own names (its theorems and the
+# authors' rebuttal figures and table that each one reconstructs; see book/separation.ipynb).
+COMPANION_LABELS = {
+    "separation-sawtooth": "Companion: Theorem 1, rebuttal Table 1",
+    "separation-steep": "Companion: Theorem 2, rebuttal Figure 1",
+    "separation-diagonal": "Companion: Theorem 3",
+    "separation-features": "Companion: rebuttal Figure 2",
+    "separation-gotu": "Companion: Section 4 (GOTU)",
+}
+BOOK_PREFIX = "Figure B"
+
+
+def _paper_number(output: str) -> str | None:
+    """``figure-1-left`` → ``Figure 1 (left)``, ``figure-g3`` → ``Figure G.3``; ``None`` for a
+    name that is not one of the paper's figures."""
+    match = re.fullmatch(r"figure-([a-z]?)(\d+)(?:-(left|right|top|bottom))?", output)
     if not match:
-        return f"Beyond the paper: {output}"
-    letter, number, rest = match.groups()
+        return None
+    letter, number, side = match.groups()
     label = f"Figure {letter.upper()}.{number}" if letter else f"Figure {number}"
-    if rest and not letter and not rest.isdigit():
-        if rest in ("left", "right", "top", "bottom"):
-            return f"{label} ({rest})"
-        return f"Beyond the paper: {output}"
-    return label
+    return f"{label} ({side})" if side else label
+
+
+def book_outputs() -> list[str]:
+    """The manifest's outputs that are neither the paper's nor the companion's figures: the
+    book's own, numbered ``Figure B1``, ``Figure B2``, … in the order of the chapters."""
+    return [output for figure in profiles.figures() for output in profiles.entry(figure)["outputs"]
+            if _paper_number(output) is None and output not in COMPANION_LABELS]
+
+
+def paper_label(output: str) -> str:
+    """The visible name of figure ``output``, everywhere in the book (caption, Figures page): the
+    paper's own number (``Figure 5``, ``Figure G.2``, ``Figure 1 (left)``), the companion paper's
+    name (:data:`COMPANION_LABELS`), or for the book's own figures ``Figure B<k>``, so that no
+    number means two figures. Sphinx's own numbers are off (book/_ext/paper_numbers.py)."""
+    if (label := _paper_number(output)) is not None:
+        return label
+    if output in COMPANION_LABELS:
+        return COMPANION_LABELS[output]
+    own = book_outputs()
+    return f"{BOOK_PREFIX}{own.index(output) + 1}" if output in own else f"Book figure {output}"
 
 
 def figure_label(output: str) -> str:
@@ -63,18 +91,27 @@ def _visible(output: Mapping[str, Any]) -> bool:
     return True  # errors
 
 
-def _caption(markdown: str) -> str:
-    """The heading (without ``#``) and first sentence of the text above a figure, without the
-    MyST roles and targets that cannot live in a caption."""
+def _caption(markdown: str, label: str) -> str:
+    """``**<label>.**`` then the heading and first sentence of the text above a figure, without
+    the MyST roles and targets that cannot live in a caption.
+
+    The heading loses what repeats the label (``Figure 5``, ``Figure 1 (left):``) and a section
+    number (``1. ``); the caption starts with the bold label, so it is always one paragraph (a
+    caption starting ``1. `` would be a list, which Sphinx refuses as a caption).
+    """
     lines = [line for line in markdown.splitlines() if line.strip()
              and not re.fullmatch(r"\(.+\)=", line.strip())]
     heading = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
+    heading = re.sub(rf"^{re.escape(label)}(?![\w.])", "", heading)  # not "Figure 1" of "… 10"
+    heading = re.sub(r"^\d+\.\s+", "", heading.lstrip(":.— ")).strip()
     body = " ".join(line.strip() for line in lines if not line.startswith("#"))
     body = re.sub(r"\{[a-z:]+\}`[^`]*`", "…", body)
     sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
     if len(sentence) > 300:
         sentence = sentence[:297].rsplit(" ", 1)[0] + " …"
-    return ". ".join(part.rstrip(".") for part in (heading, sentence) if part) + "."
+    text = ". ".join(part.rstrip(".") for part in (heading[:1].upper() + heading[1:], sentence)
+                     if part)
+    return f"**{label}.** {text}." if text else f"**{label}.**"
 
 
 def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, Any]:
@@ -117,7 +154,8 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
         rest = [o for i, o in enumerate(shown) if i not in keep]
         cell["outputs"] = [shown[i] for i in keep]
         metadata.setdefault("mystnb", {})["figure"] = {
-            "caption": _caption(last_markdown), "name": figure_label(saved[0])}
+            "caption": _caption(last_markdown, paper_label(saved[0])),
+            "name": figure_label(saved[0])}
         if rest:
             cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
                           "metadata": {"tags": [REMOVE_INPUT if any(map(_visible, rest))
@@ -172,28 +210,30 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
         counts = claims_counts(figure) if built else None
         chapter = Path(entry["notebook"]).stem
         for output in entry["outputs"]:
+            label = paper_label(output)
             png = runtime.build_dir() / "figures" / f"{output}.png"
             if built and png.exists():
                 shutil.copy(png, thumbs / png.name)
-                thumbnail = f"![{paper_label(output)}](_figures/{png.name})"
+                thumbnail = f"![{label}](_figures/{png.name})"
             else:
                 thumbnail = "not built" if not built else "no image"
-            reference = (f"{{numref}}`{figure_label(output)}`" if output in labelled
-                         else "—")
             rows.append([
-                paper_label(output), thumbnail, reference, f"{{doc}}`{figure} <{chapter}>`",
-                f"`{Path(entry['notebook']).name}`",
+                f"{{ref}}`{label} <{figure_label(output)}>`" if output in labelled else label,
+                thumbnail, f"{{doc}}`{Path(entry['notebook']).name} <{chapter}>`",
                 f"`{stamp.get('profile')}`" if built
                 else f"not built: {stamp.get('not_built', '?')}",
                 (f"{counts['holds']} / {counts['fails']} / {counts['undecided']}"
                  if counts else "—")])
-    header = ["Paper figure", "Thumbnail", "In the book", "Chapter", "Notebook", "Profile",
+    header = ["Figure", "Thumbnail", "Chapter (notebook)", "Profile",
               "Claims: holds / fails / undecided"]
     lines = ["# Figures", "",
-             "Every figure the book regenerates, in the order of the chapters: the paper's figure "
-             "number, a thumbnail, a link to the numbered figure and its chapter, the notebook "
-             "that draws it, the profile this build ran it with, and the verdicts of that "
-             "chapter's claims. Generated from `src/i2o/figures.yaml` and the executed notebooks.",
+             "Every figure the book regenerates, in the order of the chapters, under the paper's "
+             "own number (a link to the figure in its chapter); the companion chapter's figures "
+             "under the companion paper's names; the book's own figures as Figure B1, B2, …. "
+             "Then a thumbnail, the notebook (a link to its chapter), the profile this build ran "
+             "it with, "
+             "and the verdicts of that chapter's claims. Generated from `src/i2o/figures.yaml` "
+             "and the executed notebooks.",
              "", "```{list-table}", ":header-rows: 1", ":class: i2o-figures", ""]
     for row in [header, *rows]:
         lines.append(f"* - {row[0]}")

@@ -16,7 +16,8 @@ Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu -
 Executors: ``local`` (subprocesses on this machine, ``--max-parallel`` at a time), ``slurm`` (one
 array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per job,
 ``--max-parallel`` = array parallelism, ``--slurm-arg KEY=VALUE`` for anything else), ``debug``
-(submitit's in-process executor, for tests). Logs go to ``<results>/_submitit/<figure>/``.
+(submitit's in-process executor, for tests). Logs go to ``<results>/_submitit/<figure>/``:
+submitit's, per job, and ``sweep.log``, a line per job submitted and finished (never a page).
 
 GPUs. submitit's local executor sets ``CUDA_VISIBLE_DEVICES`` of each job to its ``gpus_per_node``
 first visible GPUs — the empty string when that is 0, which would hide the GPUs from the job. So a
@@ -33,6 +34,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -144,7 +146,8 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     listing = list_jobs(figure, params)
     todo = [(name, job) for name, job, done in listing if not done]
     print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
-          f"{len(todo)} to run with the {executor} executor", flush=True)
+          f"{len(todo)} to run with the {executor} executor (log: {log_path(figure)})",
+          flush=True)
     if dry_run or not todo:
         for name, _ in todo:
             print(f"  would run {name}")
@@ -196,23 +199,39 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
         jobs = ex.map_array(ResumableJob(), [figure] * len(todo), names, [j for _, j in todo],
                             [env] * len(todo))
         for job, name in zip(jobs, names, strict=True):
-            print(f"  submitted {name}: job {job.job_id}", flush=True)
-        return [_wait(job) for job in runtime.Progress.over(jobs, f"{figure} sweep", unit="job")]
+            _log(figure, f"submitted {name}: job {job.job_id}")
+        return [_wait(job, figure)
+                for job in runtime.Progress.over(jobs, f"{figure} sweep", unit="job")]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
-        return [_wait(ex.submit(run_one, figure, name, job, env))
+        return [_wait(ex.submit(run_one, figure, name, job, env), figure)
                 for name, job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
     gpu_ids = local_gpus()
     if gpu_ids:
         max_parallel = min(max_parallel, len(gpu_ids))
-        print(f"  local jobs on GPU(s) {gpu_ids}, one job per GPU", flush=True)
+        _log(figure, f"local jobs on GPU(s) {gpu_ids}, one job per GPU")
     else:
-        print("  local jobs on the CPU (no GPU visible)", flush=True)
+        _log(figure, "local jobs on the CPU (no GPU visible)")
     return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids)
 
 
-def _wait(job) -> str:
+def log_path(figure: str) -> Path:
+    """The sweep's job log of ``figure``: beside submitit's own logs of its jobs."""
+    return results.results_dir() / "_submitit" / figure / "sweep.log"
+
+
+def _log(figure: str, message: str) -> None:
+    """One dated line of the job log (:func:`log_path`). Submissions and completions are for
+    whoever follows a sweep (``tail -f``), not for the pages of a notebook that started one: the
+    terminal's progress bar shows the count, the notebook only its one-line summary."""
+    path = log_path(figure)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as stream:
+        stream.write(f"{runtime.now_iso()} {message}\n")
+
+
+def _wait(job, figure: str) -> str:
     name = job.result()
-    print(f"  finished {name}", flush=True)
+    _log(figure, f"finished {name}")
     return name
 
 
@@ -242,13 +261,13 @@ def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
             if gpu is not None:
                 holder[id(submitted)] = gpu
             where = f" on GPU {gpu}" if gpu is not None else ""
-            print(f"  submitted {name}{where}: job {submitted.job_id}", flush=True)
+            _log(figure, f"submitted {name}{where}: job {submitted.job_id}")
         finished = [job for job in running if job.done()]
         for job in finished:
             running.remove(job)
             if id(job) in holder:
                 free.append(holder.pop(id(job)))
-            done.append(_wait(job))
+            done.append(_wait(job, figure))
             bar.update(1)
         if not finished:
             time.sleep(0.5)

