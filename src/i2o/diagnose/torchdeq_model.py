@@ -13,7 +13,10 @@ with ``deq.eval_f_max_iter`` function evaluations and stops early below ``deq.f_
   steps of a tolerance-0 solve do not depend on its budget). The model's forward pass is then run
   once per ``N'`` with the DEQ *replaying* the stored iterate instead of solving: the layers before
   and after the DEQ run ``K`` times, the solve once. The model must be deterministic in evaluation
-  mode and call its DEQ once per forward pass (checked: a second call refuses).
+  mode and call its DEQ once per forward pass (checked: a second call refuses). Two details of
+  torchdeq 0.1.0 are followed: Broyden stores the iterate of ``n`` steps under index ``n + 1``
+  (:data:`INDEX_SHIFT`), and Anderson returns ``z_0`` for budgets 1 and 2 (:func:`_fill_unvisited`);
+  the tests check both modes agree for the three solvers.
 
 Both modes restore the DEQ's attributes afterwards. The residual of the returned iterate is
 measured with one more evaluation of the DEQ's function per ``N'``:
@@ -32,6 +35,21 @@ import torch
 
 from i2o.diagnose.adapters import Batch, Swept
 from i2o.diagnose.metrics import Metric
+
+
+#: torchdeq 0.1.0's ``broyden_solver`` stores, under index ``n + 1``, the iterate it returns after
+#: ``n`` steps (its other solvers store it under ``n``): the grid is shifted accordingly.
+INDEX_SHIFT = {"broyden_solver": 1}
+
+
+def _fill_unvisited(trajectory: list[Any], z0: Any, count: int) -> list[Any]:
+    """Counts a torchdeq solver never reaches in its loop (Anderson's first two evaluations are
+    outside it) are the smallest of the grid; a solve of that budget returns its initial
+    ``lowest`` iterate, ``z_0``."""
+    if len(trajectory) > count:
+        raise RuntimeError(f"torchdeq's solver returned {len(trajectory)} iterates for a grid "
+                           f"of {count} counts")
+    return [z0] * (count - len(trajectory)) + trajectory
 
 
 def find_deqs(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
@@ -174,12 +192,11 @@ class TorchDEQModel:
             if "trajectory" not in stored:
                 deq_func, z_vec = deq_decorator(func, z_init, no_stat=deq.no_stat)
                 options = {k: v for k, v in (solver_kwargs or {}).items() if k != "f_max_iter"}
+                shift = INDEX_SHIFT.get(getattr(deq.f_solver, "__name__", ""), 0)
                 _, trajectory, info = deq.f_solver(
                     deq_func, x0=z_vec, max_iter=max(grid), tol=0.0, stop_mode=deq.f_stop_mode,
-                    indexing=list(grid), **options)
-                if len(trajectory) != len(grid):
-                    raise RuntimeError(f"torchdeq's solver returned {len(trajectory)} iterates "
-                                       f"for a grid of {len(grid)} counts")
+                    indexing=[n + shift for n in grid], **options)
+                trajectory = _fill_unvisited(list(trajectory), z_vec, len(grid))
                 stored.update(trajectory=trajectory, info=info, func=deq_func,
                               residual=[_relative_residual(z, deq_func(z)) for z in trajectory])
             index = calls[0] - 1

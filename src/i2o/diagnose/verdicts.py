@@ -25,9 +25,11 @@ holds, else ``"undecided"``.
 **Recommendation.** ``N_b`` is the count of the best mean metric. A count ``N'`` is *as good as
 the best* when the interval of ``I(N', N_b)`` lies above ``−δ`` (:func:`i2o.gates.not_below`).
 The recommendation is the smallest such ``N'`` (the cheapest), reported with the interval of
-its improvement over ``N`` and the range of counts as good as the best. It is *decided* when
-every smaller count is decidedly worse (``not_below`` fails); otherwise the data cannot say
-whether a cheaper count would do as well, and the recommendation says so.
+its improvement over ``N`` and the range of counts as good as the best — except when the data
+cannot rank ``N`` itself against the best (its ``not_below`` is undecided): then the
+recommendation is ``N`` (test like you train), not a count chosen by noise. It is *decided* when
+the recommended count is as good as the best and every smaller count is decidedly worse
+(``not_below`` fails); otherwise the recommendation says that the data cannot decide.
 """
 
 from __future__ import annotations
@@ -136,7 +138,10 @@ class Recommendation:
                 f"as good as the best within δ: {', '.join(map(str, self.as_good))}; improvement "
                 f"over N: {ci.mean:+.4g}{unit}, {100 * ci.level:.0f} % CI [{ci.lo:+.4g}, "
                 f"{ci.hi:+.4g}]{unit} over {ci.n} {ci.over})")
-        if not self.decided:
+        if not self.decided and self.n not in self.as_good:
+            text += (f". The data cannot decide whether N' = {self.n} is as good as the best "
+                     f"(N' = {self.best}): N is kept")
+        if self.open_counts:
             text += (f". The data cannot decide whether fewer iterations "
                      f"({', '.join(map(str, self.open_counts))}) would do as well")
         return text
@@ -151,9 +156,13 @@ def recommend(curves: Curves, train_iters: int, margin: float,
     as_good = tuple(n for n in grid if decisions[n] is True)
     chosen = as_good[0] if as_good else best
     open_counts = tuple(n for n in grid if n < chosen and decisions[n] is None)
+    if decisions[train_iters] is None:
+        chosen = train_iters  # N cannot be ranked against the best: test like you train
+        open_counts = tuple(n for n in grid if n < chosen and decisions[n] is None)
     return Recommendation(n=chosen, best=best, as_good=as_good,
                           improvement=curves.improvement(chosen, train_iters, level),
-                          decided=not open_counts, open_counts=open_counts)
+                          decided=not open_counts and decisions[chosen] is True,
+                          open_counts=open_counts)
 
 
 @dataclass(frozen=True)
