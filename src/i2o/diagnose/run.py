@@ -155,7 +155,9 @@ def _sweep(adapter: Adapter, data: Batches, grid: list[int], metric: Metric, sha
         column = int(np.flatnonzero(bad.any(axis=0))[0])
         raise ValueError(f"metric {metric.name!r} returned a non-finite value for "
                          f"{int(bad[:, column].sum())} {data.name} examples at N' = "
-                         f"{grid[column]} ({adapter.name})")
+                         f"{grid[column]} ({adapter.name}): the output is not finite there (a "
+                         "diverging solve?); use a smaller grid, or a bounded metric such as "
+                         "accuracy")
     return swept
 
 
