@@ -13,9 +13,17 @@ from torch import nn
 
 from i2o import gates
 from i2o.deq import DEQ, SolverSpec
-from i2o.diagnose import (BookMDEQ, Curves, PlainDEQ, TorchDEQModel, check_inputs, diagnose,
-                          from_book_deq)
-from i2o.diagnose import cli, verdicts
+from i2o.diagnose import (
+    BookMDEQ,
+    Curves,
+    PlainDEQ,
+    TorchDEQModel,
+    check_inputs,
+    cli,
+    diagnose,
+    from_book_deq,
+    verdicts,
+)
 from i2o.diagnose.metrics import NAMED, resolve
 
 torchdeq = pytest.importorskip("torchdeq")
@@ -344,3 +352,16 @@ def test_help_documents_every_option():
         assert action.help, action.dest
         for flag in action.option_strings:
             assert flag in text
+
+
+def test_torchdeq_adapter_names_its_deq():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = TorchDEQNet(), TorchDEQNet()
+
+    with pytest.raises(ValueError, match="name one with deq="):
+        TorchDEQModel(Two())
+    assert TorchDEQModel(Two(), deq="b.deq").module is not None
+    with pytest.raises(ValueError, match="no torchdeq DEQ named"):
+        TorchDEQModel(Two(), deq="c")

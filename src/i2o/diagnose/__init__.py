@@ -10,7 +10,8 @@ fewer hurt), gated by a fit criterion, and the recommended ``N'``:
 
 >>> from i2o.diagnose import diagnose
 >>> result = diagnose(model, (x_test, y_test), train_iters=18)     # doctest: +SKIP
->>> print(result.table()); print(result.summary()); result.save_json("diagnosis.json")  # doctest: +SKIP
+>>> print(result.table(), result.summary())                         # doctest: +SKIP
+>>> result.save_json("diagnosis.json")                              # doctest: +SKIP
 
 Command line: ``python -m i2o.diagnose --help``.
 

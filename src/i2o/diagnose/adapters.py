@@ -137,7 +137,8 @@ class PlainDEQ:
 
 
 def from_book_deq(deq: DEQ, f: Callable[[torch.Tensor, Any], torch.Tensor],
-                  z0: Callable[[Any], torch.Tensor], readout: Callable[[torch.Tensor], torch.Tensor],
+                  z0: Callable[[Any], torch.Tensor],
+                  readout: Callable[[torch.Tensor], torch.Tensor],
                   inject: Callable[[Any], Any] | None = None, name: str = "i2o.deq.DEQ"
                   ) -> PlainDEQ:
     """A :class:`PlainDEQ` solved as the book's :class:`i2o.deq.DEQ` ``deq`` solves at evaluation:

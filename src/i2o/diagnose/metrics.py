@@ -48,7 +48,8 @@ class Metric:
     def __call__(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         values = self.fn(output, target)
         if not isinstance(values, torch.Tensor):
-            raise TypeError(f"metric {self.name!r} must return a tensor; got {type(values).__name__}")
+            raise TypeError(f"metric {self.name!r} must return a tensor; got "
+                            f"{type(values).__name__}")
         batch = target.shape[0] if isinstance(target, torch.Tensor) and target.ndim else None
         if values.ndim != 1 or (batch is not None and values.shape[0] != batch):
             raise ValueError(f"metric {self.name!r} must return one value per example, shape "

@@ -36,7 +36,6 @@ import torch
 from i2o.diagnose.adapters import Batch, Swept
 from i2o.diagnose.metrics import Metric
 
-
 #: torchdeq 0.1.0's ``broyden_solver`` stores, under index ``n + 1``, the iterate it returns after
 #: ``n`` steps (its other solvers store it under ``n``): the grid is shifted accordingly.
 INDEX_SHIFT = {"broyden_solver": 1}
