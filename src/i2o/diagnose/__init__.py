@@ -31,10 +31,10 @@ from .adapters import Adapter, BookMDEQ, PlainDEQ, Swept, from_book_deq
 from .curves import Curves
 from .metrics import Metric, custom
 from .result import Diagnosis
-from .run import check_inputs, default_grid, diagnose
+from .run import check_inputs, default_grid, diagnose, from_curves
 from .torchdeq_model import TorchDEQModel
 from .verdicts import Recommendation, Verdicts
 
 __all__ = ["Adapter", "BookMDEQ", "Curves", "Diagnosis", "Metric", "PlainDEQ", "Recommendation",
            "Swept", "TorchDEQModel", "Verdicts", "check_inputs", "custom", "default_grid",
-           "diagnose", "from_book_deq"]
+           "diagnose", "from_book_deq", "from_curves"]

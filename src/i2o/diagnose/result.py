@@ -67,6 +67,11 @@ class Diagnosis:
         return out
 
     # -- tables -------------------------------------------------------------------------------
+    def _format(self, value: float) -> str:
+        if self.metric in ("accuracy", "error"):
+            return f"{100 * value:.1f} %"
+        return f"{value:.4g}"
+
     def claims(self, figure: str = "diagnose", profile: str = "") -> Claims:
         """The verdicts as an :class:`i2o.claims.Claims` table (one row per verdict)."""
         table = Claims(figure, profile)
@@ -80,7 +85,7 @@ class Diagnosis:
             table.decide(f"{self.model}: fits its training data (the regime of the paper's "
                          "claims)", (v.gate[0], v.gate[1]),
                          "stated by the user" if self.fit == "stated" else
-                         f"training {self.metric} at N: {self.train_at_n:.4g}")
+                         f"training {self.metric} at N: {self._format(self.train_at_n)}")
         table.decide(f"{self.model}: more iterations than N = {self.train_iters} help (by more "
                      "than δ)", v.help, f"best: {best.describe(digits=4)}{unit}" if best else "—",
                      margin)

@@ -161,8 +161,8 @@ def _sweep(adapter: Adapter, data: Batches, grid: list[int], metric: Metric, sha
     return swept
 
 
-def _fit_gate(fit: float | bool | None, train: Curves | None, train_iters: int, metric: Metric,
-              names: Sequence[str]) -> tuple[gates.Decision, float | None]:
+def _fit_gate(fit: float | bool | None, train: Curves | None, train_iters: int,
+              metric: Metric) -> tuple[gates.Decision, float | None]:
     if fit is None:
         return (True, "no fit criterion given"), None
     if fit is True:
@@ -220,15 +220,27 @@ def diagnose(model: Any, test: Any, *, train_iters: int | None = None, train: An
     train_curves = (stack([(s.values, s.residual) for s in train_swept], full_grid,
                           resolved.sign) if train_swept else None)
     names = [a.name for a in adapters]
-    gate, train_at_n = _fit_gate(inputs["fit"], train_curves, n, resolved, names)
-    verdicts, intervals = decide(test_curves, n, margin_, gate, level_)
-    recommendation = recommend(test_curves, n, margin_, level_)
     solves = sum(s.solves for s in test_swept) + sum(s.solves for s in train_swept or [])
-    fit_value = ("stated" if inputs["fit"] is True else
-                 None if inputs["fit"] is None else float(inputs["fit"]))
-    return Diagnosis(model=names[0] if len(set(names)) == 1 else " + ".join(names),
-                     metric=resolved.name, higher_is_better=resolved.higher_is_better,
-                     train_iters=n, margin=margin_, level=level_, test=test_curves,
-                     train=train_curves, verdicts=verdicts, recommendation=recommendation,
+    return from_curves(test_curves, train_curves, name=names[0] if len(set(names)) == 1
+                       else " + ".join(names), metric=resolved, train_iters=n, margin=margin_,
+                       fit=inputs["fit"], level=level_, shared=shared, solves=solves,
+                       seconds=seconds)
+
+
+def from_curves(test: Curves, train: Curves | None, *, name: str, metric: Metric,
+                train_iters: int, margin: float, fit: float | bool | None = None,
+                level: float = gates.LEVEL, shared: bool = True, solves: int = 0,
+                seconds: float = float("nan")) -> Diagnosis:
+    """The verdicts and the recommendation of already swept curves (e.g. read back from a
+    cache): what :func:`diagnose` does after its sweeps."""
+    if fit is not None and not isinstance(fit, bool) and train is None:
+        raise ValueError("a fit threshold is measured on the training data: give its curves")
+    gate, train_at_n = _fit_gate(fit, train, train_iters, metric)
+    verdicts, intervals = decide(test, train_iters, margin, gate, level)
+    recommendation = recommend(test, train_iters, margin, level)
+    fit_value = "stated" if fit is True else None if fit is None else float(fit)
+    return Diagnosis(model=name, metric=metric.name, higher_is_better=metric.higher_is_better,
+                     train_iters=train_iters, margin=float(margin), level=level, test=test,
+                     train=train, verdicts=verdicts, recommendation=recommendation,
                      intervals=intervals, shared=shared, solves=solves, seconds=seconds,
                      fit=fit_value, train_at_n=train_at_n)
