@@ -5,22 +5,20 @@ green dotted: the recommended ``N'``. Nothing here computes a result."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-    from i2o.diagnose.result import Diagnosis
 
 RECOMMENDED_LINE = {"color": "#029e73", "linestyle": ":", "linewidth": 1.6}
 
 
-def figure(d: Diagnosis, title: str | None = None) -> Figure:
+def figure(d: Any, title: str | None = None) -> Figure:
+    """The figure of ``d``, an :class:`i2o.diagnose.Diagnosis` (not imported here: the result
+    module draws itself through this one)."""
     grid = np.asarray(d.grid)
     cis = d.gap_intervals()
     fig, (ax_gap, ax_metric) = plt.subplots(1, 2, figsize=(10.5, 3.8))

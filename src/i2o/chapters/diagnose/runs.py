@@ -109,7 +109,7 @@ def run_model(job: Mapping[str, Any]) -> dict[str, Any]:
     n = int(job[f"{'td' if job['model'] == 'torchdeq' else 'mdeq'}_train_iters"])
     d = diagnose(adapter, (test_x, test_y), train=(train_x, train_y), train_iters=n,
                  grid=job["grid"], metric="accuracy", batch_size=job["eval_batch"])
-    parameters = sum(p.numel() for p in getattr(adapter, "model").parameters())
+    parameters = sum(p.numel() for p in adapter.model.parameters())
     return {"test": {"values": d.test.values[0], "residual": d.test.residual[0]},
             "train": {"values": d.train.values[0], "residual": d.train.residual[0]},
             "grid": np.asarray(job["grid"]), "train_seconds": train_seconds,
@@ -118,9 +118,22 @@ def run_model(job: Mapping[str, Any]) -> dict[str, Any]:
             "nonfinite": int(bool(history.get("nonfinite_step")))}
 
 
-def run_job(model: str, job: Mapping[str, Any]) -> dict[str, Any]:
-    return results.cached(FIGURE, f"{model}{replicates.suffix(job['replicate'])}", job,
-                          lambda: run_model(job), sources=SOURCES)
+def job_name(model: str, replicate: int) -> str:
+    return f"{model}{replicates.suffix(replicate)}"
+
+
+def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Both jobs, ``(name, job parameters)`` (``make sweep FIG=diagnose`` can run them)."""
+    return [(job_name(m, int(params["replicate"])), job_params(params, m)) for m in MODELS]
+
+
+def is_cached(name: str, job: Mapping[str, Any]) -> bool:
+    return results.lookup(FIGURE, name, job, sources=SOURCES) is not None
+
+
+def run_job(name: str, job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's record from the results cache, computed (and stored) if missing."""
+    return results.cached(FIGURE, name, job, lambda: run_model(job), sources=SOURCES)
 
 
 @dataclass(frozen=True)
@@ -150,8 +163,13 @@ def diagnosis_of(record: Mapping[str, Any], params: Mapping[str, Any], model: st
 
 
 def collect(params: Mapping[str, Any]) -> DiagnoseResults:
-    """Both jobs, computed or read back, and their diagnoses."""
+    """Both jobs, computed or read back (missing ones in ``workers`` local processes when
+    ``workers > 1``), and their diagnoses."""
+    from i2o import sweep
+
     start = time.perf_counter()
-    records = {m: run_job(m, job_params(params, m)) for m in MODELS}
+    jobs = all_jobs(params)
+    sweep.run_missing(FIGURE, jobs, is_cached, int(params["workers"]))
+    records = {job["model"]: run_job(name, job) for name, job in jobs}
     return DiagnoseResults(diagnoses={m: diagnosis_of(records[m], params, m) for m in MODELS},
                            records=records, collect_seconds=time.perf_counter() - start)

@@ -6,10 +6,10 @@ equilibrium ``z* = f(z*, u)`` with
 .. math::
     f(z, u) = \mathrm{GN}\big(\mathrm{ReLU}(W_2\, \mathrm{ReLU}(W_1 z) + u)\big),
 
-solved by a torchdeq DEQ (``get_deq(core="indexing", ift=True, f_solver=..., f_max_iter=N)``:
+solved by a torchdeq DEQ (``get_deq(core="indexing", ift=True, f_solver=..., f_max_iter=N)``):
 ``N`` forward iterations in training, gradient by implicit differentiation with ``N`` backward
-iterations), and ``logits = head(pool(z*))`` (average-pooled to 4×4, then linear). Nothing here knows about :mod:`i2o.diagnose`:
-the diagnosis finds the DEQ by itself.
+iterations, and ``logits = head(pool(z*))`` (average-pooled to 4×4, then linear). Nothing here
+knows about :mod:`i2o.diagnose`: the diagnosis finds the DEQ by itself.
 """
 
 from __future__ import annotations
