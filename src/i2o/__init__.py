@@ -5,12 +5,13 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 
 - chapters, one package per notebook (:mod:`i2o.chapters`): ``affine`` (Figures 1, G.3),
   ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4),
-  ``separation`` (the companion paper);
+  ``separation`` (the companion paper), ``diagnose`` (Test your own DEQ);
 - book machinery, which knows the chapters only through ``figures.yaml``: :mod:`i2o.profiles`
   (the manifest and parameter validation), :mod:`i2o.results` (the results cache),
   :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
   equivalence margins, fit and health gates), :mod:`i2o.prose` (conclusions written from claims),
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
+  :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),

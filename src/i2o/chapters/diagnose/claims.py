@@ -1,0 +1,54 @@
+"""The chapter's claims: each diagnosed model's verdicts (:meth:`i2o.diagnose.Diagnosis.claims`,
+gated by the fit criterion ``fit_accuracy`` measured on its own training images at its training
+``N``), and the numbers its text quotes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from i2o.chapters.diagnose import FIGURE
+from i2o.chapters.diagnose.runs import MODELS, DiagnoseResults
+from i2o.claims import Claim, Claims
+
+#: the order of a diagnosis's claim rows (:meth:`i2o.diagnose.Diagnosis.claims` with a fit gate)
+ROWS = ("fit", "help", "hurt", "same", "fewer", "residual", "recommendation")
+
+
+def claims(params: Mapping[str, Any], results: DiagnoseResults
+           ) -> tuple[Claims, dict[str, Claim]]:
+    """The table of both models' verdicts and its rows by key ``<model>_<row>``."""
+    table = Claims(FIGURE, str(getattr(params, "profile", "")))
+    rows: dict[str, Claim] = {}
+    for model in MODELS:
+        own = results.diagnoses[model].claims(FIGURE, table.profile).rows
+        if len(own) != len(ROWS):
+            raise RuntimeError(f"expected {len(ROWS)} claim rows, got {len(own)}")
+        for key, row in zip(ROWS, own, strict=True):
+            table.rows.append(row)
+            rows[f"{model}_{key}"] = row
+    return table, rows
+
+
+def numbers(params: Mapping[str, Any], results: DiagnoseResults) -> dict[str, str]:
+    """``glue`` name → formatted value."""
+    out: dict[str, str] = {}
+    for model in MODELS:
+        d, record = results.diagnoses[model], results.records[model]
+        key = f"diagnose-{model}"
+        mean = d.test.mean()
+        at_n = d.test.at(d.train_iters)
+        out[f"{key}-n"] = str(d.train_iters)
+        out[f"{key}-n-max"] = str(d.grid[-1])
+        out[f"{key}-acc-n"] = f"{100 * mean[at_n]:.1f}"
+        out[f"{key}-acc-max"] = f"{100 * mean[-1]:.1f}"
+        out[f"{key}-acc-1"] = f"{100 * mean[0]:.1f}"
+        out[f"{key}-train-acc"] = f"{100 * d.train_at_n:.1f}"
+        out[f"{key}-rec"] = str(d.recommendation.n)
+        out[f"{key}-more"] = d.verdicts.more
+        out[f"{key}-parameters"] = f"{int(record['parameters']):,}"
+        out[f"{key}-train-seconds"] = f"{float(record['train_seconds']):.0f}"
+        out[f"{key}-sweep-seconds"] = f"{float(record['sweep_seconds']):.1f}"
+        out[f"{key}-solves"] = str(int(record["solves"]))
+    out["diagnose-collect-seconds"] = f"{results.collect_seconds:.0f}"
+    return out

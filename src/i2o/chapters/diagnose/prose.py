@@ -1,0 +1,60 @@
+"""The chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from i2o.chapters.diagnose.runs import LABELS, MODELS, DiagnoseResults
+from i2o.claims import Claim
+from i2o.prose import paragraph, sentence
+
+
+def _without_gate(row: Claim, fit: Claim) -> Claim:
+    """The row with the (open) fit gate's reason removed from its check: the fit sentence says
+    it once."""
+    if fit.holds is True and row is not fit and row.check.startswith(fit.check + "; "):
+        return replace(row, check=row.check.removeprefix(fit.check + "; "))
+    return row
+
+
+def conclusions(rows: dict[str, Claim], results: DiagnoseResults) -> str:
+    """One paragraph per model: fit, the answer about more and fewer iterations, the N' to use."""
+    parts = []
+    for model in MODELS:
+        label, rec = LABELS[model], results.diagnoses[model].recommendation
+        row = {key.removeprefix(f"{model}_"): _without_gate(r, rows[f"{model}_fit"])
+               for key, r in rows.items() if key.startswith(f"{model}_")}
+        text = [f"**{label}.**"]
+        if row["fit"].holds is not True:
+            text.append(f"It does not fit its training images ({row['fit'].value}; "
+                        f"{row['fit'].check}), so its verdicts are undecided: the paper's claims "
+                        "are about models that fit.")
+            text.append(f"The curve alone suggests N' = {rec.n} (not a verdict).")
+            parts.append(paragraph(text))
+            continue
+        text.append(f"It fits its training images ({row['fit'].value}).")
+        text.append(sentence(
+            row["help"], f"More iterations than in training help it beyond the margin "
+            f"({row['help'].value}).", "More iterations than in training do not help it beyond "
+            "the margin.", "Whether more iterations help it is undecided"))
+        text.append(sentence(
+            row["hurt"], f"They hurt it beyond the margin ({row['hurt'].value}): inner-iterations "
+            "overfitting.", "They do not hurt it beyond the margin.",
+            "Whether they hurt it is undecided"))
+        if row["same"].holds is True or (row["help"].holds is False
+                                         and row["hurt"].holds is False):
+            text.append(sentence(row["same"], "Within the margin, more iterations change "
+                                 "nothing: every interval above N lies inside ±δ.",
+                                 "Some count above N differs by more than the margin.",
+                                 "Whether they change nothing within the margin is undecided"))
+        text.append(sentence(
+            row["fewer"], f"Fewer iterations hurt it ({row['fewer'].value}).",
+            f"Fewer iterations do not hurt it ({row['fewer'].value}).",
+            "Whether fewer iterations hurt it is undecided"))
+        if row["residual"].holds is False:
+            text.append(f"Its solver does not keep converging beyond N ({row['residual'].value}).")
+        text.append(sentence(
+            row["recommendation"], f"Use N' = {rec.n} test-time iterations.", "",
+            f"The recommendation is N' = {rec.n}, but the data cannot decide it"))
+        parts.append(paragraph(text))
+    return "\n\n".join(parts)

@@ -1,0 +1,182 @@
+"""What a diagnosis returns (:class:`Diagnosis`): curves, gaps with intervals, residuals,
+verdicts, the recommendation; as a table, a claims table, JSON and a figure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from i2o import gates
+from i2o.claims import Claims
+from i2o.diagnose.curves import Curves
+from i2o.diagnose.verdicts import Recommendation, Verdicts
+
+
+@dataclass
+class Diagnosis:
+    """The result of :func:`i2o.diagnose.diagnose`.
+
+    Attributes:
+        model: the adapter's name (or names, for several models).
+        metric: the metric's name; ``higher_is_better`` its direction.
+        train_iters: ``N``; ``margin``: δ; ``level``: of every interval.
+        test: per-example curves on the test data; ``train``: on the training data (or ``None``).
+        verdicts, recommendation: :mod:`.verdicts`.
+        intervals: the intervals behind the verdicts (``I(N', N)`` for ``N' > N``, pointwise and
+            Bonferroni-widened, and at the smallest ``N' < N``).
+        shared: one solve per batch (``True``) or one per ``N'``; ``solves``: how many ran.
+        seconds: wall-clock time of the test and training sweeps.
+        fit: the fit criterion (a threshold on the training metric at ``N``, "stated", or
+            ``None``) and ``train_at_n``, the training metric at ``N`` when measured.
+    """
+
+    model: str
+    metric: str
+    higher_is_better: bool
+    train_iters: int
+    margin: float
+    level: float
+    test: Curves
+    train: Curves | None
+    verdicts: Verdicts
+    recommendation: Recommendation
+    intervals: dict[str, list[gates.Interval]]
+    shared: bool
+    solves: int
+    seconds: float
+    fit: float | str | None = None
+    train_at_n: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def grid(self) -> list[int]:
+        return [int(n) for n in np.asarray(self.test.grid)]
+
+    def gap_intervals(self) -> list[gates.Interval]:
+        """Pointwise interval of ``D(N, ΔN)`` (in the metric's units, not signed) at every count."""
+        out = []
+        for n in self.grid:
+            ci = self.test.improvement(n, self.train_iters, self.level)
+            s = self.test.sign
+            lo, hi = sorted((s * ci.lo, s * ci.hi))
+            out.append(gates.Interval(s * ci.mean, lo, hi, ci.n, ci.over, ci.level))
+        return out
+
+    # -- tables -------------------------------------------------------------------------------
+    def _format(self, value: float) -> str:
+        if self.metric in ("accuracy", "error"):
+            return f"{100 * value:.1f} %"
+        return f"{value:.4g}"
+
+    def claims(self, figure: str = "diagnose", profile: str = "") -> Claims:
+        """The verdicts as an :class:`i2o.claims.Claims` table (one row per verdict)."""
+        table = Claims(figure, profile)
+        v, d = self.verdicts, self.margin
+        margin = f"±{d:g} {self.metric}"
+        above = self.intervals["above"]
+        best = max(above, key=lambda ci: ci.mean) if above else None
+        worst = min(above, key=lambda ci: ci.mean) if above else None
+        unit = f" ({self.metric}, improvement over N = {self.train_iters})"
+        if self.fit is not None:
+            table.decide(f"{self.model}: fits its training data (the regime of the paper's "
+                         "claims)", (v.gate[0], v.gate[1]),
+                         "stated by the user" if self.fit == "stated" else
+                         f"training {self.metric} at N: {self._format(self.train_at_n)}")
+        table.decide(f"{self.model}: more iterations than N = {self.train_iters} help (by more "
+                     "than δ)", v.help, f"best: {best.describe(digits=4)}{unit}" if best else "—",
+                     margin)
+        table.decide(f"{self.model}: more iterations than N = {self.train_iters} hurt (by more "
+                     "than δ)", v.hurt, f"worst: {worst.describe(digits=4)}{unit}" if worst
+                     else "—", margin)
+        table.decide(f"{self.model}: more iterations than N = {self.train_iters} make no "
+                     "difference beyond δ", v.same,
+                     f"{len(above)} counts above N" if above else "—", margin)
+        low = self.intervals["below"]
+        table.decide(f"{self.model}: fewer iterations ({self.grid[0]}) than N = "
+                     f"{self.train_iters} hurt", v.fewer,
+                     low[0].describe(digits=4) + unit if low else "—", "0")
+        res = self.test.residual_mean()
+        at_n, at_max = float(res[self.test.at(self.train_iters)]), float(res[-1])
+        table.add(f"Sanity check, {self.model}: the solver keeps converging beyond N (relative "
+                  "residual of the returned iterate lower at the largest N')", at_max < at_n,
+                  f"{at_n:.3g} at N = {self.train_iters}, {at_max:.3g} at N' = {self.grid[-1]}",
+                  check="one measurement, no interval")
+        r = self.recommendation
+        table.add(f"{self.model}: recommended test-time N' = {r.n}",
+                  True if r.decided else None, r.describe(self.train_iters),
+                  check="smallest N' whose CI against the best lies above −δ"
+                  + ("" if r.decided else "; a cheaper N' cannot be ruled out"), margin=margin)
+        return table
+
+    def table(self) -> str:
+        """The curve, gap, interval and residual at every count, as aligned text."""
+        mean, res = self.test.mean(), self.test.residual_mean()
+        lines = [f"{self.model}: {self.metric} ({'higher' if self.higher_is_better else 'lower'}"
+                 f" is better) against N', trained with N = {self.train_iters}; "
+                 f"{self.test.n_examples} test examples, {self.test.n_models} model(s)",
+                 f"{'N′':>5} {'metric':>10} {'D(N,ΔN)':>10} {f'{100 * self.level:.0f}% CI':>22}"
+                 f" {'residual':>10}" + (f" {'train':>10}" if self.train is not None else "")]
+        train = self.train.mean() if self.train is not None else None
+        for k, (n, ci) in enumerate(zip(self.grid, self.gap_intervals(), strict=True)):
+            mark = " ←N" if n == self.train_iters else (" ←rec." if n == self.recommendation.n
+                                                           else "")
+            lines.append(f"{n:>5} {mean[k]:>10.4g} {ci.mean:>+10.4g} "
+                         f"{f'[{ci.lo:+.3g}, {ci.hi:+.3g}]':>22} {res[k]:>10.3g}"
+                         + (f" {train[k]:>10.4g}" if train is not None else "") + mark)
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The verdict about more iterations and the recommendation, in two sentences."""
+        more = {"help": "more iterations than N help", "hurt": "more iterations than N hurt",
+                "no difference": f"more iterations than N make no difference beyond δ = "
+                                 f"{self.margin:g}",
+                "undecided": "the data cannot decide whether more iterations than N help or "
+                             "hurt"}[self.verdicts.more]
+        return (f"Verdict: {more}. Recommendation: "
+                f"{self.recommendation.describe(self.train_iters)}.")
+
+    # -- JSON ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        def interval(ci: gates.Interval) -> dict[str, Any]:
+            return {"mean": ci.mean, "lo": ci.lo, "hi": ci.hi, "n": ci.n, "over": ci.over,
+                    "level": ci.level}
+
+        r = self.recommendation
+        out: dict[str, Any] = {
+            "model": self.model, "metric": self.metric, "higher_is_better": self.higher_is_better,
+            "train_iters": self.train_iters, "margin": self.margin, "level": self.level,
+            "grid": self.grid, "n_examples": self.test.n_examples,
+            "n_models": self.test.n_models,
+            "test": {"metric": self.test.mean().tolist(),
+                     "per_model": self.test.per_model().tolist(),
+                     "gap": self.test.gap(self.train_iters).tolist(),
+                     "gap_interval": [interval(ci) for ci in self.gap_intervals()],
+                     "residual": self.test.residual_mean().tolist()},
+            "verdicts": self.verdicts.as_dict(),
+            "recommendation": {"n": r.n, "best": r.best, "as_good": list(r.as_good),
+                               "improvement": interval(r.improvement), "decided": r.decided,
+                               "open_counts": list(r.open_counts)},
+            "shared_solve": self.shared, "solves": self.solves, "seconds": self.seconds,
+            "fit": self.fit, "train_at_n": self.train_at_n, "notes": list(self.notes),
+        }
+        if self.train is not None:
+            out["train"] = {"metric": self.train.mean().tolist(),
+                            "gap": self.train.gap(self.train_iters).tolist(),
+                            "residual": self.train.residual_mean().tolist()}
+        return out
+
+    def save_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=True))
+        return path
+
+    def figure(self):
+        """:func:`i2o.diagnose.plot.figure` of this diagnosis."""
+        from i2o.diagnose.plot import figure
+
+        return figure(self)

@@ -1,0 +1,367 @@
+"""i2o.diagnose: each adapter on a model trained here (torchdeq included), one solve per batch
+equal to one solve per N', every verdict branch on doctored curves, and bad inputs refused before
+any compute (the API and the command)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from i2o import gates
+from i2o.deq import DEQ, SolverSpec
+from i2o.diagnose import (
+    BookMDEQ,
+    Curves,
+    PlainDEQ,
+    TorchDEQModel,
+    check_inputs,
+    cli,
+    diagnose,
+    from_book_deq,
+    verdicts,
+)
+from i2o.diagnose.metrics import NAMED, resolve
+
+torchdeq = pytest.importorskip("torchdeq")
+
+
+def blobs(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=g)
+    return x, (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+
+
+class TorchDEQNet(nn.Module):
+    """z = tanh(W z + U x) solved by torchdeq, logits = H z."""
+
+    def __init__(self, solver: str = "fixed_point_iter", n: int = 6):
+        super().__init__()
+        self.enc, self.head = nn.Linear(4, 16), nn.Linear(16, 3)
+        self.w = nn.Linear(16, 16, bias=False)
+        self.deq = torchdeq.get_deq(core="indexing", ift=True, f_solver=solver, f_max_iter=n,
+                                    b_max_iter=n)
+
+    def forward(self, x):
+        u = self.enc(x)
+        z, _ = self.deq(lambda z: torch.tanh(self.w(z) + u), torch.zeros_like(u))
+        return self.head(z[-1])
+
+
+def fit(model: nn.Module, loss_of, steps: int = 60) -> None:
+    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    model.train()
+    for _ in range(steps):
+        loss = loss_of()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return blobs(160, 0), blobs(120, 1)
+
+
+@pytest.mark.parametrize(("solver", "metric"), [
+    ("fixed_point_iter", "loss"), ("anderson", "loss"),
+    ("broyden", "accuracy"),  # torchdeq's Broyden at tolerance 0 blows up some logits at 13 steps
+])
+def test_torchdeq_adapter_one_sweep_equals_one_solve_per_n(solver, metric, data):
+    torch.manual_seed(0)
+    (xt, yt), test = data
+    model = TorchDEQNet(solver)
+    fit(model, lambda: nn.functional.cross_entropy(model(xt), yt))
+    shared = diagnose(model, test, train=(xt, yt), metric=metric, progress=False)
+    single = diagnose(model, test, metric=metric, shared=False, progress=False)
+    assert shared.train_iters == 6 and shared.grid == list(range(1, 19))
+    np.testing.assert_allclose(shared.test.values, single.test.values, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(shared.test.residual, single.test.residual, rtol=1e-5, atol=1e-9)
+    assert shared.solves == 2 and single.solves == 18  # test only / one batch × 18 counts
+    deq = model.deq
+    assert (deq.eval_f_max_iter, deq.f_tol, "forward" in vars(deq)) == (6, 1e-3, False)
+    # the model learned: better at N than with one iteration, on its training data
+    train = shared.test.sign * shared.train.mean()
+    assert train[shared.train.at(6)] > train[0]
+    # torchdeq's own eval forward at N' = 6 gives what the diagnosis read at 6
+    model.eval()
+    with torch.no_grad():
+        direct = resolve(metric)(model(test[0]), test[1])
+    np.testing.assert_allclose(shared.test.values[0, :, 5], direct.double().numpy(), atol=1e-6)
+
+
+def test_plain_and_book_deq_adapters_on_models_trained_here(data):
+    torch.manual_seed(0)
+    (xt, yt), test = data
+    enc, w, head = nn.Linear(4, 12), nn.Linear(12, 12, bias=False), nn.Linear(12, 3)
+    params = [*enc.parameters(), *w.parameters(), *head.parameters()]
+    f = lambda z, u: torch.tanh(w(z) + u)  # noqa: E731
+    layer = DEQ(SolverSpec(method="fixed_point", max_iter=5), backward="unrolled", output="z")
+    opt = torch.optim.Adam(params, 1e-2)
+    for _ in range(60):
+        u = enc(xt)
+        z, _ = layer(f, u, torch.zeros(u.shape[0], 12))
+        loss = nn.functional.cross_entropy(head(z), yt)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        plain = PlainDEQ(f=f, z0=lambda u: torch.zeros(u.shape[0], 12), readout=head, inject=enc)
+        book = from_book_deq(layer, f, lambda u: torch.zeros(u.shape[0], 12), head, inject=enc)
+        a = diagnose(plain, test, train_iters=5, train=(xt, yt), metric="accuracy", fit=0.5,
+                     progress=False)
+        b = diagnose(book, test, train_iters=5, metric="accuracy", progress=False)
+        c = diagnose(book, test, train_iters=5, metric="accuracy", shared=False, progress=False)
+    assert a.train_at_n > 0.5 and a.verdicts.gate[0] is True
+    np.testing.assert_array_equal(a.test.values, b.test.values)  # unrolled: last iterate
+    np.testing.assert_array_equal(b.test.values, c.test.values)
+    assert a.test.residual_mean()[-1] < a.test.residual_mean()[0]
+
+
+def test_book_mdeq_adapter_on_a_model_trained_here():
+    from i2o.models import MDEQClassifier, config
+    from i2o.train.classifier import TrainSettings, train_classifier
+
+    torch.manual_seed(0)
+    images, labels = torch.randn(16, 3, 32, 32), torch.arange(16) % 10
+    model = MDEQClassifier(config("micro"))
+    settings = TrainSettings(train_iter=4, backward_iter=4, epochs=2, batch_size=8,
+                             pretrain_steps=1, seed=0)
+    history = train_classifier(model, images, labels, settings, progress=False)
+    assert len(history["loss"]) == 4
+    d = diagnose(BookMDEQ(model), (images, labels), train_iters=4, grid=[1, 2, 4, 8],
+                 metric="loss", progress=False)
+    per_n = diagnose(BookMDEQ(model), (images, labels), train_iters=4, grid=[1, 2, 4, 8],
+                     metric="loss", shared=False, progress=False)
+    np.testing.assert_allclose(d.test.values, per_n.test.values, rtol=1e-6)
+    assert np.all(np.isfinite(d.test.values)) and d.test.values.shape == (1, 16, 4)
+    assert diagnose(model, (images, labels), train_iters=4, grid=[1, 4], metric="loss",
+                    progress=False).model.startswith("MDEQ")  # adapted automatically
+
+
+# -- verdicts on doctored curves ----------------------------------------------------------------
+
+N = 5
+GRID = np.arange(1, 11)
+
+
+def doctored(shift_above: float, shift_below: float = -0.2, noise: float = 0.002,
+             n: int = 400, seed: int = 0) -> Curves:
+    """Per-example accuracies-like values: at N' > N the model moves by ``shift_above``, at
+    N' < N by ``shift_below``, plus small per-example noise."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.4, 0.6, size=(1, n, 1))
+    offset = np.where(GRID > N, shift_above, np.where(GRID < N, shift_below, 0.0))
+    values = base + offset[None, None, :] + noise * rng.standard_normal((1, n, GRID.size))
+    values[:, :, GRID == N] = base[:, :, 0:1]
+    residual = np.broadcast_to(1.0 / GRID, values.shape).copy()
+    return Curves(grid=GRID, values=values, residual=residual, sign=1.0)
+
+
+@pytest.mark.parametrize(("shift", "label", "help_", "hurt", "same"), [
+    (+0.05, "help", True, False, False),
+    (-0.05, "hurt", False, True, False),
+    (+0.001, "no difference", False, False, True),
+    (+0.02, "undecided", None, None, None),
+])
+def test_every_branch_of_more_iterations(shift, label, help_, hurt, same):
+    noise = 0.002 if label != "undecided" else 0.3
+    v, _ = verdicts.decide(doctored(shift, noise=noise), N, margin=0.01)
+    assert v.more == label
+    assert (v.help[0], v.hurt[0], v.same[0]) == (help_, hurt, same)
+
+
+def test_fewer_hurt_holds_and_fails():
+    assert verdicts.decide(doctored(0.0, shift_below=-0.1), N, 0.01)[0].fewer[0] is True
+    assert verdicts.decide(doctored(0.0, shift_below=+0.1), N, 0.01)[0].fewer[0] is False
+    above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
+                        residual=np.ones((1, 3, 2)), sign=1.0)
+    assert verdicts.decide(above_only, 5, 0.01)[0].fewer[0] is None
+
+
+def test_a_closed_fit_gate_makes_every_verdict_undecided():
+    v, _ = verdicts.decide(doctored(+0.05), N, 0.01, gate=(None, "does not fit"))
+    assert v.more == "undecided"
+    assert all(d == (None, "does not fit") for d in (v.help, v.hurt, v.same, v.fewer))
+
+
+def test_predicates_hold_and_fail_at_the_margin():
+    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
+    assert verdicts.help_beyond([ci(0.02, 0.03)], [6], 0.01)[0] is True
+    assert verdicts.help_beyond([ci(-0.02, 0.005)], [6], 0.01)[0] is False
+    assert verdicts.help_beyond([ci(0.0, 0.02)], [6], 0.01)[0] is None
+    assert verdicts.hurt_beyond([ci(-0.03, -0.02)], [6], 0.01)[0] is True
+    assert verdicts.hurt_beyond([ci(-0.005, 0.03)], [6], 0.01)[0] is False
+    assert verdicts.hurt_beyond([ci(-0.02, 0.0)], [6], 0.01)[0] is None
+    assert verdicts.no_difference([ci(-0.005, 0.005)], [6], 0.01)[0] is True
+    assert verdicts.no_difference([ci(0.02, 0.03)], [6], 0.01)[0] is False
+    assert verdicts.no_difference([ci(0.0, 0.02)], [6], 0.01)[0] is None
+    assert verdicts.fewer_hurt(ci(-0.2, -0.1), 1)[0] is True
+    assert verdicts.fewer_hurt(ci(0.0, 0.1), 1)[0] is False
+
+
+def test_the_recommendation_follows_the_curve():
+    helps = verdicts.recommend(doctored(+0.05), N, 0.01)
+    assert helps.n == 6 and helps.decided and helps.best > N  # the cheapest count above N
+    hurts = verdicts.recommend(doctored(-0.05), N, 0.01)
+    assert hurts.n == N and hurts.decided  # fewer hurt, more hurt: N
+    noisy = verdicts.recommend(doctored(+0.02, noise=0.3), N, 0.01)
+    assert noisy.n == N and not noisy.decided  # cannot rank N against the best: keep N
+    flat = verdicts.recommend(doctored(0.0, shift_below=0.0), N, 0.01)
+    assert flat.n == 1  # one iteration is as good as any: the cheapest
+
+
+def test_intervals_over_seeds_when_several_models():
+    curves = doctored(+0.05)
+    two = Curves(grid=GRID, values=np.concatenate([curves.values, curves.values + 0.01]),
+                 residual=np.concatenate([curves.residual] * 2), sign=1.0)
+    ci = two.improvement(8, N)
+    assert ci.over == "seeds" and ci.n == 2
+
+
+def test_diagnosis_json_and_claims(tmp_path):
+    x, y = blobs(64)
+    plain = PlainDEQ(f=lambda z, u: torch.tanh(0.5 * z + u[:, :3]),
+                     z0=lambda u: torch.zeros(u.shape[0], 3), readout=lambda z: z)
+    d = diagnose(plain, (x, y), train_iters=3, metric="loss", progress=False)
+    saved = json.loads(d.save_json(tmp_path / "d.json").read_text())
+    assert saved["grid"] == list(range(1, 10)) and saved["train_iters"] == 3
+    assert saved["test"]["gap"][2] == 0.0 and saved["verdicts"]["more"] == d.verdicts.more
+    rows = d.claims().rows
+    assert any("recommended" in r.claim for r in rows) and len(rows) == 6
+    assert "←N" in d.table()
+
+
+# -- bad inputs, refused before any compute ----------------------------------------------------
+
+class Counting(PlainDEQ):
+    calls = 0
+
+    def sweep(self, *args, **kwargs):
+        Counting.calls += 1
+        return super().sweep(*args, **kwargs)
+
+
+def counting() -> Counting:
+    Counting.calls = 0
+    return Counting(f=lambda z, x: torch.tanh(z + x), z0=torch.zeros_like, readout=lambda z: z)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"grid": [1, 2, 3]}, "does not include the training N = 5"),
+    ({"grid": [5]}, "at least one count besides N"),
+    ({"grid": [0, 5]}, "integers ≥ 1"),
+    ({"metric": "f1"}, "unknown metric"),
+    ({"metric": lambda a, b: a.sum(1)}, "needs higher_is_better"),
+    ({"metric": lambda a, b: a.sum(1), "higher_is_better": True}, "state the margin"),
+    ({"margin": 0.0}, "margin δ must be"),
+    ({"fit": 0.9}, "give train="),
+])
+def test_bad_inputs_are_refused_before_any_sweep(kwargs, message):
+    model = counting()
+    x, y = torch.randn(8, 3), torch.randint(0, 3, (8,))
+    with pytest.raises(ValueError, match=message):
+        check_inputs(model, (x, y), **{"train_iters": 5, **kwargs})
+    assert Counting.calls == 0
+
+
+def test_nan_metric_empty_loader_and_no_iteration_control():
+    x, y = torch.randn(8, 3), torch.randint(0, 3, (8,))
+    nan = lambda a, b: torch.full((b.shape[0],), float("nan"))  # noqa: E731
+    model = counting()
+    with pytest.raises(ValueError, match="non-finite value"):
+        diagnose(model, (x, y), train_iters=5, metric=nan, higher_is_better=True, margin=0.1)
+    assert Counting.calls == 1  # the preflight on two examples, never the sweep
+    with pytest.raises(ValueError, match="test data is empty"):
+        check_inputs(counting(), (x[:0], y[:0]), train_iters=5)
+    with pytest.raises(ValueError, match="test data is empty"):
+        check_inputs(counting(), torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x[:0], y[:0])), train_iters=5)
+    with pytest.raises(ValueError, match="no iteration control found"):
+        check_inputs(nn.Linear(3, 3), (x, y), train_iters=5)
+    with pytest.raises(ValueError, match="no iteration control found"):
+        check_inputs(object(), (x, y), train_iters=5)
+    with pytest.raises(ValueError, match="give train_iters"):
+        check_inputs(counting(), (x, y))
+    with pytest.raises(TypeError, match="one-shot"):
+        check_inputs(counting(), ((x, y) for _ in range(2)), train_iters=5)
+
+
+def test_named_metrics_directions():
+    assert {k: m.higher_is_better for k, m in NAMED.items()} == {
+        "accuracy": True, "error": False, "loss": False, "mse": False, "psnr": True}
+    logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+    assert resolve("accuracy")(logits, y).tolist() == [1.0, 0.0]
+
+
+MODEL_FILE = '''
+import torch
+from torch import nn
+from torchdeq import get_deq
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.w, self.head = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+        self.deq = get_deq(core="indexing", f_solver="fixed_point_iter", f_max_iter=4)
+    def forward(self, x):
+        u = self.enc(x)
+        z, _ = self.deq(lambda z: torch.tanh(self.w(z) + u), torch.zeros_like(u))
+        return self.head(z[-1])
+
+def build():
+    torch.manual_seed(0)
+    return Net()
+
+def linear():
+    return nn.Linear(4, 3)
+'''
+
+
+def test_the_command(tmp_path, capsys):
+    (tmp_path / "net.py").write_text(MODEL_FILE)
+    x, y = blobs(40)
+    torch.save((x, y), tmp_path / "test.pt")
+    torch.save({"x": x[:0], "y": y[:0]}, tmp_path / "empty.pt")
+    model = f"{tmp_path / 'net.py'}:build"
+    out = tmp_path / "out"
+    assert cli.main(["--model", model, "--data", str(tmp_path / "test.pt"), "--grid", "1:8",
+                     "--train-data", str(tmp_path / "test.pt"), "--fit", "0.1",
+                     "--out", str(out), "--no-progress"]) == 0
+    assert {p.name for p in out.iterdir()} == {"diagnosis.json", "diagnosis.png",
+                                               "diagnosis.pdf"}
+    assert "Recommendation: N' =" in capsys.readouterr().out
+    bad = [(["--grid", "1:3"], "does not include the training N = 4"),
+           (["--data", str(tmp_path / "empty.pt")], "test data is empty"),
+           (["--model", f"{tmp_path / 'net.py'}:linear", "--train-iters", "4"],
+            "no iteration control found"),
+           (["--grid", "a:b"], "--grid must be"),
+           (["--fit", "0.5"], "give train=")]
+    for extra, message in bad:
+        argv = ["--model", model, "--data", str(tmp_path / "test.pt"), *extra]
+        assert cli.main(argv) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_help_documents_every_option():
+    text = cli.parser().format_help()
+    for action in cli.parser()._actions:
+        assert action.help, action.dest
+        for flag in action.option_strings:
+            assert flag in text
+
+
+def test_torchdeq_adapter_names_its_deq():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = TorchDEQNet(), TorchDEQNet()
+
+    with pytest.raises(ValueError, match="name one with deq="):
+        TorchDEQModel(Two())
+    assert TorchDEQModel(Two(), deq="b.deq").module is not None
+    with pytest.raises(ValueError, match="no torchdeq DEQ named"):
+        TorchDEQModel(Two(), deq="c")
