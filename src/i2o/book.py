@@ -74,14 +74,9 @@ def _recorded(path: Path) -> dict[str, Any]:
 
 
 def kernel_env() -> dict[str, str]:
-    """Thread settings for the notebook kernels (see DEVELOPERS: 2 cores, deliberate threads)."""
-    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS", "1"),
-           "I2O_THREADS": os.environ.get("I2O_THREADS", "1")}
-    if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-        env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-                            " intra_op_parallelism_threads=1").strip()
-    return env
+    """The environment of the notebook kernels: thread counts and the numerics mode's pins
+    (:func:`i2o.runtime.numerics_env`; 2 cores, deliberate threads)."""
+    return runtime.numerics_env()
 
 
 @contextmanager
@@ -150,7 +145,7 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{target.stem}.*.partial.ipynb"):  # from killed runs
         stale.unlink(missing_ok=True)
-    os.environ.update(kernel_env())
+    runtime.apply_numerics()  # the kernel inherits it: pinned before torch or JAX loads
     start = time.perf_counter()
     print(f"[i2o] executing {figure} (profile {profile}"
           + (f", overrides {overrides}" if overrides else "") + ") ...", flush=True)
@@ -168,13 +163,24 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     notebook = json.loads(partial.read_text())
     notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "figure": figure, "profile": profile,
                                        "params": params.as_dict(), "seconds": round(seconds, 1),
-                                       "git": runtime.git_sha(), "date": runtime.now_iso()}
+                                       "git": runtime.git_sha(), "date": runtime.now_iso(),
+                                       "provenance": kernel_provenance(notebook)}
     partial.write_text(json.dumps(notebook, indent=1))
     partial.replace(target)
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
     failure_path(figure).unlink(missing_ok=True)
     print(f"[i2o] {figure}: executed in {seconds:.1f} s -> {target}")
     return target
+
+
+def kernel_provenance(notebook: dict[str, Any]) -> dict[str, Any] | None:
+    """The provenance the kernel recorded (:func:`i2o.profiles.show`), or ``None``."""
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") == \
+                    profiles.PROVENANCE_RECORD:
+                return output["data"][profiles.PROVENANCE_MIME]
+    return None
 
 
 def failure_path(figure: str) -> Path:
