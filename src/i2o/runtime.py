@@ -198,10 +198,12 @@ def apply_numerics(env: MutableMapping[str, str] | None = None,
 
 
 @contextmanager
-def environment(values: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` updated with ``values`` for the duration of the block (the processes it
-    spawns inherit them), then restored as it was."""
+def environment(values: Mapping[str, str], drop: Iterable[str] = ()) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` and without the names in ``drop`` for the duration
+    of the block (the processes it spawns inherit it), then restored as it was."""
     saved = dict(os.environ)
+    for name in drop:
+        os.environ.pop(name, None)
     os.environ.update(values)
     try:
         yield
