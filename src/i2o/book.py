@@ -13,7 +13,8 @@ included, goes to a private temporary file renamed into place, so a reader never
 the end with the first line of its error, its page in the HTML says "not built" and why, and the
 exit status is non-zero.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
-``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``.
+``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``,
+with ``numbers.json`` (every glued number and claim row, :mod:`i2o.numbers`) beside it.
 
 Command line (what the Makefile calls)::
 
@@ -43,7 +44,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import profiles, results, runtime, site
+from i2o import numbers, profiles, results, runtime, site
 
 STAMP_KEY = "i2o"
 
@@ -270,6 +271,7 @@ def stage() -> Path:
             _write_not_built(notebooks[figure], figure, reason)
     site.figures_page(staged, notebooks)
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
+    numbers.write()  # every glued number and claim row, served with the book (html())
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline
         config.setdefault("sphinx", {}).setdefault("config", {})["mathjax_path"] = \
@@ -322,6 +324,7 @@ def _build_html() -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.move(built, target)
+    shutil.copy(runtime.build_dir() / numbers.FILENAME, target / numbers.FILENAME)
     print(f"[i2o] book built: {target / 'index.html'}"
           + (f" ({len(warnings)} warnings, see {log})" if warnings else ""))
     return target
