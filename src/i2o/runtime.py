@@ -100,7 +100,7 @@ XLA_PORTABLE_FLAGS = ("--xla_cpu_max_isa=AVX2", "--xla_cpu_enable_platform_depen
                       "--xla_cpu_use_xnnpack=false")
 XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
 #: What portable mode cannot pin, said in each chapter's provenance.
-UNPINNED = ("cuDNN/cuBLAS on a GPU (GPU kernels are not covered)",)
+UNPINNED = ("GPU kernels (cuDNN, cuBLAS)",)
 
 
 def numerics_mode() -> str:
@@ -274,8 +274,9 @@ def provenance_line(facts: dict[str, Any]) -> str:
     else:
         how = ("portable requested but NOT in effect (pins missing from this process's "
                "environment: start it through make or python -m i2o.book)")
-    return (f"Numerics {how}; {facts['cpu']} ({facts['cores']} cores), torch "
-            f"{facts['torch']} capability {facts['torch_cpu_capability']}, jaxlib "
+    torch = (f"torch {facts['torch']} with {facts['torch_cpu_capability']} kernels"
+             if facts["torch_threads"] is not None else f"torch {facts['torch']} (not loaded)")
+    return (f"Numerics {how}; {facts['cpu']} ({facts['cores']} cores), {torch}, jaxlib "
             f"{facts['jaxlib']}, {facts['threads']['I2O_THREADS']} torch thread(s).")
 
 
