@@ -93,7 +93,9 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     cell = {"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
             "outputs": [_glue("x-rank", "text/plain", "3"),
                         _glue("x-eta", "text/plain", ["0.12", "5"]),
-                        _glue(profiles.PROVENANCE_RECORD, "application/json", provenance),
+                        {"output_type": "display_data",
+                         "data": {profiles.PROVENANCE_MIME: provenance},
+                         "metadata": {"scrapbook": {"name": profiles.PROVENANCE_RECORD}}},
                         {"output_type": "stream", "name": "stdout", "text": "7\n"}]}
     executed = book.executed_path(figure)
     executed.parent.mkdir(parents=True)

@@ -26,9 +26,10 @@ MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
 _NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 #: The hidden output (a papermill/glue record) by which :func:`show` hands the kernel's
-#: provenance to the build (``i2o.book`` stamps it, ``i2o.numbers`` publishes it).
+#: provenance to the build (``i2o.book`` stamps it, ``i2o.numbers`` publishes it). Its type ends
+#: in ``+json`` so that the notebook format stores it as JSON, not as text.
 PROVENANCE_RECORD = "i2o-provenance"
-PROVENANCE_MIME = "application/papermill.record/application/json"
+PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
 
 
 class ParameterError(ValueError):
@@ -261,6 +262,6 @@ def _record_provenance(facts: dict[str, Any]) -> None:
         return
     if get_ipython() is None:
         return
-    prefix = PROVENANCE_MIME.removesuffix("application/json")
+    prefix = PROVENANCE_MIME.removesuffix("application/vnd.i2o.provenance+json")
     display({PROVENANCE_MIME: facts}, raw=True,
             metadata={"scrapbook": {"name": PROVENANCE_RECORD, "mime_prefix": prefix}})

@@ -81,7 +81,7 @@ def set_threads(n: int | None = None) -> int:
 def jax_single_thread() -> None:
     """Ask XLA for one CPU thread, with the numerics mode's pins; must run before JAX is first
     imported (a notebook run outside ``i2o.book`` gets the XLA pins this way too)."""
-    os.environ["XLA_FLAGS"] = xla_flags(numerics_mode(), os.environ.get("XLA_FLAGS", ""))
+    os.environ["XLA_FLAGS"] = numerics_env()["XLA_FLAGS"]
 
 
 NUMERICS_MODES = ("portable", "native")
