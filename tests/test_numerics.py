@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import book, results, runtime, sweep
+from i2o import book, profiles, results, runtime, sweep
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -173,6 +173,14 @@ def test_results_key_depends_on_the_numerics_mode(monkeypatch):
     portable = results.key("f", "n", {"a": 1})
     monkeypatch.setenv("I2O_NUMERICS", "native")
     assert results.key("f", "n", {"a": 1}) != portable
+
+
+def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):
+    params = profiles.resolve("affine", "smoke")
+    monkeypatch.setenv("I2O_NUMERICS", "portable")
+    portable = book._stamp("affine", params)
+    monkeypatch.setenv("I2O_NUMERICS", "native")
+    assert book._stamp("affine", params) != portable
 
 
 def test_stored_entries_record_their_provenance(monkeypatch):

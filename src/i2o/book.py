@@ -59,9 +59,11 @@ def executed_path(figure: str) -> Path:
 
 def _stamp(figure: str, params: profiles.Params) -> str:
     source = runtime.repo_root() / profiles.entry(figure)["notebook"]
-    blob = json.dumps({"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
-                       "profile": params.profile, "params": params.as_dict(),
-                       "i2o": results.source_hash()}, sort_keys=True)
+    what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
+            "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
+    if (mode := runtime.numerics_mode()) != "native":  # as results.key: another mode re-executes
+        what["numerics"] = mode
+    blob = json.dumps(what, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
