@@ -87,7 +87,7 @@ def _glue(name, mime, value):
             "metadata": {"scrapbook": {"name": name, "mime_prefix": numbers._GLUE_PREFIX}}}
 
 
-def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapter():
+def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapter(capsys):
     figure = profiles.figures()[0]
     provenance = {"numerics": "portable", "cpu": "test CPU"}
     cell = {"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
@@ -111,6 +111,14 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     assert written[figure]["numbers"] == {"x-rank": "3", "x-eta": "0.125"}
     assert written[figure]["claims"][0]["claim"] == "a claim"
     assert written[figure]["provenance"] == provenance and written[figure]["profile"] == "quick"
+    assert numbers.main() == 0
+    digest = numbers.digests(written)[figure]
+    assert f"{figure}: sha256 {digest} (profile quick, numerics portable, test CPU)" in \
+        capsys.readouterr().out
+    written[figure]["provenance"]["cpu"] = "another CPU"
+    assert numbers.digests(written)[figure] == digest
+    written[figure]["numbers"]["x-rank"] = "4"
+    assert numbers.digests(written)[figure] != digest
     book.failure_path(figure).write_text("boom\n")
     assert numbers.collect() == {}
 

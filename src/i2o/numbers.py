@@ -12,10 +12,14 @@ whose notebook was executed::
 "Value as glued" is what the text shows: the glued output's JSON if it has one, else its plain
 text (``repr`` of the value). A chapter that was not built is absent, so that ``python -m
 i2o.compare`` reports it as missing rather than as a change of every number.
+
+``python -m i2o.numbers`` writes the file and prints each chapter's SHA-256 and CPU model, for a
+build's closing note: a build on another CPU with the same digests published the same numbers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -75,3 +79,28 @@ def write(path: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(collect(), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path
+
+
+def digests(found: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each chapter's SHA-256 over its numbers and claim rows only (canonical JSON), not its
+    provenance: two builds on different CPUs whose digests agree published the same numbers."""
+    return {figure: hashlib.sha256(json.dumps(
+        {"numbers": entry["numbers"], "claims": entry["claims"]}, sort_keys=True,
+        ensure_ascii=False).encode()).hexdigest() for figure, entry in found.items()}
+
+
+def main() -> int:
+    """``python -m i2o.numbers``: write ``_build/numbers.json`` from the executed notebooks and
+    print each chapter's digest with the CPU it was computed on (for a build's closing note)."""
+    path = write()
+    found = json.loads(path.read_text())
+    for figure, digest in digests(found).items():
+        facts = found[figure].get("provenance") or {}
+        print(f"{figure}: sha256 {digest} (profile {found[figure].get('profile')}, numerics "
+              f"{facts.get('numerics', '?')}, {facts.get('cpu', 'unknown CPU')})")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
