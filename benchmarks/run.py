@@ -31,6 +31,7 @@ def _load(path: Path):
 
 
 def main(topics: list[str]) -> int:
+    runtime.apply_numerics()  # this process and every measuring subprocess, before torch loads
     runtime.set_threads()
     entries, failures = [], []
     for path in sorted(HERE.glob("bench_*.py")):
@@ -56,6 +57,7 @@ def main(topics: list[str]) -> int:
         print(f"  ({time.perf_counter() - start:.0f} s)")
     report = {"git": runtime.git_sha(), "date": runtime.now_iso(), "machine": platform.node(),
               "device": runtime.device_name(), "python": platform.python_version(),
+              "provenance": runtime.provenance(),
               "entries": entries, "failed": failures}
     out = runtime.build_dir() / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -133,6 +133,19 @@ def test_html_has_every_chapter_with_images_and_profile(built_book):
 
 
 @pytest.mark.book
+def test_every_chapter_records_its_numerics_and_serves_its_numbers(built_book):
+    served = json.loads((built_book["html"] / "numbers.json").read_text())
+    assert set(served) == set(profiles.figures())
+    for figure, path in built_book["executed"].items():
+        provenance = json.loads(Path(path).read_text())["metadata"]["i2o"]["provenance"]
+        assert provenance["numerics"] == runtime.numerics_mode() and provenance["pinned"], figure
+        assert served[figure]["provenance"] == provenance, figure
+        assert served[figure]["numbers"] and served[figure]["claims"], figure
+        page = built_book["html"] / profiles.entry(figure)["notebook"].replace(".ipynb", ".html")
+        assert f"Numerics {runtime.numerics_mode()}" in page.read_text(), page
+
+
+@pytest.mark.book
 def test_second_run_is_up_to_date(built_book, capsys):
     figure = profiles.figures()[0]
     with pytest.MonkeyPatch.context() as patch:

@@ -13,7 +13,8 @@ included, goes to a private temporary file renamed into place, so a reader never
 the end with the first line of its error, its page in the HTML says "not built" and why, and the
 exit status is non-zero.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
-``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``.
+``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``,
+with ``numbers.json`` (every glued number and claim row, :mod:`i2o.numbers`) beside it.
 
 Command line (what the Makefile calls)::
 
@@ -43,7 +44,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import profiles, results, robustness, runtime, site
+from i2o import numbers, profiles, results, robustness, runtime, site
 
 STAMP_KEY = "i2o"
 
@@ -58,9 +59,11 @@ def executed_path(figure: str) -> Path:
 
 def _stamp(figure: str, params: profiles.Params) -> str:
     source = runtime.repo_root() / profiles.entry(figure)["notebook"]
-    blob = json.dumps({"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
-                       "profile": params.profile, "params": params.as_dict(),
-                       "i2o": results.source_hash()}, sort_keys=True)
+    what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
+            "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
+    if (mode := runtime.numerics_mode()) != "native":  # as results.key: another mode re-executes
+        what["numerics"] = mode
+    blob = json.dumps(what, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -74,14 +77,9 @@ def _recorded(path: Path) -> dict[str, Any]:
 
 
 def kernel_env() -> dict[str, str]:
-    """Thread settings for the notebook kernels (see DEVELOPERS: 2 cores, deliberate threads)."""
-    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS", "1"),
-           "I2O_THREADS": os.environ.get("I2O_THREADS", "1")}
-    if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-        env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-                            " intra_op_parallelism_threads=1").strip()
-    return env
+    """The environment of the notebook kernels: thread counts and the numerics mode's pins
+    (:func:`i2o.runtime.numerics_env`; 2 cores, deliberate threads)."""
+    return runtime.numerics_env()
 
 
 @contextmanager
@@ -150,7 +148,7 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{target.stem}.*.partial.ipynb"):  # from killed runs
         stale.unlink(missing_ok=True)
-    os.environ.update(kernel_env())
+    runtime.apply_numerics()  # the kernel inherits it: pinned before torch or JAX loads
     start = time.perf_counter()
     print(f"[i2o] executing {figure} (profile {profile}"
           + (f", overrides {overrides}" if overrides else "") + ") ...", flush=True)
@@ -168,13 +166,24 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     notebook = json.loads(partial.read_text())
     notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "figure": figure, "profile": profile,
                                        "params": params.as_dict(), "seconds": round(seconds, 1),
-                                       "git": runtime.git_sha(), "date": runtime.now_iso()}
+                                       "git": runtime.git_sha(), "date": runtime.now_iso(),
+                                       "provenance": kernel_provenance(notebook)}
     partial.write_text(json.dumps(notebook, indent=1))
     partial.replace(target)
     target.with_suffix(".failed.ipynb").unlink(missing_ok=True)
     failure_path(figure).unlink(missing_ok=True)
     print(f"[i2o] {figure}: executed in {seconds:.1f} s -> {target}")
     return target
+
+
+def kernel_provenance(notebook: dict[str, Any]) -> dict[str, Any] | None:
+    """The provenance the kernel recorded (:func:`i2o.profiles.show`), or ``None``."""
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") == \
+                    profiles.PROVENANCE_RECORD:
+                return output["data"][profiles.PROVENANCE_MIME]
+    return None
 
 
 def failure_path(figure: str) -> Path:
@@ -265,6 +274,7 @@ def stage() -> Path:
     site.figures_page(staged, notebooks)
     robustness.write_page(staged)
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
+    numbers.write()  # every glued number and claim row, served with the book (html())
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline
         config.setdefault("sphinx", {}).setdefault("config", {})["mathjax_path"] = \
@@ -320,6 +330,7 @@ def _build_html(strict: bool = False) -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.move(built, target)
+    shutil.copy(runtime.build_dir() / numbers.FILENAME, target / numbers.FILENAME)
     print(f"[i2o] book built: {target / 'index.html'}"
           + (f" ({len(warnings)} warnings, see {log})" if warnings else ""))
     return target

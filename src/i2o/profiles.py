@@ -25,6 +25,11 @@ PROFILES = ("smoke", "quick", "paper")
 MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
 _NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+#: The hidden output (a papermill/glue record) by which :func:`show` hands the kernel's
+#: provenance to the build (``i2o.book`` stamps it, ``i2o.numbers`` publishes it). Its type ends
+#: in ``+json`` so that the notebook format stores it as JSON, not as text.
+PROVENANCE_RECORD = "i2o-provenance"
+PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
 
 
 class ParameterError(ValueError):
@@ -239,10 +244,27 @@ def show(params: Params) -> None:
     note = {"smoke": "proves the code path, not the science",
             "quick": "reduced sizes for a 2-core CPU",
             "paper": "the paper's settings"}[params.profile]
+    facts = runtime.provenance()
     lines = [f"Figure {params.figure!r} run with profile {params.profile!r} ({note}) "
-             f"on {runtime.device_name()}, commit {runtime.git_sha()}."]
+             f"on {runtime.device_name()}, commit {runtime.git_sha()}.",
+             runtime.provenance_line(facts)]
     for name, value in params.items():
         mark = "  (overridden)" if name in params.overridden else ""
         help_text = spec["parameters"][name].get("help", "")
         lines.append(f"  {name} = {value!r}{mark}" + (f"    # {help_text}" if help_text else ""))
     print("\n".join(lines))
+    _record_provenance(facts)
+
+
+def _record_provenance(facts: dict[str, Any]) -> None:
+    """Inside a notebook kernel, leave ``facts`` as a hidden record for the build to read."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    prefix = PROVENANCE_MIME.removesuffix("application/vnd.i2o.provenance+json")
+    display({PROVENANCE_MIME: facts}, raw=True,
+            metadata={"scrapbook": {"name": PROVENANCE_RECORD, "mime_prefix": prefix}})

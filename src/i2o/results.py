@@ -1,7 +1,9 @@
 """The results cache: expensive computations stored once, keyed by what determines them.
 
-An entry's key is ``sha256(figure, name, parameters, hash of the i2o source)``: changing a
-parameter or the code that computes a result recomputes it; rerunning the book does not. The source
+An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics mode)``:
+changing a parameter, the code that computes a result or the numerics mode (``I2O_NUMERICS``)
+recomputes it; rerunning the book does not. Each entry's ``meta.json`` records its provenance
+(:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The source
 hash covers the whole package unless the caller names the modules the result depends on
 (``sources=("meta",)``), so that a long run is not invalidated by edits to unrelated chapters.
 
@@ -85,9 +87,13 @@ def _canonical(params: Mapping[str, Any]) -> str:
 
 def key(figure: str, name: str, params: Mapping[str, Any],
         sources: Iterable[str] | None = None) -> str:
-    blob = _canonical({"figure": figure, "name": name, "params": dict(params),
-                       "source": source_hash(sources)})
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """The entry's key. A result computed in another numerics mode is another entry; native
+    mode's keys are those of the entries computed before the modes existed (they are native)."""
+    what = {"figure": figure, "name": name, "params": dict(params),
+            "source": source_hash(sources)}
+    if (mode := runtime.numerics_mode()) != "native":
+        what["numerics"] = mode
+    return hashlib.sha256(_canonical(what).encode()).hexdigest()
 
 
 def entry_dir(figure: str, name: str, params: Mapping[str, Any],
@@ -266,7 +272,7 @@ def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> Non
         try:
             np.savez(tmp / _ARRAYS, **flat)
             meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": runtime.now_iso(),
-                    "git": runtime.git_sha()}
+                    "git": runtime.git_sha(), "provenance": runtime.provenance()}
             (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
             _publish(tmp, path)
         finally:

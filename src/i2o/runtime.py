@@ -1,13 +1,27 @@
-"""Where the code runs: repository paths, device, threads, provenance, terminal progress."""
+"""Where the code runs: repository paths, device, threads, numerics, provenance, progress.
+
+Numerics (``I2O_NUMERICS``). The CPU kernels a library picks at run time depend on the CPU: torch
+(ATen), oneDNN, MKL, OpenBLAS, NumPy and XLA each use the widest instruction set they find, and a
+different kernel rounds differently, enough to move a trained model across a fit gate. In
+``portable`` mode (the default) every computing process starts with each of them pinned to AVX2,
+which every x86-64 CPU of the last decade has, and with fixed thread counts, so that one build
+gives the same numbers on any such CPU. ``native`` keeps each library's own choice (only the thread
+counts are fixed). The pins are environment variables read when a library loads, so they are set
+where processes are spawned (:func:`apply_numerics`: notebook kernels, sweep workers, benchmark
+subprocesses), never after torch or JAX is imported.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import io
 import os
+import platform
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -65,11 +79,205 @@ def set_threads(n: int | None = None) -> int:
 
 
 def jax_single_thread() -> None:
-    """Ask XLA for one CPU thread; must run before JAX is first imported."""
-    flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    current = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in current:
-        os.environ["XLA_FLAGS"] = f"{current} {flags}".strip()
+    """Ask XLA for one CPU thread, with the numerics mode's pins; must run before JAX is first
+    imported (a notebook run outside ``i2o.book`` gets the XLA pins this way too)."""
+    os.environ["XLA_FLAGS"] = numerics_env()["XLA_FLAGS"]
+
+
+NUMERICS_MODES = ("portable", "native")
+DEFAULT_NUMERICS = "portable"
+#: The instruction-set baseline of portable mode, by each library's spelling.
+PORTABLE_PINS = {
+    "ATEN_CPU_CAPABILITY": "avx2",      # torch's own kernels (ATen)
+    "ONEDNN_MAX_CPU_ISA": "AVX2",       # oneDNN: torch's convolutions (and XLA's, when enabled)
+    "MKL_CBWR": "AVX2",                 # MKL's code branch: torch's BLAS and LAPACK
+    "OPENBLAS_CORETYPE": "Haswell",     # OpenBLAS (NumPy's and SciPy's BLAS): its AVX2 kernels
+    "NPY_ENABLE_CPU_FEATURES": "X86_V3",  # NumPy's own SIMD loops: x86-64-v3 = AVX2 + FMA
+}
+#: XLA's CPU pins: codegen capped at AVX2, no CPU-dependent math, no XNNPACK (which dispatches on
+#: the CPU at run time and has no cap of its own).
+XLA_PORTABLE_FLAGS = ("--xla_cpu_max_isa=AVX2", "--xla_cpu_enable_platform_dependent_math=false",
+                      "--xla_cpu_use_xnnpack=false")
+XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
+#: What portable mode cannot pin, said in each chapter's provenance.
+UNPINNED = ("GPU kernels (cuDNN, cuBLAS)",)
+
+
+def numerics_mode() -> str:
+    """The numerics mode: ``I2O_NUMERICS`` (``portable`` or ``native``), default ``portable``."""
+    mode = os.environ.get("I2O_NUMERICS", "").strip().lower() or DEFAULT_NUMERICS
+    if mode not in NUMERICS_MODES:
+        raise ValueError(f"I2O_NUMERICS must be one of {', '.join(NUMERICS_MODES)}; "
+                         f"got {os.environ['I2O_NUMERICS']!r}")
+    return mode
+
+
+def _check_mode(mode: str | None) -> str:
+    if mode is None:
+        return numerics_mode()
+    if mode not in NUMERICS_MODES:
+        raise ValueError(f"numerics mode must be one of {', '.join(NUMERICS_MODES)}; got {mode!r}")
+    return mode
+
+
+def xla_flags(mode: str, current: str = "") -> str:
+    """``current`` XLA flags with the mode's pins and one XLA thread, pins first.
+
+    XLA stops reading ``XLA_FLAGS`` at the first word that is not a ``--flag`` (the old
+    ``intra_op_parallelism_threads=1`` is one; it is no XLA flag), silently ignoring the rest;
+    such words are dropped. A flag the mode pins replaces the caller's value of it.
+    """
+    ours = [*XLA_THREAD_FLAGS, *(XLA_PORTABLE_FLAGS if _check_mode(mode) == "portable" else ())]
+    names = {flag.split("=", 1)[0] for flag in ours}
+    kept = [word for word in current.split()
+            if word.startswith("--") and word.split("=", 1)[0] not in names]
+    return " ".join([*ours, *kept])
+
+
+def thread_env() -> dict[str, str]:
+    """Fixed thread counts (the caller's, default 1): torch (``I2O_THREADS``), OpenMP, MKL,
+    OpenBLAS."""
+    threads = {"I2O_THREADS": os.environ.get("I2O_THREADS", "1"),
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    threads["MKL_NUM_THREADS"] = os.environ.get("MKL_NUM_THREADS", threads["OMP_NUM_THREADS"])
+    threads["OPENBLAS_NUM_THREADS"] = os.environ.get("OPENBLAS_NUM_THREADS",
+                                                     threads["OMP_NUM_THREADS"])
+    return threads
+
+
+def _x86_64() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags (``/proc/cpuinfo``), empty where unknown."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def numerics_env(mode: str | None = None) -> dict[str, str]:
+    """The environment a computing process starts with in ``mode`` (default
+    :func:`numerics_mode`): thread counts and XLA's one thread always; in ``portable`` mode also
+    every library's AVX2 pin (x86-64 only: elsewhere there is nothing to pin to AVX2).
+
+    Raises ``RuntimeError`` in portable mode on an x86-64 CPU without AVX2 and FMA, where the pins
+    would ask for instructions it lacks.
+    """
+    mode = _check_mode(mode)
+    env = {"I2O_NUMERICS": mode, **thread_env()}
+    portable = mode == "portable" and _x86_64()
+    flags = _cpu_flags()
+    if portable and flags and not {"avx2", "fma"} <= flags:
+        raise RuntimeError("I2O_NUMERICS=portable pins every library to AVX2, which this CPU "
+                           "lacks; set I2O_NUMERICS=native")
+    if portable:
+        env.update(PORTABLE_PINS)
+    env["XLA_FLAGS"] = xla_flags(mode if portable else "native", os.environ.get("XLA_FLAGS", ""))
+    return env
+
+
+def apply_numerics(env: MutableMapping[str, str] | None = None,
+                   mode: str | None = None) -> dict[str, str]:
+    """Put :func:`numerics_env` into ``env`` (default ``os.environ``) and return what was set.
+
+    The one place every spawner calls (notebook kernels, sweep workers, benchmarks), before the
+    child starts. In native mode, pins inherited from a portable parent are removed.
+    """
+    env = os.environ if env is None else env
+    values = numerics_env(mode)
+    if values["I2O_NUMERICS"] == "native":
+        for name in PORTABLE_PINS:
+            env.pop(name, None)
+    env.update(values)
+    return values
+
+
+@contextmanager
+def environment(values: Mapping[str, str], drop: Iterable[str] = ()) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` and without the names in ``drop`` for the duration
+    of the block (the processes it spawns inherit it), then restored as it was."""
+    saved = dict(os.environ)
+    for name in drop:
+        os.environ.pop(name, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _torch_facts() -> dict[str, Any]:
+    """What the imported torch uses; nothing when this process has not imported it (importing it
+    here would be the only reason to)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"torch_cpu_capability": "torch not loaded", "torch_threads": None,
+                "device": "cpu (torch not loaded)"}
+    cuda = torch.cuda.is_available()
+    return {"torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads(),
+            "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
+
+
+def provenance() -> dict[str, Any]:
+    """The machine and numerics a result was computed with: CPU model and cores, library
+    versions, torch's CPU capability and threads, the device, the numerics mode with the pins
+    found in this process's environment (``pinned``: whether every pin of the mode is in effect)
+    and what no pin covers."""
+    mode = numerics_mode()
+    expected = PORTABLE_PINS if mode == "portable" and _x86_64() else {}
+    pins = {name: os.environ.get(name) for name in PORTABLE_PINS}
+    xla = os.environ.get("XLA_FLAGS", "")
+    pinned = all(pins[name] == value for name, value in expected.items()) and (
+        not expected or all(flag in xla.split() for flag in XLA_PORTABLE_FLAGS))
+    if mode == "native":
+        unpinned = ["native mode: each library picks its CPU kernels"]
+    else:
+        unpinned = list(UNPINNED) if expected else ["not x86-64: no instruction-set pin"]
+    return {"numerics": mode, "pinned": pinned, "pins": pins, "xla_flags": xla,
+            "threads": thread_env(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+            "machine": platform.machine(), "python": platform.python_version(),
+            "torch": _version("torch"), "jax": _version("jax"), "jaxlib": _version("jaxlib"),
+            "numpy": _version("numpy"), **_torch_facts(), "unpinned": unpinned}
+
+
+def provenance_line(facts: dict[str, Any]) -> str:
+    """One line for a chapter's header: numerics mode and pins, next to the machine."""
+    if facts["numerics"] == "native":
+        how = "native (each library picks its CPU kernels)"
+    elif facts["pinned"]:
+        how = ("portable (torch, oneDNN, MKL, OpenBLAS, NumPy and XLA pinned to AVX2; "
+               f"not pinned: {'; '.join(facts['unpinned'])})")
+    else:
+        how = ("portable requested but NOT in effect (pins missing from this process's "
+               "environment: start it through make or python -m i2o.book)")
+    torch = (f"torch {facts['torch']} with {facts['torch_cpu_capability']} kernels"
+             if facts["torch_threads"] is not None else f"torch {facts['torch']} (not loaded)")
+    return (f"Numerics {how}; {facts['cpu']} ({facts['cores']} cores), {torch}, jaxlib "
+            f"{facts['jaxlib']}, {facts['threads']['I2O_THREADS']} torch thread(s).")
 
 
 @functools.cache

@@ -117,10 +117,13 @@ def local_gpus(device_count: int | None = None, visible: str | None = None) -> l
 
 
 def _environment() -> dict[str, str]:
-    keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT", "I2O_THREADS")
+    """What a job needs of this process's environment: paths, and threads and numerics pins
+    (:func:`i2o.runtime.numerics_env`; :func:`run_jobs` also puts them into this process's
+    environment, which submitit's workers start with, so they are in place before torch loads)."""
+    keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.setdefault("I2O_RESULTS_DIR", str(results.results_dir().resolve()))
-    return env
+    return {**env, **runtime.numerics_env()}
 
 
 def sweep(figure: str, profile: str = "quick", executor: str = "local",
@@ -192,8 +195,15 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
             common["slurm_additional_parameters"] = dict(slurm_args)
     ex.update_parameters(**common)
     env = _environment()
-    if executor == "local":
-        env.setdefault("I2O_THREADS", str(cpus))
+    if executor == "local" and "I2O_THREADS" not in os.environ:
+        env["I2O_THREADS"] = str(cpus)
+    with runtime.environment(env):  # submitit's workers (subprocesses, sbatch) start with it
+        return _submit(ex, figure, todo, executor, max_parallel, env)
+
+
+def _submit(ex, figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str,
+            max_parallel: int, env: dict[str, str]) -> list[str]:
+    """Submit ``todo`` to the configured executor ``ex`` and wait for every job."""
     names = [n for n, _ in todo]
     if executor == "slurm":  # one array job; SLURM enforces the parallelism
         jobs = ex.map_array(ResumableJob(), [figure] * len(todo), names, [j for _, j in todo],

@@ -148,7 +148,7 @@ def measure_step(model: str = "tiny", arm: str = "ift", train_iter: int = 18,
                str(warmup), "--tol", str(tol), "--solver", solver, "--threads", str(threads)]
     if memory is not None:
         command += ["--memory", str(memory)]
-    src = str(Path(__file__).resolve().parents[2])
+    src = str(Path(__file__).resolve().parents[3])  # the folder holding the i2o package
     env = {**os.environ, "OMP_NUM_THREADS": str(threads),
            "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
