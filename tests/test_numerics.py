@@ -161,7 +161,7 @@ def test_a_local_sweep_worker_starts_pinned(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(sweep, "ResumableJob", _ReportEnvironment)
-    monkeypatch.setattr(sweep, "_wait", lambda job: job.result())
+    monkeypatch.setattr(sweep, "_wait", lambda job, *log: job.result())
     (seen,) = sweep.run_jobs("stability", [("probe", {})], "local", max_parallel=1)
     assert {k: seen[k] for k in runtime.PORTABLE_PINS} == runtime.PORTABLE_PINS
     assert set(runtime.XLA_PORTABLE_FLAGS) <= set(seen["XLA_FLAGS"].split())

@@ -125,10 +125,11 @@ def xla_flags(mode: str, current: str = "") -> str:
 
     XLA stops reading ``XLA_FLAGS`` at the first word that is not a ``--flag`` (the old
     ``intra_op_parallelism_threads=1`` is one; it is no XLA flag), silently ignoring the rest;
-    such words are dropped. A flag the mode pins replaces the caller's value of it.
+    such words are dropped. A flag the mode pins replaces the caller's value of it; in native mode
+    the portable pins a parent passed down are dropped too.
     """
     ours = [*XLA_THREAD_FLAGS, *(XLA_PORTABLE_FLAGS if _check_mode(mode) == "portable" else ())]
-    names = {flag.split("=", 1)[0] for flag in ours}
+    names = {flag.split("=", 1)[0] for flag in (*XLA_THREAD_FLAGS, *XLA_PORTABLE_FLAGS)}
     kept = [word for word in current.split()
             if word.startswith("--") and word.split("=", 1)[0] not in names]
     return " ".join([*ours, *kept])
