@@ -181,15 +181,11 @@ def _run(script, arm, ckpt, out, pause):
 def test_killed_run_resumes_to_the_same_numbers(tmp_path, arm):
     script = tmp_path / "train.py"
     script.write_text(_SCRIPT)
-    # the uninterrupted reference, in this process (one thread, like the subprocesses)
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(48, 3, 32, 32, generator=generator)
-    y = torch.randint(0, 10, (48,), generator=generator)
-    settings = TrainSettings(arm=arm, epochs=3, batch_size=16, pretrain_steps=2, train_iter=5,
-                             backward_iter=5, checkpoint_every=1, seed=3)
-    torch.set_num_threads(1)
-    model, history = build_and_train(MICRO, x, y, settings, None, progress=False, device="cpu")
-    ref = {"loss": history["loss"], "model": model.state_dict()}
+    # the uninterrupted reference, in a subprocess with the same environment as the victim: this
+    # process may have loaded its CPU kernels under other numerics pins than its children get
+    reference = _run(script, arm, tmp_path / "ref-ckpt", tmp_path / "ref.pt", 0.0)
+    assert reference.wait(timeout=600) == 0
+    ref = torch.load(tmp_path / "ref.pt", weights_only=True)
 
     victim = _run(script, arm, tmp_path / "ckpt", tmp_path / "out.pt", 0.5)
     deadline = time.monotonic() + 600

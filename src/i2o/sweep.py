@@ -77,11 +77,15 @@ def list_jobs(figure: str, params: Mapping[str, Any]) -> list[tuple[str, dict[st
 
 
 def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
-    """What a submitted job runs: set the caller's results/data paths and threads, compute."""
-    os.environ.update(env)
-    runtime.jax_single_thread()
-    runtime.set_threads()
-    chapter_runs(figure).run_job(name, job)
+    """What a submitted job runs: set the caller's results/data paths and threads, compute.
+
+    The environment is restored afterwards, so a job run in the caller's process (the debug
+    executor) leaves no numerics pins behind for the processes the caller spawns later.
+    """
+    with runtime.environment(env):
+        runtime.jax_single_thread()
+        runtime.set_threads()
+        chapter_runs(figure).run_job(name, job)
     return name
 
 
