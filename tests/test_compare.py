@@ -19,9 +19,9 @@ BUILD = {"stability": {"numbers": {"acc-ift": "0.869", "label": "'IFT'"}, "claim
                     "provenance": {"numerics": "portable"}}}
 
 
-def _files(tmp_path, ours):
+def _files(tmp_path, ours, theirs=BUILD):
     a, b = tmp_path / "theirs.json", tmp_path / "ours.json"
-    a.write_text(json.dumps(BUILD))
+    a.write_text(json.dumps(theirs))
     b.write_text(json.dumps(ours))
     return str(a), str(b)
 
@@ -43,6 +43,21 @@ def test_a_changed_number_is_shown_with_its_differences(tmp_path, capsys):
     assert "number acc-ift: '0.869' → '0.9812' (|Δ| 0.112, relative 0.129)" in out
     assert "claim value: '86.9 % vs 85.1 %' → '98.1 % vs 85.1 %' (|Δ| 11.2" in out
     assert "label" not in out
+
+
+def test_measured_costs_are_listed_apart_and_never_make_a_chapter_differ(tmp_path, capsys):
+    theirs, ours = copy.deepcopy(BUILD), copy.deepcopy(BUILD)
+    theirs["stability"]["costs"] = {"stability-collect-seconds": "436"}
+    ours["stability"]["costs"] = {"stability-collect-seconds": "401"}
+    assert compare.main(list(_files(tmp_path, ours, theirs))) == 0
+    out = capsys.readouterr().out
+    assert "== stability: identical (2 numbers, 2 claims); measured costs differ" in out
+    assert "cost stability-collect-seconds: '436' → '401'" in out
+
+
+def test_cost_names_follow_the_naming_rule():
+    assert numbers.is_cost("meta-imaml-ms-per-step") and numbers.is_cost("sep-seconds")
+    assert not numbers.is_cost("stability-ift-accuracy") and not numbers.is_cost("seconds-x")
 
 
 def test_a_changed_verdict_fails_the_comparison(tmp_path, capsys):
@@ -93,6 +108,7 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     cell = {"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
             "outputs": [_glue("x-rank", "text/plain", "3"),
                         _glue("x-eta", "text/plain", ["0.12", "5"]),
+                        _glue("x-collect-seconds", "text/plain", "436"),
                         {"output_type": "display_data",
                          "data": {profiles.PROVENANCE_MIME: provenance},
                          "metadata": {"scrapbook": {"name": profiles.PROVENANCE_RECORD}}},
@@ -109,13 +125,15 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     written = json.loads((runtime.build_dir() / "numbers.json").read_text())
     assert list(written) == [figure]  # the chapters not executed are absent
     assert written[figure]["numbers"] == {"x-rank": "3", "x-eta": "0.125"}
+    assert written[figure]["costs"] == {"x-collect-seconds": "436"}
     assert written[figure]["claims"][0]["claim"] == "a claim"
     assert written[figure]["provenance"] == provenance and written[figure]["profile"] == "quick"
-    assert numbers.main() == 0
+    assert numbers.main([]) == 0
     digest = numbers.digests(written)[figure]
     assert f"{figure}: sha256 {digest} (profile quick, numerics portable, test CPU)" in \
         capsys.readouterr().out
     written[figure]["provenance"]["cpu"] = "another CPU"
+    written[figure]["costs"]["x-collect-seconds"] = "512"  # another run's time
     assert numbers.digests(written)[figure] == digest
     written[figure]["numbers"]["x-rank"] = "4"
     assert numbers.digests(written)[figure] != digest

@@ -5,7 +5,8 @@ one a reader's ``make book`` wrote to ``_build/numbers.json``. Printed per chapt
 number that differs (numbers found in the glued text compared with their absolute and relative
 difference, other text shown as it is), numbers present on one side only, every claim whose
 verdict or measured value differs, and a different profile or numbers mode; then the chapters
-present on one side only.
+present on one side only. Measured costs (times, memory) are listed apart and never make a chapter
+differ: they change from run to run on one machine.
 
 Exit status: 0 when every verdict agrees (numbers may differ), 1 when a claim's verdict differs
 or a claim is on one side only, 2 when a file cannot be read.
@@ -102,9 +103,14 @@ def compare_chapter(name: str, theirs: Mapping[str, Any], ours: Mapping[str, Any
             lines.append(f"  VERDICT {verdicts[0]} → {verdicts[1]}: {claim}")
         if change := describe_change(rows_a[claim].get("value"), rows_b[claim].get("value")):
             lines.append(f"  claim value: {change} — {claim}")
+    costs = [f"  cost {key}: {change}"
+             for key in sorted(theirs.get("costs", {}).keys() & ours.get("costs", {}).keys())
+             if (change := describe_change(theirs["costs"][key], ours["costs"][key]))]
     counted = f"{len(a)} numbers, {len(rows_a)} claims"
-    report.add(f"== {name}: " + ("identical" if not lines else "differs") + f" ({counted})")
-    report.lines.extend(lines)
+    costs_note = "; measured costs differ, as they do between runs" if costs else ""
+    report.add(f"== {name}: " + ("identical" if not lines else "differs") + f" ({counted})"
+               + costs_note)
+    report.lines.extend(lines + costs)
 
 
 def compare(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> Report:

@@ -5,12 +5,15 @@ with the HTML (``_build/html/numbers.json``, linked from the Reproduce page). Fo
 whose notebook was executed::
 
     {"<figure>": {"numbers": {"<glue name>": <value as glued>, ...},
+                  "costs": {"<glue name>": <value as glued>, ...},
                   "claims": [<row of _build/claims/<figure>.json>, ...],
                   "profile": "quick", "params": {...}, "git": "...",
                   "provenance": {<the kernel's i2o.runtime.provenance()>}}}
 
 "Value as glued" is what the text shows: the glued output's JSON if it has one, else its plain
-text (``repr`` of the value). A chapter that was not built is absent, so that ``python -m
+text (``repr`` of the value). Glued *costs* (names ending in a unit of time or memory, see
+:func:`is_cost`: wall and CPU times, peak memory) are kept apart: they are measurements of the
+machine, not results, and differ between two runs of the same build. A chapter that was not built is absent, so that ``python -m
 i2o.compare`` reports it as missing rather than as a change of every number.
 
 ``python -m i2o.numbers`` writes the file and prints each chapter's SHA-256 and CPU model, for a
@@ -19,6 +22,7 @@ build's closing note: a build on another CPU with the same digests published the
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -28,6 +32,13 @@ from i2o import claims, profiles, runtime
 
 FILENAME = "numbers.json"
 _GLUE_PREFIX = "application/papermill.record/"
+#: Glue-name endings of measured costs (the naming rule every chapter's ``numbers`` follows).
+COST_SUFFIXES = ("-seconds", "-minutes", "-hours", "-ms-per-step", "-mb")
+
+
+def is_cost(name: str) -> bool:
+    """Is the glued number ``name`` a measured cost (time or memory) rather than a result?"""
+    return name.endswith(COST_SUFFIXES)
 
 
 def glued(notebook: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +73,10 @@ def chapter(figure: str) -> dict[str, Any] | None:
     stamp = notebook.get("metadata", {}).get("i2o", {})
     rows_path = claims.claims_dir() / f"{figure}.json"
     rows = json.loads(rows_path.read_text()) if rows_path.exists() else []
-    return {"numbers": glued(notebook), "claims": rows, "profile": stamp.get("profile"),
+    values = glued(notebook)
+    return {"numbers": {k: v for k, v in values.items() if not is_cost(k)},
+            "costs": {k: v for k, v in values.items() if is_cost(k)},
+            "claims": rows, "profile": stamp.get("profile"),
             "params": stamp.get("params"), "git": stamp.get("git"),
             "provenance": stamp.get("provenance")}
 
@@ -83,15 +97,18 @@ def write(path: Path | None = None) -> Path:
 
 def digests(found: dict[str, dict[str, Any]]) -> dict[str, str]:
     """Each chapter's SHA-256 over its numbers and claim rows only (canonical JSON), not its
-    provenance: two builds on different CPUs whose digests agree published the same numbers."""
+    costs or provenance: two builds on different CPUs whose digests agree published the same
+    numbers."""
     return {figure: hashlib.sha256(json.dumps(
         {"numbers": entry["numbers"], "claims": entry["claims"]}, sort_keys=True,
         ensure_ascii=False).encode()).hexdigest() for figure, entry in found.items()}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.numbers``: write ``_build/numbers.json`` from the executed notebooks and
     print each chapter's digest with the CPU it was computed on (for a build's closing note)."""
+    argparse.ArgumentParser(prog="python -m i2o.numbers",
+                            description=main.__doc__.split(": ", 1)[1]).parse_args(argv)
     path = write()
     found = json.loads(path.read_text())
     for figure, digest in digests(found).items():
