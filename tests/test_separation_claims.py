@@ -47,11 +47,27 @@ def _saw(p, deq_train, deq_test, fnn_train, fnn_test):
             "k5": runs_k}
 
 
-def test_flops_claim_holds_fails_and_needs_a_fit(p):
+def test_flops_claim_holds_fails_and_gates_symmetrically(p):
     assert claims.flops_claim(_saw(p, 0.001, 0.002, 0.001, 0.05), 5, p)[0] is True
     assert claims.flops_claim(_saw(p, 0.001, 0.05, 0.001, 0.002), 5, p)[0] is False
+    # the FNNs fit and the DEQ does not: a DEQ the recipe cannot train counts against the claim
     holds, value = claims.flops_claim(_saw(p, 0.08, 0.002, 0.001, 0.05), 5, p)
+    assert holds is False and claims.UNTRAINABLE in value
+    # the DEQ fits and the FNNs do not: undecided
+    holds, value = claims.flops_claim(_saw(p, 0.001, 0.002, 0.08, 0.05), 5, p)
     assert holds is None and "does not fit" in value
+    holds, value = claims.flops_claim(_saw(p, 0.08, 0.002, 0.08, 0.05), 5, p)
+    assert holds is None and "neither fits" in value
+
+
+@pytest.mark.parametrize("deq_fits, other_fits, expected", [
+    (True, True, "decide"), (False, True, False), (True, False, None), (False, False, None)])
+def test_symmetric_gate_every_branch(deq_fits, other_fits, expected):
+    gated = claims.symmetric_gate((deq_fits, "a"), (other_fits, "b"), "the FNN")
+    if expected == "decide":
+        assert gated is None
+    else:
+        assert gated[0] is expected
 
 
 def _diag(distance, stationarity=1e-15, found=True, residual=1e-14):
@@ -80,15 +96,15 @@ def test_density_claim(p):
     assert claims.density_claim(doctored, p)[0] is False
 
 
-def _gotu(unseen, train=(0.0, 0.0, 0.0), interpolates=True):
+def _gotu(unseen, train=(0.0, 0.0, 0.0), interpolates=True, unique=True, trains=None):
     def model(u, t):
         return {"train_mse": np.array(t), "unseen_mse": np.array(u),
                 "seen_variance": np.full(3, 4.0), "feature_density": np.array(u) / 100}
 
-    pred = {"interpolates": interpolates, "unique": True, "unseen_mse": 19.25}
+    pred = {"interpolates": interpolates, "unique": unique, "unseen_mse": 19.25}
     entry = {"prediction": {"bias": pred, "no_bias": pred}}
     for kind, values in unseen.items():
-        entry[kind] = model(values, train)
+        entry[kind] = model(values, (trains or {}).get(kind, train))
     return {"f1": entry}
 
 
@@ -113,22 +129,57 @@ def test_gotu_comparison_and_feature_density(p):
     assert claims.feature_density_claim(_gotu(worse), p)[0] is True
     assert claims.feature_density_claim(_gotu(better), p)[0] is False
     unfit = _gotu(better, train=(3.0, 3.0, 3.0))
-    assert claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)[0] is None
+    holds, value = claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)
+    assert holds is None and "neither fits" in value
+    deq_unfit = _gotu(better, trains={"deq_contractive": (3.0, 3.0, 3.0)})
+    holds, value = claims.gotu_comparison(deq_unfit, "f1", "deq_contractive", "fnn", p)
+    assert holds is False and claims.UNTRAINABLE in value
+    fnn_unfit = _gotu(better, trains={"fnn": (3.0, 3.0, 3.0)})
+    holds, value = claims.gotu_comparison(fnn_unfit, "f1", "deq_contractive", "fnn", p)
+    assert holds is None and "the FNN does not fit" in value
+    # the feature density claim, gated the same way
+    assert claims.feature_density_claim(deq_unfit, p)[0] is False
+    assert claims.feature_density_claim(fnn_unfit, p)[0] is None
 
 
-def _steep(fnn_growth, reached=1):
-    dims = np.array([6, 12, 20])
-    noise = np.array([[1.0, 1.05, 0.95]])
+def test_two_affine_models_forced_equal_are_not_testable(p):
+    apart = {"linear_deq": [1.0, 1.1, 0.9], "dln": [3.0, 3.1, 2.9]}
+    holds, value = claims.gotu_comparison(_gotu(apart), "f1", "linear_deq", "dln", p)
+    assert holds is None and "not testable here" in value
+    # several interpolants: the implicit bias can choose, so the comparison is made
+    assert claims.gotu_comparison(_gotu(apart, unique=False), "f1", "linear_deq", "dln",
+                                  p)[0] is True
+    holds, value = claims.prediction_claim(_gotu(apart, unique=False), "f1", "linear_deq", p)
+    assert holds is None and "several interpolants" in value
 
-    def kind(bits):
+
+def test_density_claim_is_undecided_when_a_model_does_not_interpolate(p):
+    doctored = _diag(0.0)
+    doctored["s1"] = {**doctored["s1"], "dln": {"relative_residual": 1e-3}}
+    holds, value = claims.density_claim(doctored, p)
+    assert holds is None and "did not interpolate" in value
+
+
+def _steep(fnn_growth, reached=1, deq_reached=None, seeds=3):
+    dims = np.array([6, 8, 10, 12])
+    noise = np.array([[1.0, 1.05, 0.95][:seeds]])
+
+    def kind(bits, hit):
         weights = 2.0 ** (bits * dims[:, None]) * noise
-        return {"max_weight": weights, "reached": np.full((3, 3), reached)}
+        return {"max_weight": weights, "reached": np.full((4, seeds), hit)}
 
-    return {"dims": dims, "e10": {"deq_lower": kind(0.0), "fnn": kind(fnn_growth)}}
+    return {"dims": dims, "deq_lower": kind(0.0, reached if deq_reached is None else deq_reached),
+            "fnn": kind(fnn_growth, reached)}
 
 
-def test_steep_claim():
-    assert claims.steep_claim(_steep(0.5), 10)[0] is True
-    assert claims.steep_claim(_steep(0.0), 10)[0] is False
-    holds, value = claims.steep_claim(_steep(0.5, reached=0), 10)
-    assert holds is None and "not fit" in value
+def test_steep_claim_every_branch():
+    assert claims.steep_claim(_steep(0.5))[0] is True
+    assert claims.steep_claim(_steep(0.0))[0] is False
+    holds, value = claims.steep_claim(_steep(0.5, reached=0))
+    assert holds is None and "neither fits" in value
+    holds, value = claims.steep_claim(_steep(0.5, reached=1, deq_reached=0))
+    assert holds is False and claims.UNTRAINABLE in value
+    holds, value = claims.steep_claim(_steep(0.5, reached=0, deq_reached=1))
+    assert holds is None and "the FNN does not fit" in value
+    holds, value = claims.steep_claim(_steep(0.5, seeds=1))
+    assert holds is None and "needs ≥ 2 seeds" in value

@@ -3,7 +3,7 @@
 Every trained model is one cache entry (key: everything that determines it, and the source of the
 modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
 separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
-GOTU target (Section 4) and one per steepness (Section 2). A job computes exactly the entries
+GOTU target (Section 4) and one for the steep functions (Section 2). A job computes exactly the entries
 the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
 reads.
 """
@@ -32,7 +32,7 @@ def check_params(p: Any) -> None:
     from i2o.profiles import ParameterError
 
     for name in ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",
-                 "fnn_depths", "flops_fnn_depths", "steep_exponents", "steep_dims"):
+                 "fnn_depths", "flops_fnn_depths", "steep_dims"):
         values = list(p[name])
         if len(set(values)) != len(values):
             raise ParameterError(f"parameter {name!r} of figure {FIGURE!r} must not repeat a "
@@ -129,32 +129,31 @@ def sawtooth_section(p: Any) -> dict[str, Any]:
 
 # --- Section 2: steep functions -----------------------------------------------------------------
 
-def _steep_key(p: Any, e: int, kind: str, d: int, seed: int) -> tuple[str, dict[str, Any]]:
-    key = {"e": e, "kind": kind, "d": d, "seed": seed, "width": p.steep_width,
+def _steep_key(p: Any, kind: str, d: int, seed: int) -> tuple[str, dict[str, Any]]:
+    key = {"delta": "2^-d", "kind": kind, "d": d, "seed": seed, "width": p.steep_width,
            "depth": p.steep_depth, "size": p.steep_train_size, "steps": p.steep_steps,
            "lr": p.steep_lr, "level": p.steep_level}
-    return f"steep-e{e}-{kind}-d{d}-s{seed}", key
+    return f"steep-{kind}-d{d}-s{seed}", key
 
 
-def steep_model(p: Any, e: int, kind: str, d: int, seed: int) -> dict[str, Any]:
+def steep_model(p: Any, kind: str, d: int, seed: int) -> dict[str, Any]:
+    """One Section 2 run: input dimension d, steepness δ = 2^-d (the rebuttal's pairing)."""
     from i2o.chapters.separation import steep
 
-    name, key = _steep_key(p, e, kind, d, seed)
+    name, key = _steep_key(p, kind, d, seed)
     return results.cached(FIGURE, name, key, lambda: steep.train_model(
-        kind, d, 2.0 ** -e, p.steep_width, p.steep_depth, p.steep_train_size, p.steep_steps,
+        kind, d, 2.0 ** -d, p.steep_width, p.steep_depth, p.steep_train_size, p.steep_steps,
         p.steep_lr, p.steep_level, seed), sources=STEEP_SOURCES)
 
 
 def steep_section(p: Any) -> dict[str, Any]:
-    """Per δ = 2^-e and model kind: arrays (dims × seeds) of every recorded number."""
+    """Per model kind: arrays (dims × seeds) of every recorded number, δ = 2^-d."""
     out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
-    for e in p.steep_exponents:
-        out[f"e{e}"] = {}
-        for kind in STEEP_MODELS:
-            runs_ = [[steep_model(p, e, kind, d, seed) for seed in model_seeds(p)]
-                     for d in p.steep_dims]
-            out[f"e{e}"][kind] = {key: np.array([[r[key] for r in row] for row in runs_])
-                                  for key in runs_[0][0]}
+    for kind in STEEP_MODELS:
+        runs_ = [[steep_model(p, kind, d, seed) for seed in model_seeds(p)]
+                 for d in p.steep_dims]
+        out[kind] = {key: np.array([[r[key] for r in row] for row in runs_])
+                     for key in runs_[0][0]}
     return out
 
 
@@ -241,8 +240,7 @@ def costs(r: dict[str, Any]) -> dict[str, float]:
     saw = r["sawtooth"]
     out = {"sawtooth": float(sum(np.sum(saw[f"k{k}"]["seconds"]) for k in
                                  (key.removeprefix("k") for key in saw if key.startswith("k")))),
-           "steep": float(sum(np.sum(r["steep"][e][kind]["seconds"]) for e in r["steep"]
-                              if e.startswith("e") for kind in r["steep"][e])),
+           "steep": float(sum(np.sum(r["steep"][kind]["seconds"]) for kind in STEEP_MODELS)),
            "diagonal": float(r["diagonal"]["seconds"]),
            "gotu": float(sum(np.sum(r["gotu"][t][kind]["seconds"]) for t in r["gotu"]
                              for kind in r["gotu"][t] if kind != "prediction"))}
@@ -263,13 +261,12 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
                 entries.append((lambda m=m, seed=seed: saw_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          SAW_SOURCES)))
-    elif name.startswith("steep-e"):
-        e = int(name.removeprefix("steep-e"))
+    elif name == "steep":
         for kind in STEEP_MODELS:
             for d in p.steep_dims:
                 for seed in model_seeds(p):
-                    key_name, key = _steep_key(p, e, kind, d, seed)
-                    entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, e, kind, d,
+                    key_name, key = _steep_key(p, kind, d, seed)
+                    entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, kind, d,
                                                                                   seed),
                                     lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                              STEEP_SOURCES)))
@@ -287,13 +284,14 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
 
 
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
-    """One job per sawtooth target, per steepness and per GOTU target: ``(name, parameters)``."""
+    """One job per sawtooth target and per GOTU target, and one for Section 2: ``(name,
+    parameters)``."""
     from i2o.chapters.separation import gotu
 
     check_params(p)
     names = ([f"sawtooth-k{k}" for k in p.saw_exponents]
              + [f"gotu-{t}" for t in gotu.TARGETS]
-             + [f"steep-e{e}" for e in p.steep_exponents])
+             + ["steep"])
     return [(name, dict(p)) for name in names]
 
 
