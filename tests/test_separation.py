@@ -123,6 +123,29 @@ def test_gotu_samples_lie_on_the_seen_part_and_cover_it():
     assert gotu.feature_density(np.zeros((2, 4))) == 0.0
 
 
+def test_gotu_trains_on_the_whole_seen_part_when_it_fits_the_budget():
+    whole = gotu.training_points("f1", 6, 64, seed=0)
+    assert len(whole) == 32 and gotu.seen("f1", whole).all()
+    assert len({tuple(row) for row in whole}) == 32  # every seen point, once
+    assert len(gotu.training_points("f2", 6, 40, seed=0)) == 40  # 48 seen points: a sample
+
+
+def test_linear_deq_readout_is_fixed_at_the_signs_of_the_least_squares_fit():
+    x = gotu.training_points("f1", 6, 64, seed=0)
+    signs = gotu.readout_signs(x, gotu.target("f1", x))
+    assert signs.tolist() == [-1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # x2 - 1.25 x0 + 1.5 x1
+    model = nets.make_model("linear_deq", 6, signs=torch.as_tensor(signs))
+    assert {name for name, _ in model.named_parameters()} == {"w", "c"}  # a is not trained
+    with pytest.raises(ValueError, match="signs must be ±1"):
+        nets.LinearDEQ(3, torch.tensor([1.0, 0.5, -1.0]))
+
+
+def test_the_gotu_relu_deq_reads_its_output_from_the_fixed_point_alone():
+    model = nets.make_model("deq_contractive", 5, width=7, seed=0)
+    assert model.head.in_features == 7
+    assert nets.make_model("deq_lower", 5, width=7, seed=0).head.in_features == 12
+
+
 def test_check_params_refuses_what_the_schema_cannot_say():
     p = profiles.resolve("separation", "smoke")
     with pytest.raises(profiles.ParameterError, match="diag_n"):

@@ -126,8 +126,8 @@ def test_gotu_comparison_and_feature_density(p):
     worse = {"deq_contractive": [3.0, 3.1, 2.9], "fnn": [1.0, 1.1, 0.9]}
     assert claims.gotu_comparison(_gotu(worse), "f1", "deq_contractive", "fnn", p)[0] is False
     # feature density: the doctored densities are unseen/100, so "better" has the sparser DEQ
-    assert claims.feature_density_claim(_gotu(worse), p)[0] is True
-    assert claims.feature_density_claim(_gotu(better), p)[0] is False
+    assert claims.feature_density_claim(_gotu(worse), p, "f1")[0] is True
+    assert claims.feature_density_claim(_gotu(better), p, "f1")[0] is False
     unfit = _gotu(better, train=(3.0, 3.0, 3.0))
     holds, value = claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)
     assert holds is None and "neither fits" in value
@@ -138,8 +138,8 @@ def test_gotu_comparison_and_feature_density(p):
     holds, value = claims.gotu_comparison(fnn_unfit, "f1", "deq_contractive", "fnn", p)
     assert holds is None and "the FNN does not fit" in value
     # the feature density claim, gated the same way
-    assert claims.feature_density_claim(deq_unfit, p)[0] is False
-    assert claims.feature_density_claim(fnn_unfit, p)[0] is None
+    assert claims.feature_density_claim(deq_unfit, p, "f1")[0] is False
+    assert claims.feature_density_claim(fnn_unfit, p, "f1")[0] is None
 
 
 def test_two_affine_models_forced_equal_are_not_testable(p):

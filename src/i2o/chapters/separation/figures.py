@@ -117,7 +117,7 @@ def figure_diagonal(results: dict[str, Any], params: Any) -> plt.Figure:
     return fig
 
 
-def figure_features(results: dict[str, Any], params: Any, target: str = "f1") -> plt.Figure:
+def figure_features(results: dict[str, Any], params: Any, target: str = "f2") -> plt.Figure:
     """Rebuttal Figure 2: |features| (training points × neurons) of the first seed's linear DEQ,
     ReLU DEQ and FNN on GOTU target ``target``, each scaled by its largest entry."""
     plotting.use_style()

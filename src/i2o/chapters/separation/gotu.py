@@ -7,8 +7,9 @@ Two targets (the setups of the companion section of EXPERIMENTS.md, reconstructe
 - ``f2`` :math:`= x_0x_1`, seen on :math:`\{x_0 = 1 \text{ or } x_1 = 1\}` (three quarters), unseen
   on :math:`\{x_0 = x_1 = -1\}`.
 
-Models are trained on points drawn uniformly from the seen part and scored by their MSE on the
-*whole* unseen part. Where the theory gives a value: an affine model that interpolates the seen part
+Models are trained on the whole seen part (or, when it is larger than the training size, on points
+drawn uniformly from it), must fit the *whole* seen part, and are scored by their MSE on the *whole*
+unseen part. Where the theory gives a value: an affine model that interpolates the seen part
 is unique when the seen part's affine features are linearly independent, so every interpolating
 affine model (the diagonal linear DEQ with bias, the diagonal linear network) must have that
 interpolant's unseen MSE (:func:`affine_prediction`; e.g. on the seen part of f1,
@@ -65,6 +66,23 @@ def sample_seen(name: str, d: int, size: int, seed: int) -> np.ndarray:
     return x
 
 
+def training_points(name: str, d: int, size: int, seed: int) -> np.ndarray:
+    """The training set: the whole seen part when it has at most ``size`` points (in cube
+    order), else :func:`sample_seen`."""
+    x = cube(d)
+    seen_part = x[seen(name, x)]
+    return seen_part if len(seen_part) <= size else sample_seen(name, d, size, seed)
+
+
+def readout_signs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The linear DEQ's fixed readout: the signs (0 → +1) of the minimum-norm affine least-squares
+    fit of the training data, so that β = a/(1 − w) can reach it (the authors' reply: −1 where
+    the solution is negative)."""
+    features = np.hstack([x, np.ones((len(x), 1))])
+    coef, *_ = np.linalg.lstsq(features, y, rcond=None)
+    return np.where(coef[:-1] < 0, -1.0, 1.0)
+
+
 def affine_prediction(name: str, d: int, bias: bool) -> dict[str, float | bool]:
     """The affine interpolant of the target on the whole seen part (least squares on all its
     points): whether it interpolates, whether it is unique, and its MSE on the unseen part."""
@@ -92,21 +110,28 @@ def feature_density(features: np.ndarray) -> float:
 def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth: int,
                 steps: int, lr: float, seed: int, alpha: float, gamma: float,
                 heatmap_points: int) -> dict[str, object]:
-    """Train one model on the seen part of target ``name``; its seen/unseen MSE and features."""
-    x_np = sample_seen(name, d, train_size, seed)
+    """Train one model on the seen part of target ``name`` (:func:`training_points`); its MSE on
+    the training points, on the whole seen part (what the fit gate reads) and on the unseen
+    part, and its features."""
+    x_np = training_points(name, d, train_size, seed)
     all_x = cube(d)
-    unseen_x = all_x[~seen(name, all_x)]
+    mask = seen(name, all_x)
     x = torch.as_tensor(x_np, dtype=torch.float32)
     y = torch.as_tensor(target(name, x_np), dtype=torch.float32)
-    xu = torch.as_tensor(unseen_x, dtype=torch.float32)
-    yu = torch.as_tensor(target(name, unseen_x), dtype=torch.float32)
-    model = nets.make_model(kind, d, width, depth, seed, alpha=alpha, gamma=gamma)
+    xs = torch.as_tensor(all_x[mask], dtype=torch.float32)
+    ys = torch.as_tensor(target(name, all_x[mask]), dtype=torch.float32)
+    xu = torch.as_tensor(all_x[~mask], dtype=torch.float32)
+    yu = torch.as_tensor(target(name, all_x[~mask]), dtype=torch.float32)
+    signs = (torch.as_tensor(readout_signs(x_np, target(name, x_np)))
+             if kind == "linear_deq" else None)
+    model = nets.make_model(kind, d, width, depth, seed, alpha=alpha, gamma=gamma, signs=signs)
     start = time.perf_counter()
     losses = nets.fit(model, x, y, steps, lr, seed)
     seconds = time.perf_counter() - start
     with torch.no_grad():
         feats = model.features(x[:heatmap_points]).numpy()
-    return {"train_mse": nets.mse(model, x, y), "unseen_mse": nets.mse(model, xu, yu),
-            "seen_variance": float(torch.var(y, unbiased=False)), "final_loss": losses[-1],
+    return {"train_mse": nets.mse(model, x, y), "seen_mse": nets.mse(model, xs, ys),
+            "unseen_mse": nets.mse(model, xu, yu), "train_size": len(x_np),
+            "seen_variance": float(torch.var(ys, unbiased=False)), "final_loss": losses[-1],
             "features": feats, "feature_density": feature_density(feats),
             "parameters": nets.count_parameters(model), "seconds": seconds}

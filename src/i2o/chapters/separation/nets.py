@@ -40,15 +40,22 @@ class ReluDEQ(nn.Module):
     """A ReLU DEQ of ``width`` neurons on ``d_in`` inputs (module docstring)."""
 
     def __init__(self, d_in: int, width: int, structure: Structure = "lower",
-                 gamma: float = 0.9, max_iter: int = 60, tol: float = 1e-6) -> None:
+                 gamma: float = 0.9, max_iter: int = 60, tol: float = 1e-6,
+                 head_reads_input: bool = True) -> None:
         super().__init__()
         if structure not in STRUCTURES:
             raise ValueError(f"structure must be one of {STRUCTURES}; got {structure!r}")
         self.structure, self.gamma, self.width, self.d_in = structure, gamma, width, d_in
+        self.head_reads_input = head_reads_input
         self.V = nn.Parameter(torch.randn(width, width) / width ** 0.5)
-        self.U = nn.Parameter(torch.randn(width, d_in) / d_in ** 0.5)
-        self.b = nn.Parameter(0.1 * torch.randn(width))
-        self.head = nn.Linear(width + d_in, 1)
+        if structure == "lower":
+            self.U = nn.Parameter(torch.randn(width, d_in) / d_in ** 0.5)
+            self.b = nn.Parameter(0.1 * torch.randn(width))
+        else:  # the input injection initialized like an FNN's first layer (nn.Linear's rule)
+            injection = nn.Linear(d_in, width)
+            self.U = nn.Parameter(injection.weight.detach().clone())
+            self.b = nn.Parameter(injection.bias.detach().clone())
+        self.head = nn.Linear(width + (d_in if head_reads_input else 0), 1)
         if structure == "lower":
             self.register_buffer("mask", torch.tril(torch.ones(width, width), diagonal=-1))
             exact = SolverSpec(method="fixed_point", max_iter=width, tol=0.0, return_best=False)
@@ -78,7 +85,8 @@ class ReluDEQ(nn.Module):
         return z
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.cat([self.features(x), x], dim=1)).squeeze(1)
+        z = self.features(x)
+        return self.head(torch.cat([z, x], dim=1) if self.head_reads_input else z).squeeze(1)
 
 
 class FNN(nn.Module):
@@ -106,14 +114,21 @@ class FNN(nn.Module):
 class LinearDEQ(nn.Module):
     r"""Diagonal linear DEQ with a readout and a bias: :math:`y = \sum_i a_i x_i/(1-w_i) + c`.
 
-    Starts at ``w = 0``, ``a = 1`` (so β = a/(1−w) = 1 > 0) and ``c = 0``; the fixed point of
-    :math:`z = \operatorname{diag}(w) z + x` is computed in closed form, :math:`z_i = x_i/(1-w_i)`.
+    The readout :math:`a` is fixed at ``signs`` (±1, the authors' reply: an entry of −1 where the
+    solution is negative) or, without ``signs``, trainable from 1. Starts at ``w = 0`` (so
+    β = a/(1−w) = a) and ``c = 0``; the fixed point of :math:`z = \operatorname{diag}(w) z + x` is
+    computed in closed form, :math:`z_i = x_i/(1-w_i)`.
     """
 
-    def __init__(self, d_in: int) -> None:
+    def __init__(self, d_in: int, signs: torch.Tensor | None = None) -> None:
         super().__init__()
         self.w = nn.Parameter(torch.zeros(d_in))
-        self.a = nn.Parameter(torch.ones(d_in))
+        if signs is None:
+            self.a = nn.Parameter(torch.ones(d_in))
+        else:
+            if signs.shape != (d_in,) or not bool(torch.all(signs.abs() == 1)):
+                raise ValueError(f"signs must be ±1 of shape ({d_in},); got {signs}")
+            self.register_buffer("a", signs.to(torch.float32))
         self.c = nn.Parameter(torch.zeros(()))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
@@ -157,18 +172,20 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def make_model(kind: str, d_in: int, width: int = 0, depth: int = 1, seed: int = 0,
-               alpha: float = 0.1, gamma: float = 0.9) -> nn.Module:
+               alpha: float = 0.1, gamma: float = 0.9, signs: torch.Tensor | None = None
+               ) -> nn.Module:
     """A freshly initialized model of ``kind`` in ``deq_lower``, ``deq_contractive``, ``fnn``,
-    ``linear_deq``, ``dln`` (initialization drawn from ``seed``)."""
+    ``linear_deq``, ``dln`` (initialization drawn from ``seed``). The contractive DEQ (the GOTU
+    model) reads its output from ``z*`` alone; ``signs`` fixes the linear DEQ's readout."""
     torch.manual_seed(seed)
     if kind == "deq_lower":
         return ReluDEQ(d_in, width, "lower")
     if kind == "deq_contractive":
-        return ReluDEQ(d_in, width, "contractive", gamma=gamma)
+        return ReluDEQ(d_in, width, "contractive", gamma=gamma, head_reads_input=False)
     if kind == "fnn":
         return FNN(d_in, width, depth)
     if kind == "linear_deq":
-        return LinearDEQ(d_in)
+        return LinearDEQ(d_in, signs)
     if kind == "dln":
         return DiagonalNet(d_in, alpha)
     raise ValueError(f"unknown model kind {kind!r}")
