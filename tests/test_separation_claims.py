@@ -60,6 +60,37 @@ def test_flops_claim_holds_fails_and_gates_symmetrically(p):
     assert holds is None and "neither fits" in value
 
 
+def _best_of_r(p, deq_train, deq_test, fnn_train, fnn_test):
+    matched = {f"depth{L}": w for L, w in runs.flops_matched_widths(p).items()}
+    n = 1 + len(matched)
+    noise = np.array([0.0, 0.001, -0.001])
+    train = np.full((n, 3), fnn_train, dtype=float)
+    test = np.full((n, 3), fnn_test, dtype=float) + noise
+    train[0], test[0] = deq_train, deq_test + noise
+    return {"flops_matched": matched,
+            "k5": {"lbfgs": {"best_train_mse": train, "best_test_mse": test,
+                             "target_variance": np.full((n, 3), 0.1)}}}
+
+
+def test_flops_best_of_r_claim_every_branch(p):
+    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 1e-4, 0.05), 5, p)[0] is True
+    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.05, 1e-4, 0.002), 5, p)[0] is False
+    holds, value = claims.flops_best_of_r_claim(_best_of_r(p, 0.08, 0.05, 1e-4, 0.002), 5, p)
+    assert holds is False and claims.UNTRAINABLE in value
+    holds, value = claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 0.08, 0.05), 5, p)
+    assert holds is None and "does not fit" in value
+
+
+def test_lbfgs_restarts_fit_a_small_sawtooth():
+    from i2o.chapters.separation import sawtooth
+
+    fitted = sawtooth.train_restarts("fnn", 8, 2, 2, seed=0, train_size=64, test_size=128,
+                                     restarts=2, max_iter=200)
+    assert fitted["train_mse"].shape == (2,)
+    assert fitted["best_train_mse"] == min(fitted["train_mse"])
+    assert fitted["best_train_mse"] < 0.1 * fitted["target_variance"]  # Δ² has 4 pieces
+
+
 @pytest.mark.parametrize("deq_fits, other_fits, expected", [
     (True, True, "decide"), (False, True, False), (True, False, None), (False, False, None)])
 def test_symmetric_gate_every_branch(deq_fits, other_fits, expected):

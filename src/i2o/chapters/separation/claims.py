@@ -114,6 +114,28 @@ def flops_claim(section: dict[str, Any], k: int, p: Any) -> tuple[bool | None, s
     return _all_of(verdicts), "DEQ vs " + "; ".join(texts)
 
 
+def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Any) -> tuple[bool | None, str]:
+    """Rebuttal Table 1 read as an expressivity claim: the width-10 DEQ's best-of-R test MSE
+    (float64 L-BFGS restarts; the restart of lowest training MSE, per seed) is lower than every
+    FLOPs-matched FNN's. Rows of ``section[f"k{k}"]["lbfgs"]``: the DEQ, then the FNNs in the
+    order of ``section["flops_matched"]``; the symmetric fit gate on the best training MSE."""
+    fitted = section[f"k{k}"]["lbfgs"]
+    variance = float(np.mean(fitted["target_variance"]))
+
+    def fit(i: int) -> tuple[bool, str]:
+        return fits({"train_mse": fitted["best_train_mse"][i]}, variance, p.fit_fraction)
+
+    texts, verdicts = [], []
+    for i, (L, w) in enumerate(section["flops_matched"].items(), start=1):
+        name = f"FNN {w}×{L.removeprefix('depth')}"
+        gated = symmetric_gate(fit(0), fit(i), name)
+        holds, text = gated if gated else lower_than(fitted["best_test_mse"][0],
+                                                     fitted["best_test_mse"][i])
+        verdicts.append(holds)
+        texts.append(text if gated else f"{name}: {text}")
+    return _all_of(verdicts), "best of R, DEQ vs " + "; ".join(texts)
+
+
 def _all_of(verdicts: list[bool | None]) -> bool | None:
     """A claim over several comparisons: fails if one fails, holds if all hold."""
     if any(v is False for v in verdicts):
@@ -301,9 +323,13 @@ def _rows(p: Any, r: dict[str, Any]) -> list[tuple[str, str, tuple[bool | None, 
              "book's solver)",
              construction_claim(saw["construction"]))]
     for k in p.saw_exponents:
-        rows.append(("sawtooth", f"Rebuttal Table 1: on the sawtooth with 2^{k} pieces the "
+        rows.append(("sawtooth", f"Rebuttal Table 1 (Adam, every run): on the sawtooth with 2^{k} "
+                     f"pieces the width-{p.flops_deq_width} DEQ has a lower test MSE than FNNs "
+                     f"of similar forward FLOPs", flops_claim(saw, k, p)))
+        rows.append(("sawtooth", f"Rebuttal Table 1 (float64 L-BFGS, best of "
+                     f"{p.saw_restarts} restarts): on the sawtooth with 2^{k} pieces the "
                      f"width-{p.flops_deq_width} DEQ has a lower test MSE than FNNs of similar "
-                     f"forward FLOPs", flops_claim(saw, k, p)))
+                     f"forward FLOPs", flops_best_of_r_claim(saw, k, p)))
     rows.append(("steep", "Theorem 2 / rebuttal Figure 1: for the target δ/(x₁ + δ) with "
                  "δ = 2^-d, the max |weight| an FNN needs at equal training loss grows with d "
                  "faster than a DEQ's", steep_claim(r["steep"])))

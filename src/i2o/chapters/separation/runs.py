@@ -69,9 +69,16 @@ def flops_matched_widths(p: Any) -> dict[int, int]:
     return out
 
 
+def implicit_saw_model(p: Any) -> tuple[str, int, int]:
+    """The genuinely implicit row of Section 1: a contractive (non-nilpotent) ReLU DEQ of the
+    FLOPs-matched width, solved to tolerance by Anderson acceleration."""
+    return ("deq_contractive", p.flops_deq_width, 1)
+
+
 def saw_models(p: Any) -> list[tuple[str, int, int]]:
     """(kind, width, depth) of every Section 1 model, per target and seed."""
     models = [("deq_lower", w, 1) for w in sorted(set(p.deq_widths) | {p.flops_deq_width})]
+    models += [implicit_saw_model(p)]
     models += [("fnn", w, L) for L in p.fnn_depths for w in p.fnn_widths]
     models += [("fnn", w, L) for L, w in flops_matched_widths(p).items()
                if ("fnn", w, L) not in models]
@@ -94,6 +101,31 @@ def saw_model(p: Any, k: int, kind: str, width: int, depth: int, seed: int) -> d
     return results.cached(FIGURE, name, key, lambda: sawtooth.train_model(
         kind, width, depth, k, seed, p.saw_train_size, p.saw_test_size, p.saw_steps, p.saw_lr),
         sources=SAW_SOURCES)
+
+
+def flops_models(p: Any) -> list[tuple[str, int, int]]:
+    """(kind, width, depth) of the FLOPs-matched comparison: the DEQ, then one FNN per depth."""
+    return [("deq_lower", p.flops_deq_width, 1)] + [
+        ("fnn", w, L) for L, w in flops_matched_widths(p).items()]
+
+
+def _lbfgs_key(p: Any, k: int, kind: str, width: int, depth: int, seed: int
+               ) -> tuple[str, dict[str, Any]]:
+    name = f"saw-lbfgs-k{k}-{kind}-w{width}-L{depth}-s{seed}"
+    key = {"k": k, "kind": kind, "width": width, "depth": depth, "seed": seed,
+           "train_size": p.saw_train_size, "test_size": p.saw_test_size,
+           "restarts": p.saw_restarts, "max_iter": p.saw_lbfgs_iters, "dtype": "float64"}
+    return name, key
+
+
+def lbfgs_model(p: Any, k: int, kind: str, width: int, depth: int, seed: int) -> dict[str, Any]:
+    """``saw_restarts`` float64 L-BFGS fits of one FLOPs-matched model on seed ``seed``'s data."""
+    from i2o.chapters.separation import sawtooth
+
+    name, key = _lbfgs_key(p, k, kind, width, depth, seed)
+    return results.cached(FIGURE, name, key, lambda: sawtooth.train_restarts(
+        kind, width, depth, k, seed, p.saw_train_size, p.saw_test_size, p.saw_restarts,
+        p.saw_lbfgs_iters), sources=SAW_SOURCES)
 
 
 def construction(p: Any) -> dict[str, Any]:
@@ -124,6 +156,9 @@ def sawtooth_section(p: Any) -> dict[str, Any]:
                         for key in runs[0][0]}
         x = np.linspace(0, 1, 2001)
         out[f"k{k}"]["curve_x"], out[f"k{k}"]["curve_y"] = x, sawtooth.sawtooth(x, k)
+        fits = [[lbfgs_model(p, k, *m, seed) for seed in model_seeds(p)] for m in flops_models(p)]
+        out[f"k{k}"]["lbfgs"] = {key: np.array([[r[key] for r in row] for row in fits])
+                                 for key in fits[0][0]}
     return out
 
 
@@ -259,6 +294,12 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
             for seed in model_seeds(p):
                 key_name, key = _saw_key(p, k, *m, seed)
                 entries.append((lambda m=m, seed=seed: saw_model(p, k, *m, seed),
+                                lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                         SAW_SOURCES)))
+        for m in flops_models(p):
+            for seed in model_seeds(p):
+                key_name, key = _lbfgs_key(p, k, *m, seed)
+                entries.append((lambda m=m, seed=seed: lbfgs_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          SAW_SOURCES)))
     elif name == "steep":
