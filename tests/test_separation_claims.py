@@ -197,7 +197,7 @@ def _steep(fnn_growth, reached=1, deq_reached=None, seeds=3):
 
     def kind(bits, hit):
         weights = 2.0 ** (bits * dims[:, None]) * noise
-        return {"max_weight": weights, "reached": np.full((4, seeds), hit)}
+        return {"max_weight": weights, "reached": np.broadcast_to(hit, (4, seeds)).copy()}
 
     return {"dims": dims, "deq_lower": kind(0.0, reached if deq_reached is None else deq_reached),
             "fnn": kind(fnn_growth, reached)}
@@ -213,4 +213,15 @@ def test_steep_claim_every_branch():
     holds, value = claims.steep_claim(_steep(0.5, reached=0, deq_reached=1))
     assert holds is None and "the FNN does not fit" in value
     holds, value = claims.steep_claim(_steep(0.5, seeds=1))
-    assert holds is None and "needs ≥ 2 seeds" in value
+    assert holds is None and "needs ≥ 2" in value
+
+
+def test_steep_claim_drops_a_seed_that_missed_the_level_at_one_d():
+    one_miss = np.ones((4, 3), dtype=int)
+    one_miss[3, 2] = 0  # the DEQ of seed 2 never reached the level at d = 12
+    holds, value = claims.steep_claim(_steep(0.5, deq_reached=one_miss))
+    assert holds is True and "over 3 and 2 seeds" in value
+    two_miss = one_miss.copy()
+    two_miss[0, 1] = 0
+    holds, value = claims.steep_claim(_steep(0.5, deq_reached=two_miss))
+    assert holds is False and claims.UNTRAINABLE in value

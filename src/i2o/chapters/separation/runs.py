@@ -32,7 +32,7 @@ def check_params(p: Any) -> None:
     from i2o.profiles import ParameterError
 
     for name in ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",
-                 "fnn_depths", "flops_fnn_depths", "steep_dims"):
+                 "fnn_depths", "flops_fnn_depths", "steep_dims", "steep_seeds"):
         values = list(p[name])
         if len(set(values)) != len(values):
             raise ParameterError(f"parameter {name!r} of figure {FIGURE!r} must not repeat a "
@@ -51,6 +51,11 @@ def check_params(p: Any) -> None:
 def model_seeds(p: Any) -> list[int]:
     """The seeds of every trained model and random problem at the run's replicate."""
     return replicates.seeds(p.seeds, p.replicate)
+
+
+def steep_seeds(p: Any) -> list[int]:
+    """The seeds of Section 2 (its slope comparison needs more than the other sections)."""
+    return replicates.seeds(p.steep_seeds, p.replicate)
 
 
 # --- Section 1: sawtooth ------------------------------------------------------------------------
@@ -185,7 +190,7 @@ def steep_section(p: Any) -> dict[str, Any]:
     """Per model kind: arrays (dims × seeds) of every recorded number, δ = 2^-d."""
     out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
     for kind in STEEP_MODELS:
-        runs_ = [[steep_model(p, kind, d, seed) for seed in model_seeds(p)]
+        runs_ = [[steep_model(p, kind, d, seed) for seed in steep_seeds(p)]
                  for d in p.steep_dims]
         out[kind] = {key: np.array([[r[key] for r in row] for row in runs_])
                      for key in runs_[0][0]}
@@ -305,7 +310,7 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
     elif name == "steep":
         for kind in STEEP_MODELS:
             for d in p.steep_dims:
-                for seed in model_seeds(p):
+                for seed in steep_seeds(p):
                     key_name, key = _steep_key(p, kind, d, seed)
                     entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, kind, d,
                                                                                   seed),
