@@ -14,18 +14,21 @@ from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
 
 ITERS = [3, 9, 18, 25, 35]
-PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin": 0.02,
-          "fit_accuracy": 0.9}
+PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin_fraction": 0.25,
+          "fit_accuracy": 0.9, "fit_quorum": 4, "test_size": 1000, "seeds": [0, 1, 2, 3, 4],
+          "epochs": 60, "extra_epochs": 4}
 
 
 def stability_run(curve, seed, train_accuracy=0.99, diverged="", rising=False):
     """One job result: test accuracy ``curve`` (per ITERS) plus seed noise, last-iterate trace."""
-    noise = np.random.default_rng(seed).normal(0, 0.002, len(ITERS))
-    trace = np.geomspace(1.0, 1e-4, max(ITERS) + 1)
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, 0.002, len(ITERS))
+    trace = np.geomspace(1.0, 1e-4, max(ITERS) + 1) * np.exp(rng.normal(0, 0.1, max(ITERS) + 1))
     if rising:
         trace = trace[::-1].copy()
     return {"test": {"accuracy": np.asarray(curve) + noise, "trace_rel": trace},
-            "train_accuracy": train_accuracy, "diverged": diverged}
+            "train_accuracy": train_accuracy, "diverged": diverged, "epochs_used": 20.0,
+            "cap_reached": train_accuracy < 0.9}
 
 
 PLATEAU = [0.30, 0.50, 0.60, 0.60, 0.60]       # I2O: fewer hurt, more do not help
@@ -46,7 +49,9 @@ def test_stability_claims_hold_on_the_papers_picture():
     for key in ("health", "fit", "not_more_stable", "equally_stable", "ift_no_gain",
                 "ift_fewer_hurt", "ift_residual", "unrolled_no_gain"):
         assert rows[key].holds is True, (key, rows[key])
-    assert "5 seeds per arm" in rows["not_more_stable"].check
+    assert "5+ fitting seeds per arm" in rows["not_more_stable"].check
+    assert "discriminates" in rows["not_more_stable"].check
+    assert "0.25 × the unrolled arm's mean" in rows["not_more_stable"].margin
     text = stability_prose.conclusions(rows)
     assert "not more stable" in text and "does not give a better classifier" in text
 
@@ -67,14 +72,29 @@ def test_stability_residual_check_reads_the_last_iterate():
     assert rows["ift_residual"].holds is False and rows["unrolled_residual"].holds is True
 
 
-def test_stability_claims_undecided_when_a_model_does_not_fit_or_diverged():
+def test_stability_claims_use_the_models_that_fit_when_a_quorum_does():
+    underfit = seeds(PLATEAU)
+    underfit[2] = stability_run(DROPPING, 2, train_accuracy=0.41)  # excluded, so it cannot weigh
+    rows = table(underfit, seeds(PLATEAU))
+    assert rows["fit"].holds is True and "IFT 4/5" in rows["fit"].check
+    assert "IFT seed 2 41.0%" in rows["fit"].check and "IFT seed 2" in rows["fit"].value
+    assert "reached the cap without fitting: IFT seed 2" in rows["fit"].value
+    for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_fewer_hurt"):
+        assert rows[key].holds is True, (key, rows[key])
+    assert "over 4 seeds" in rows["ift_no_gain"].value
+    assert "use those that do" in stability_prose.conclusions(rows)
+
+
+def test_stability_claims_undecided_when_too_few_models_fit_or_one_diverged():
     underfit = seeds(PLATEAU)
     underfit[2]["train_accuracy"] = 0.41
+    underfit[4]["train_accuracy"] = 0.87
     rows = table(underfit, seeds(PLATEAU))
     assert rows["fit"].holds is False
     for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_fewer_hurt"):
         assert rows[key].holds is None
-        assert "does not fit its training set" in rows[key].check and "41.0" in rows[key].check
+        assert "too few models fit" in rows[key].check and "IFT 3/5" in rows[key].check
+        assert "41.0" in rows[key].check
     assert "not decided" in stability_prose.conclusions(rows)
     broken = seeds(PLATEAU)
     broken[0]["diverged"] = "loss became non-finite at step 7"
@@ -85,8 +105,47 @@ def test_stability_claims_undecided_when_a_model_does_not_fit_or_diverged():
 
 
 def test_stability_one_seed_is_undecided():
-    rows = table(seeds(PLATEAU)[:1], seeds(PLATEAU)[:1])
+    one = {**PARAMS, "fit_quorum": 1}
+    rows = stability_claims.claims_table(one, {"ift": seeds(PLATEAU)[:1],
+                                               "unrolled": seeds(PLATEAU)[:1]})[1]
     assert rows["not_more_stable"].holds is None and "needs ≥ 2" in rows["not_more_stable"].check
+
+
+FLAT = [0.59, 0.60, 0.60, 0.60, 0.60]            # accuracy hardly moves with N'
+
+
+def test_stability_comparison_is_undecided_where_accuracy_does_not_move_with_n():
+    rows = table(seeds(FLAT), seeds(FLAT))
+    for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_no_gain"):
+        assert rows[key].holds is None, (key, rows[key])
+        assert "cannot discriminate" in rows[key].check and "could not fail" in rows[key].check
+    # the same flat IFT against an unrolled arm that moves: decided, and IFT is more stable
+    rows = table(seeds(FLAT), seeds(DROPPING))
+    assert rows["not_more_stable"].holds is False
+    assert "cannot discriminate" in stability_prose.conclusions(table(seeds(FLAT), seeds(FLAT)))
+
+
+def test_stability_resolution_is_the_paired_standard_error_of_an_accuracy_change():
+    errors = np.zeros((1000, len(ITERS)), dtype=np.uint8)
+    errors[:400, :] = 1
+    errors[400:430, 0] = 1                # 30 images flip at N' = 3 only
+    se = stability_claims.paired_se(errors, at=2)
+    flips = np.r_[np.ones(30), np.zeros(970)]
+    expected = flips.std(ddof=1) / np.sqrt(1000) / 4  # one count of four differs
+    assert se == pytest.approx(expected)
+    assert np.isnan(stability_claims.paired_se(None, 2))
+    points, what = stability_claims.resolution_points(1000, [se, se])
+    assert points == pytest.approx(100 * se) and "paired" in what
+    points, what = stability_claims.resolution_points(1000, [np.nan])
+    assert points == pytest.approx(100 * 0.5 / np.sqrt(1000)) and "one accuracy" in what
+    # a flat arm whose images never flip has deviation 0: δ = 0 cannot discriminate
+    flat = seeds([0.60] * 5)
+    for run in flat:
+        run["test"]["accuracy"] = np.full(len(ITERS), 0.6)
+        run["test"]["errors"] = errors * 0
+    rows = table(flat, flat)
+    assert rows["equally_stable"].holds is None and "cannot discriminate" in \
+        rows["equally_stable"].check
 
 
 # -- deq_gaps -----------------------------------------------------------------------------------
