@@ -96,3 +96,18 @@ def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypa
     assert "does not fit" in table.to_text() and "Margin" in table.to_html()
     table.write()
     assert claims.read_all()["figure"][2]["check"] == "model does not fit its training set"
+
+
+def test_an_undecided_interval_says_how_many_values_would_decide_it():
+    ci = gates.Interval(mean=-0.7, lo=-1.5, hi=0.1, n=10, over="seeds")
+    verdict, why = gates.not_below(ci, 1.0)
+    assert verdict is None
+    # half-width 0.8, distance to the boundary −1.0 is 0.3: 10 × (0.8 / 0.3)² = 71.1 → 72
+    assert "about 72 seeds (now 10) would decide it" in why
+    on_boundary = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=5, over="examples")
+    assert "no number of examples would decide it" in gates.positive(on_boundary)[1]
+
+
+def test_a_decided_interval_carries_no_power_note():
+    ci = gates.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
+    assert gates.positive(ci) == (True, "CI above 0")

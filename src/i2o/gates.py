@@ -114,6 +114,22 @@ def from_se(mean: float, se: float, n: int, over: str = "examples",
     return Interval(float(mean), float(mean) - half, float(mean) + half, int(n), over, level)
 
 
+def needed(ci: Interval, boundaries: Sequence[float]) -> str:
+    """What would decide an interval that contains a boundary: the number of ``ci.over`` at which
+    an interval of the same spread (half-width ∝ 1/√n) would clear the boundary nearest its mean,
+    ``n × (half-width / |mean − boundary|)²``; a mean on the boundary cannot be decided by more
+    values of the same spread."""
+    half = (ci.hi - ci.lo) / 2
+    gap = min(abs(ci.mean - b) for b in boundaries)
+    if not np.isfinite(half) or half <= 0:
+        return ""
+    if gap <= 1e-12 * max(1.0, half):
+        return f"; its mean lies on the boundary: no number of {ci.over} would decide it"
+    n = int(np.ceil(ci.n * (half / gap) ** 2))
+    return (f"; at this spread about {n:,} {ci.over} (now {ci.n}) would decide it"
+            if n > ci.n else "")
+
+
 def _margin(margin: float) -> float:
     if not margin > 0:
         raise ValueError(f"margin must be > 0; got {margin!r}")
@@ -127,7 +143,8 @@ def equivalent(ci: Interval, margin: float) -> Decision:
         return True, f"CI inside ±{d:g}"
     if ci.lo >= d or ci.hi <= -d:
         return False, f"CI entirely outside ±{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
+                  + needed(ci, (-d, d)))
 
 
 def not_above(ci: Interval, margin: float) -> Decision:
@@ -137,7 +154,8 @@ def not_above(ci: Interval, margin: float) -> Decision:
         return True, f"CI below +{d:g}"
     if ci.lo > d:
         return False, f"CI above +{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+                  + needed(ci, (d,)))
 
 
 def not_below(ci: Interval, margin: float) -> Decision:
@@ -147,7 +165,8 @@ def not_below(ci: Interval, margin: float) -> Decision:
         return True, f"CI above −{d:g}"
     if ci.hi < -d:
         return False, f"CI below −{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
+                  + needed(ci, (-d,)))
 
 
 def positive(ci: Interval) -> Decision:
@@ -156,7 +175,8 @@ def positive(ci: Interval) -> Decision:
         return True, "CI above 0"
     if ci.hi <= 0:
         return False, "CI at or below 0"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+                  + needed(ci, (0.0,)))
 
 
 def negative(ci: Interval) -> Decision:
@@ -165,7 +185,8 @@ def negative(ci: Interval) -> Decision:
         return True, "CI below 0"
     if ci.lo >= 0:
         return False, "CI at or above 0"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+                  + needed(ci, (0.0,)))
 
 
 # -- gates --------------------------------------------------------------------------------------
