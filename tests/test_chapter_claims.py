@@ -352,3 +352,23 @@ def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
     assert open_.holds is None and "training examples per model would decide it" in open_.check
     outside = decide(overparam_rows(0.2, 0.0, best_error=30.0))
     assert outside.holds is None and "does not fit" in outside.check
+
+
+def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_needs():
+    rng = np.random.default_rng(7)
+
+    def noisy(curve):
+        runs = seeds(curve)
+        for run in runs:  # seed-to-seed spread of several points at every count but N
+            shift = rng.normal(0, 0.06, len(ITERS))
+            shift[ITERS.index(18)] = 0.0
+            run["test"]["accuracy"] = run["test"]["accuracy"] + shift
+        return runs
+
+    rows = table(noisy(DROPPING), noisy(DROPPING))
+    for key in ("not_more_stable", "equally_stable"):
+        assert rows[key].holds is None, (key, rows[key])
+        assert "too little power: CI half-width" in rows[key].check
+        assert "seeds would give it" in rows[key].check
+    # the same arms measured without seed noise are decided
+    assert table(seeds(DROPPING), seeds(DROPPING))["equally_stable"].holds is True

@@ -111,3 +111,13 @@ def test_an_undecided_interval_says_how_many_values_would_decide_it():
 def test_a_decided_interval_carries_no_power_note():
     ci = gates.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
     assert gates.positive(ci) == (True, "CI above 0")
+
+
+def test_powered_opens_with_headroom_and_names_the_seeds_it_needs():
+    wide = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=10, over="seeds")
+    verdict, why = gates.powered(wide, margin=1.0)
+    assert verdict is None and "about 40 seeds would give it" in why  # 10 × (1 / 0.5)²
+    narrow = gates.Interval(mean=0.9, lo=0.5, hi=1.3, n=10, over="seeds")
+    assert gates.powered(narrow, margin=1.0)[0] is True
+    with pytest.raises(ValueError):
+        gates.powered(narrow, margin=0.0)

@@ -277,6 +277,22 @@ def resolves(margin: float, resolution: float, margin_text: str = "",
                   "comparison could not fail")
 
 
+def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
+    """Open when the interval's half-width is at most ``ratio × δ``: the study can tell "within
+    δ" from "beyond δ" with headroom, so a verdict does not hinge on one draw of seeds. Closed
+    otherwise, naming the number of values of the same spread that would open it."""
+    d = _margin(margin)
+    if not 0 < ratio:
+        raise ValueError(f"ratio must be > 0; got {ratio!r}")
+    half = (ci.hi - ci.lo) / 2
+    if half <= ratio * d:
+        return True, f"powered: CI half-width {half:.3g} ≤ {ratio:g} × δ = {ratio * d:.3g}"
+    n = int(np.ceil(ci.n * (half / (ratio * d)) ** 2))
+    return None, (f"too little power: CI half-width {half:.3g} > {ratio:g} × δ = "
+                  f"{ratio * d:.3g} over {ci.n} {ci.over}; at this spread about {n:,} "
+                  f"{ci.over} would give it")
+
+
 def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
     """Open when no model diverged. ``flags`` maps a group to each model's divergence reason
     (``None`` or ``""``: healthy), as :func:`i2o.train.health.diverged` returns it."""
