@@ -185,7 +185,8 @@ def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False,
     results = []
     for i in range(models):
         moved = np.clip(np.asarray(train_rates) + (shift[i] if i < len(shift) else 0), 0, 1)
-        results.append({"test": sweep(test_rates, rising=rising, seed=10 * i, noise=0.02 * i,
+        rates = test_rates[i] if np.ndim(test_rates) == 2 else test_rates
+        results.append({"test": sweep(rates, rising=rising, seed=10 * i, noise=0.02 * i,
                                       independent=independent),
                         "train": sweep(moved, seed=10 * i + 1, loss=train_loss),
                         "history": {"loss": list(losses)}})
@@ -250,6 +251,17 @@ def test_gap_claims_are_undecided_where_the_margin_is_below_the_resolution():
     rows = gap_rows([0.4] * 5, FITTED, independent=True)
     assert rows["classification_test_no_gain"].holds is None
     assert "cannot discriminate" in rows["classification_test_no_gain"].check
+
+
+def test_gap_claims_are_undecided_when_seeds_disagree_by_more_than_the_margin():
+    # above N, one seed gains 15 points and another loses 15: an interval over three seeds as
+    # wide as twice δ cannot decide "no improvement beyond δ"
+    spread = [[0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.5, 0.4, 0.25, 0.25], [0.9, 0.5, 0.4, 0.55, 0.55]]
+    rows = gap_rows(spread, FITTED, models=3)
+    assert rows["classification_test_no_gain"].holds is None
+    assert "too little power: CI half-width" in rows["classification_test_no_gain"].check
+    agreeing = gap_rows([[0.9, 0.5, 0.4, 0.4, 0.4]] * 3, FITTED, models=3)
+    assert agreeing["classification_test_no_gain"].holds is True
 
 
 def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():

@@ -19,7 +19,10 @@ count|`` (what running the fewest iterations costs); on training data ``δ = f �
 N`` (the most that more iterations could remove from a non-negative loss). A margin below the
 **resolution** of the measurement — the standard error over the evaluation examples of one
 model's change between two counts (:meth:`.curves.GapCurve.resolution`) — cannot be told from
-evaluation noise, so the claim is then undecided (:func:`i2o.gates.resolves`).
+evaluation noise, so the claim is then undecided (:func:`i2o.gates.resolves`); so is a claim
+whose interval is wider than ``POWER_RATIO × δ`` on either side (:func:`i2o.gates.powered`: with
+three seeds, an interval as wide as the margin decides or not by the draw of seeds, as the
+language model's did at replicates 0–2 before this rule).
 
 **Which models, which intervals.** The classifier and the language model are trained once per seed;
 their claims are decided on the seeds whose model fits its training set by the task's criterion
@@ -52,6 +55,9 @@ NAMES = {"classification": "CIFAR-10 MDEQ", "language": "language model",
 UNITS = {"classification": ("error points", "nats"), "language": ("perplexity", "nats/char"),
          "deq": ("dB", "MSE"), "elder": ("dB", "MSE")}
 INVERSE = ("deq", "elder")
+#: a claim with a margin is decided only when its interval's half-width is at most this fraction
+#: of δ (:func:`i2o.gates.powered`): otherwise the verdict hinges on the draw of seeds
+POWER_RATIO = 0.5
 
 
 def fit_score(task: str, result: Mapping[str, Any], train: GapCurve,
@@ -206,6 +212,8 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
             if above.size:
                 best = int(above[np.nanargmin(curve.gap[above])])
                 more = interval(curve, best)
+                if resolved[0]:
+                    resolved = gates.combine(resolved, gates.powered(more, delta, POWER_RATIO))
                 more_d = gates.not_below(more, delta) if resolved[0] else resolved
                 more_v = (f"most negative gap above N, at {int(curve.iterations[best])}: "
                           f"{more.describe(digits=3)} ({curve.metric})")
