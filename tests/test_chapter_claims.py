@@ -14,18 +14,21 @@ from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
 
 ITERS = [3, 9, 18, 25, 35]
-PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin": 0.02,
-          "fit_accuracy": 0.9}
+PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin_fraction": 0.25,
+          "fit_accuracy": 0.9, "fit_quorum": 4, "test_size": 1000, "seeds": [0, 1, 2, 3, 4],
+          "epochs": 60, "extra_epochs": 4}
 
 
 def stability_run(curve, seed, train_accuracy=0.99, diverged="", rising=False):
     """One job result: test accuracy ``curve`` (per ITERS) plus seed noise, last-iterate trace."""
-    noise = np.random.default_rng(seed).normal(0, 0.002, len(ITERS))
-    trace = np.geomspace(1.0, 1e-4, max(ITERS) + 1)
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, 0.002, len(ITERS))
+    trace = np.geomspace(1.0, 1e-4, max(ITERS) + 1) * np.exp(rng.normal(0, 0.1, max(ITERS) + 1))
     if rising:
         trace = trace[::-1].copy()
     return {"test": {"accuracy": np.asarray(curve) + noise, "trace_rel": trace},
-            "train_accuracy": train_accuracy, "diverged": diverged}
+            "train_accuracy": train_accuracy, "diverged": diverged, "epochs_used": 20.0,
+            "cap_reached": train_accuracy < 0.9}
 
 
 PLATEAU = [0.30, 0.50, 0.60, 0.60, 0.60]       # I2O: fewer hurt, more do not help
@@ -46,7 +49,9 @@ def test_stability_claims_hold_on_the_papers_picture():
     for key in ("health", "fit", "not_more_stable", "equally_stable", "ift_no_gain",
                 "ift_fewer_hurt", "ift_residual", "unrolled_no_gain"):
         assert rows[key].holds is True, (key, rows[key])
-    assert "5 seeds per arm" in rows["not_more_stable"].check
+    assert "5+ fitting seeds per arm" in rows["not_more_stable"].check
+    assert "discriminates" in rows["not_more_stable"].check
+    assert "0.25 × the unrolled arm's mean" in rows["not_more_stable"].margin
     text = stability_prose.conclusions(rows)
     assert "not more stable" in text and "does not give a better classifier" in text
 
@@ -67,14 +72,29 @@ def test_stability_residual_check_reads_the_last_iterate():
     assert rows["ift_residual"].holds is False and rows["unrolled_residual"].holds is True
 
 
-def test_stability_claims_undecided_when_a_model_does_not_fit_or_diverged():
+def test_stability_claims_use_the_models_that_fit_when_a_quorum_does():
+    underfit = seeds(PLATEAU)
+    underfit[2] = stability_run(DROPPING, 2, train_accuracy=0.41)  # excluded, so it cannot weigh
+    rows = table(underfit, seeds(PLATEAU))
+    assert rows["fit"].holds is True and "IFT 4/5" in rows["fit"].check
+    assert "IFT seed 2 41.0%" in rows["fit"].check and "IFT seed 2" in rows["fit"].value
+    assert "reached the cap without fitting: IFT seed 2" in rows["fit"].value
+    for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_fewer_hurt"):
+        assert rows[key].holds is True, (key, rows[key])
+    assert "over 4 seeds" in rows["ift_no_gain"].value
+    assert "use those that do" in stability_prose.conclusions(rows)
+
+
+def test_stability_claims_undecided_when_too_few_models_fit_or_one_diverged():
     underfit = seeds(PLATEAU)
     underfit[2]["train_accuracy"] = 0.41
+    underfit[4]["train_accuracy"] = 0.87
     rows = table(underfit, seeds(PLATEAU))
     assert rows["fit"].holds is False
     for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_fewer_hurt"):
         assert rows[key].holds is None
-        assert "does not fit its training set" in rows[key].check and "41.0" in rows[key].check
+        assert "too few models fit" in rows[key].check and "IFT 3/5" in rows[key].check
+        assert "41.0" in rows[key].check
     assert "not decided" in stability_prose.conclusions(rows)
     broken = seeds(PLATEAU)
     broken[0]["diverged"] = "loss became non-finite at step 7"
@@ -85,44 +105,101 @@ def test_stability_claims_undecided_when_a_model_does_not_fit_or_diverged():
 
 
 def test_stability_one_seed_is_undecided():
-    rows = table(seeds(PLATEAU)[:1], seeds(PLATEAU)[:1])
+    one = {**PARAMS, "fit_quorum": 1}
+    rows = stability_claims.claims_table(one, {"ift": seeds(PLATEAU)[:1],
+                                               "unrolled": seeds(PLATEAU)[:1]})[1]
     assert rows["not_more_stable"].holds is None and "needs ≥ 2" in rows["not_more_stable"].check
+
+
+FLAT = [0.59, 0.60, 0.60, 0.60, 0.60]            # accuracy hardly moves with N'
+
+
+def test_stability_comparison_is_undecided_where_accuracy_does_not_move_with_n():
+    rows = table(seeds(FLAT), seeds(FLAT))
+    for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_no_gain"):
+        assert rows[key].holds is None, (key, rows[key])
+        assert "cannot discriminate" in rows[key].check and "could not fail" in rows[key].check
+    # the same flat IFT against an unrolled arm that moves: decided, and IFT is more stable
+    rows = table(seeds(FLAT), seeds(DROPPING))
+    assert rows["not_more_stable"].holds is False
+    assert "cannot discriminate" in stability_prose.conclusions(table(seeds(FLAT), seeds(FLAT)))
+
+
+def test_stability_resolution_is_the_paired_standard_error_of_an_accuracy_change():
+    errors = np.zeros((1000, len(ITERS)), dtype=np.uint8)
+    errors[:400, :] = 1
+    errors[400:430, 0] = 1                # 30 images flip at N' = 3 only
+    se = stability_claims.paired_se(errors, at=2)
+    flips = np.r_[np.ones(30), np.zeros(970)]
+    expected = flips.std(ddof=1) / np.sqrt(1000) / 4  # one count of four differs
+    assert se == pytest.approx(expected)
+    assert np.isnan(stability_claims.paired_se(None, 2))
+    points, what = stability_claims.resolution_points(1000, [se, se])
+    assert points == pytest.approx(100 * se) and "paired" in what
+    points, what = stability_claims.resolution_points(1000, [np.nan])
+    assert points == pytest.approx(100 * 0.5 / np.sqrt(1000)) and "one accuracy" in what
+    # a flat arm whose images never flip has deviation 0: δ = 0 cannot discriminate
+    flat = seeds([0.60] * 5)
+    for run in flat:
+        run["test"]["accuracy"] = np.full(len(ITERS), 0.6)
+        run["test"]["errors"] = errors * 0
+    rows = table(flat, flat)
+    assert rows["equally_stable"].holds is None and "cannot discriminate" in \
+        rows["equally_stable"].check
 
 
 # -- deq_gaps -----------------------------------------------------------------------------------
 
 GRID = [1, 4, 8, 16, 24]
 N_TRAIN = 8
-GAPS_PARAMS = {"cls_fit_accuracy": 0.9, "cls_margin": 2.0, "lm_fit_nll": 1.5, "lm_margin": 0.1,
-               "inv_fit_db": 1.0, "inv_margin": 0.1, "cls_eval_size": 400}
+GAPS_PARAMS = {"cls_fit_accuracy": 0.9, "lm_fit_nll": 1.5, "inv_fit_db": 1.0,
+               "cls_eval_size": 400, "fit_quorum": 3, "margin_fraction": 0.25}
 
 
-def sweep(error_rate, n=400, seed=0, rising=False):
-    """A doctored classification sweep: per example 0/1 errors with the given rate per count."""
+def sweep(error_rate, n=400, seed=0, rising=False, loss=None, noise=0.0, independent=False):
+    """A doctored classification sweep: per example 0/1 errors with the given rate per count
+    (the same images wrong at every count unless ``independent``), and a per-example loss around
+    the given level per count (default: the errors)."""
     rng = np.random.default_rng(seed)
-    base = rng.random(n)
-    errors = np.stack([(base < rate).astype(float) for rate in error_rate], axis=1)
+    base = rng.random(n) + noise * rng.normal(size=n)
+    errors = np.stack([((rng.random(n) if independent else base) < rate).astype(float)
+                       for rate in error_rate], axis=1)
+    losses = errors if loss is None else \
+        np.asarray(loss)[None, :] * np.exp(0.05 * rng.normal(size=(n, 1)))
     trace = np.geomspace(1.0, 1e-4, max(GRID) + 1)[None, :].repeat(4, axis=0)
     if rising:
         trace = trace[:, ::-1].copy()
-    return {"iterations": np.asarray(GRID), "metrics": {"error": errors, "loss": errors},
+    return {"iterations": np.asarray(GRID), "metrics": {"error": errors, "loss": losses},
             "residual_rel": np.full((n, len(GRID)), 0.01), "trace_rel": trace,
             "batch_sizes": np.full(4, n // 4)}
 
 
-def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False):
-    result = {"test": sweep(test_rates, rising=rising), "train": sweep(train_rates, seed=1),
-              "history": {"loss": list(losses)}}
-    curves = {split: curve_from_sweep(result[split], "error", N_TRAIN, split, "percent", "err")
-              for split in ("test", "train")}
-    train_loss = curve_from_sweep(result["train"], "loss", N_TRAIN, "train", "mean", "loss")
-    table, rows = Claims("deq_gaps", "quick"), {}
-    gaps_claims.task_claims(table, rows, "classification", result, curves, train_loss,
-                            GAPS_PARAMS)
-    return rows
-
-
 FITTED = [0.9, 0.3, 0.02, 0.02, 0.02]
+FLAT_LOSS = [6.0, 1.0, 0.2, 0.2, 0.2]       # the training loss at N is not improved upon
+
+
+def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False,
+             train_loss=FLAT_LOSS, models=1, params=GAPS_PARAMS, shift=(), independent=False):
+    """The classification rows from ``models`` doctored models (seeds); ``shift[i]`` moves model
+    i's training error rates (to make one of them not fit)."""
+    results = []
+    for i in range(models):
+        moved = np.clip(np.asarray(train_rates) + (shift[i] if i < len(shift) else 0), 0, 1)
+        rates = test_rates[i] if np.ndim(test_rates) == 2 else test_rates
+        results.append({"test": sweep(rates, rising=rising, seed=10 * i, noise=0.02 * i,
+                                      independent=independent),
+                        "train": sweep(moved, seed=10 * i + 1, loss=train_loss),
+                        "history": {"loss": list(losses)}})
+    curves = {"test": [curve_from_sweep(r["test"], "error", N_TRAIN, "t", "percent", "err")
+                       for r in results],
+              "train": [curve_from_sweep(r["train"], "error", N_TRAIN, "t", "percent", "err")
+                        for r in results],
+              "train_loss": [curve_from_sweep(r["train"], "loss", N_TRAIN, "t", "mean", "loss")
+                             for r in results]}
+    table, rows = Claims("deq_gaps", "quick"), {}
+    gaps_claims.task_claims(table, rows, "classification", results, curves, params,
+                            list(range(models)) if models > 1 else None)
+    return rows
 
 
 def test_gap_claims_hold_and_fail():
@@ -132,18 +209,66 @@ def test_gap_claims_hold_and_fail():
     assert rows["classification_test_fewer_hurt"].holds is True
     assert rows["classification_residual"].holds is True
     assert "examples" in rows["classification_test_no_gain"].value
-    rows = gap_rows([0.9, 0.5, 0.4, 0.3, 0.2], FITTED, rising=True)
+    assert "|gap at 1|" in rows["classification_test_no_gain"].margin
+    rows = gap_rows([0.9, 0.5, 0.4, 0.2, 0.1], FITTED, rising=True)
     assert rows["classification_test_no_gain"].holds is False
     assert rows["classification_residual"].holds is False
     rows = gap_rows([0.2, 0.3, 0.4, 0.4, 0.4], FITTED)
     assert rows["classification_test_fewer_hurt"].holds is False
 
 
+def test_training_data_claims_are_decided_on_the_training_loss():
+    # 0 % training error at N and above: the error cannot improve, the loss can
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, train_loss=FLAT_LOSS)
+    assert rows["classification_train_no_gain"].holds is True
+    assert "training loss" in rows["classification_train_no_gain"].claim
+    assert "training loss at N" in rows["classification_train_no_gain"].margin
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, train_loss=[6.0, 1.0, 0.2, 0.1, 0.08])
+    assert rows["classification_train_no_gain"].holds is False  # the loss halves: a real gain
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, train_loss=[0.1, 0.15, 0.2, 0.2, 0.2])
+    assert rows["classification_train_fewer_hurt"].holds is False
+
+
+def test_gap_claims_over_seeds_use_the_models_that_fit():
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3)
+    assert rows["classification_gate"].holds is True
+    assert "over 3 seeds" in rows["classification_test_no_gain"].value
+    assert rows["classification_test_fewer_hurt"].holds is True
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3, shift=(0, 0, 0.3))
+    assert rows["classification_gate"].holds is False
+    assert rows["classification_test_no_gain"].holds is None
+    check = rows["classification_test_no_gain"].check
+    assert "too few models fit" in check and "2/3" in check and "seed 2" in check
+    relaxed = {**GAPS_PARAMS, "fit_quorum": 2}
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3, shift=(0, 0, 0.3),
+                    params=relaxed)
+    assert rows["classification_gate"].holds is True
+    assert "over 2 seeds" in rows["classification_test_fewer_hurt"].value
+
+
+def test_gap_claims_are_undecided_where_the_margin_is_below_the_resolution():
+    # every count gets its own wrong images at the same rate: changes are noise, not an effect
+    rows = gap_rows([0.4] * 5, FITTED, independent=True)
+    assert rows["classification_test_no_gain"].holds is None
+    assert "cannot discriminate" in rows["classification_test_no_gain"].check
+
+
+def test_gap_claims_are_undecided_when_seeds_disagree_by_more_than_the_margin():
+    # above N, one seed gains 15 points and another loses 15: an interval over three seeds as
+    # wide as twice δ cannot decide "no improvement beyond δ"
+    spread = [[0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.5, 0.4, 0.25, 0.25], [0.9, 0.5, 0.4, 0.55, 0.55]]
+    rows = gap_rows(spread, FITTED, models=3)
+    assert rows["classification_test_no_gain"].holds is None
+    assert "too little power: CI half-width" in rows["classification_test_no_gain"].check
+    agreeing = gap_rows([[0.9, 0.5, 0.4, 0.4, 0.4]] * 3, FITTED, models=3)
+    assert agreeing["classification_test_no_gain"].holds is True
+
+
 def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.7, 0.6, 0.6, 0.6])
     assert rows["classification_gate"].holds is False
     assert rows["classification_test_no_gain"].holds is None
-    assert "does not fit its training set" in rows["classification_test_no_gain"].check
+    assert "too few models fit" in rows["classification_test_no_gain"].check
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, losses=(2.3,) * 5 + (9.0,) * 5)
     assert rows["classification_test_no_gain"].holds is None
     assert "ended above its start" in rows["classification_test_no_gain"].check
@@ -157,7 +282,7 @@ def test_gap_prose_follows_the_rows():
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.7, 0.6, 0.6, 0.6])
     assert "Not in the regime" in gaps_prose.task_paragraph(rows, "classification")
     undecided = sentence(rows["classification_test_no_gain"], "yes", "no", "open")
-    assert undecided.startswith("open (model does not fit")
+    assert undecided.startswith("open (too few models fit")
 
 
 @pytest.mark.parametrize("task, fit", [("language", 1.2), ("deq", 3.0)])
@@ -170,7 +295,92 @@ def test_regression_fit_criteria(task, fit):
     loss = GapCurve("x", "m", N_TRAIN, its, np.full(5, fit), np.zeros(5), np.full(5, 0.1),
                     np.full(5, 0.01))
     result = {"train_baseline_neg_psnr": -18.0}
-    opened = gaps_claims.fit_check(task, result, curve, loss, GAPS_PARAMS)
-    assert opened[0] is True
+    score = gaps_claims.fit_score(task, result, curve, loss)
+    opened, mask = gaps_claims.fit_check(task, [score], GAPS_PARAMS)
+    assert opened[0] is True and mask.tolist() == [True]
     bad = dict(GAPS_PARAMS, lm_fit_nll=1.0, inv_fit_db=5.0)
-    assert gaps_claims.fit_check(task, result, curve, loss, bad)[0] is None
+    assert gaps_claims.fit_check(task, [score], bad)[0][0] is None
+    if task == "deq":
+        assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0][1]
+
+
+def inverse_result(train_psnr, test_psnr, n=200, seed=0):
+    """A doctored reconstruction job: per-image −PSNR on each split at every count."""
+    rng = np.random.default_rng(seed)
+    out = {"history": {"loss": [0.1, 0.05, 0.01]}, "train_baseline_neg_psnr": -20.0}
+    for split, level in (("train", train_psnr), ("test", test_psnr)):
+        per_image = -level + rng.normal(0, 1.0, (n, 1)) + np.zeros((1, len(GRID)))
+        out[split] = {"iterations": np.asarray(GRID),
+                      "metrics": {"neg_psnr": per_image, "mse": np.exp(per_image / 10)},
+                      "residual_rel": np.full((n, len(GRID)), 0.01),
+                      "trace_rel": np.geomspace(1.0, 1e-4, max(GRID) + 1)[None, :]}
+    return out
+
+
+def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():
+    for train_psnr, test_psnr, reached in ((30.0, 26.0, True), (26.0, 26.0, False)):
+        result = inverse_result(train_psnr, test_psnr)
+        curves = {"test": [curve_from_sweep(result["test"], "neg_psnr", N_TRAIN, "t")],
+                  "train": [curve_from_sweep(result["train"], "neg_psnr", N_TRAIN, "t")],
+                  "train_loss": [curve_from_sweep(result["train"], "mse", N_TRAIN, "t")]}
+        table, rows = Claims("deq_gaps", "quick"), {}
+        gaps_claims.task_claims(table, rows, "deq", [result], curves, GAPS_PARAMS)
+        gate = rows["deq_gate"]
+        assert gate.holds is True and "has learned" in gate.claim
+        expected = "regime reached" if reached else "regime not reached"
+        assert expected in gate.value and expected in gate.check
+        assert "regime" not in gate.claim.split("(")[0]  # the claim's text does not vary
+
+
+def overparam_rows(d_best, d_worst, se=0.01, best_error=0.0):
+    """Two doctored overparametrization sizes: the best-fitting one (loss 0.01) and the worst
+    (loss 1.4), with training-loss increases D at the largest count."""
+    from i2o.chapters.deq_gaps.curves import GapCurve
+
+    its = np.asarray(GRID)
+
+    def curve(gap_at_max, level, error=False):
+        gap = np.r_[np.zeros(len(GRID) - 1), gap_at_max]
+        return GapCurve("x", "m", N_TRAIN, its, level + gap, gap, np.full(len(GRID), se),
+                        np.full(len(GRID), 0.01), n=400)
+
+    return [{"size": 40, "loss_at_n": 0.01, "train_loss": curve(d_best, 0.01),
+             "train_error": curve(0.0, best_error)},
+            {"size": 640, "loss_at_n": 1.4, "train_loss": curve(d_worst, 1.4),
+             "train_error": curve(0.0, 48.0)}]
+
+
+def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
+    def decide(rows):
+        table, found = Claims("deq_gaps", "quick"), {}
+        gaps_claims.add_overparam_claim(table, found, rows, GAPS_PARAMS)
+        return found["overparam"]
+
+    held = decide(overparam_rows(0.2, 0.0))
+    assert held.holds is True and "in the regime" in held.check and "40 images" in held.check
+    failed = decide(overparam_rows(0.0, 0.2))
+    assert failed.holds is False
+    open_ = decide(overparam_rows(0.01, 0.0, se=0.01))
+    assert open_.holds is None and "training examples per model would decide it" in open_.check
+    outside = decide(overparam_rows(0.2, 0.0, best_error=30.0))
+    assert outside.holds is None and "does not fit" in outside.check
+
+
+def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_needs():
+    rng = np.random.default_rng(7)
+
+    def noisy(curve):
+        runs = seeds(curve)
+        for run in runs:  # seed-to-seed spread of several points at every count but N
+            shift = rng.normal(0, 0.06, len(ITERS))
+            shift[ITERS.index(18)] = 0.0
+            run["test"]["accuracy"] = run["test"]["accuracy"] + shift
+        return runs
+
+    rows = table(noisy(DROPPING), noisy(DROPPING))
+    for key in ("not_more_stable", "equally_stable"):
+        assert rows[key].holds is None, (key, rows[key])
+        assert "too little power: CI half-width" in rows[key].check
+        assert "seeds would give it" in rows[key].check
+    # the same arms measured without seed noise are decided
+    assert table(seeds(DROPPING), seeds(DROPPING))["equally_stable"].holds is True

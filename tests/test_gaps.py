@@ -224,20 +224,23 @@ def test_training_stops_on_a_non_finite_loss():
         Plan(steps=0)
 
 
-def test_chapter_jobs_reuse_the_main_classifier_in_the_overparametrization_sweep():
+def test_chapter_jobs_train_per_seed_to_the_regime_and_the_sweep_on_a_fixed_budget():
     from i2o import profiles
     from i2o.chapters.deq_gaps import runs
 
     params = profiles.resolve("deq_gaps", "quick")
     jobs = runs.build_jobs(params)
-    main = jobs.classification
-    by_size = {job.train_size: job for job in jobs.overparam}
-    assert by_size[main.train_size] == main  # same key: read from the cache, not retrained
-    steps = main.epochs * math.ceil(main.train_size / main.batch_size)
-    for job in jobs.overparam:  # every size gets at least as many optimiser steps
+    assert [job.seed for job in jobs.classification] == params["seeds"]
+    assert [job.seed for job in jobs.language] == params["seeds"]
+    assert len(params["seeds"]) >= 3
+    main = jobs.classification[0]
+    assert main.fit_every > 0 and main.settings().fit_every == main.fit_every
+    steps = main.epochs * math.ceil(main.train_size / main.batch_size)  # the cap's steps
+    for job in jobs.overparam:  # a fixed budget: at least the cap's steps on every size
+        assert job.fit_every == 0 and job.seed == main.seed
         assert job.epochs * math.ceil(job.train_size / job.batch_size) >= steps
     for task, grid in jobs.grids.items():
-        n = getattr(jobs, task).train_iters
+        n = runs._train_iters(jobs, task)
         assert grid[0] == 1 and n in grid and grid[-1] >= 2 * n
 
 

@@ -42,6 +42,7 @@ def test_interval_refuses_too_few_or_nonfinite():
     (lambda c: gates.not_above(c, 1.0), ci(-3.0, 0.9), ci(1.1, 2.0), ci(0.5, 1.5)),
     (lambda c: gates.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
     (gates.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),
+    (gates.negative, ci(-2.0, -0.1), ci(0.0, 2.0), ci(-0.1, 0.1)),
 ])
 def test_predicates_hold_fail_and_refuse(predicate, holding, failing, straddling):
     assert predicate(holding)[0] is True
@@ -95,3 +96,28 @@ def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypa
     assert "does not fit" in table.to_text() and "Margin" in table.to_html()
     table.write()
     assert claims.read_all()["figure"][2]["check"] == "model does not fit its training set"
+
+
+def test_an_undecided_interval_says_how_many_values_would_decide_it():
+    ci = gates.Interval(mean=-0.7, lo=-1.5, hi=0.1, n=10, over="seeds")
+    verdict, why = gates.not_below(ci, 1.0)
+    assert verdict is None
+    # half-width 0.8, distance to the boundary −1.0 is 0.3: 10 × (0.8 / 0.3)² = 71.1 → 72
+    assert "about 72 seeds (now 10) would decide it" in why
+    on_boundary = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=5, over="examples")
+    assert "no number of examples would decide it" in gates.positive(on_boundary)[1]
+
+
+def test_a_decided_interval_carries_no_power_note():
+    ci = gates.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
+    assert gates.positive(ci) == (True, "CI above 0")
+
+
+def test_powered_opens_with_headroom_and_names_the_seeds_it_needs():
+    wide = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=10, over="seeds")
+    verdict, why = gates.powered(wide, margin=1.0)
+    assert verdict is None and "about 40 seeds would give it" in why  # 10 × (1 / 0.5)²
+    narrow = gates.Interval(mean=0.9, lo=0.5, hi=1.3, n=10, over="seeds")
+    assert gates.powered(narrow, margin=1.0)[0] is True
+    with pytest.raises(ValueError):
+        gates.powered(narrow, margin=0.0)

@@ -71,8 +71,9 @@ def test_stability_jobs_redraw_training_seeds_and_data_subsets():
 def test_deq_gaps_jobs_redraw_training_seed_and_carry_the_replicate():
     zero = deq_gaps.build_jobs(profiles.resolve("deq_gaps", "smoke"))
     one = deq_gaps.build_jobs(profiles.resolve("deq_gaps", "smoke", replicate=1))
-    assert zero.classification.seed == 0 and zero.language.seed == 0 and zero.deq.seed == 0
-    assert one.classification.seed == replicates.seed(0, 1) == one.language.seed == one.elder.seed
+    assert zero.classification[0].seed == 0 and zero.language[0].seed == 0 and zero.deq.seed == 0
+    assert one.classification[0].seed == replicates.seed(0, 1) == one.language[0].seed \
+        == one.elder.seed
     listed = dict(deq_gaps.all_jobs(profiles.resolve("deq_gaps", "smoke", replicate=1)))
     assert all(job["replicate"] == 1 for job in listed.values())
 

@@ -4,8 +4,12 @@ A paper claim about trained DEQs is decided here in two stages:
 
 1. **Gates** say whether the run can decide it at all. :func:`fit_gate` requires every model the
    claim depends on to fit its training set (a stated criterion, e.g. training accuracy ≥ 90 %);
-   :func:`health_gate` requires that none of them diverged (:mod:`i2o.train.health`). A closed gate
-   returns ``(None, reason)`` and the claim is ``null`` with that reason.
+   :func:`fit_quorum` requires at least ``q`` of each group's models to fit, and the claim is then
+   decided on those models only (the others are named); :func:`health_gate` requires that none of
+   them diverged (:mod:`i2o.train.health`); :func:`resolves` requires a margin to be at least the
+   resolution of the measurement it is applied to (a comparison whose margin is below what the
+   measurement can tell apart cannot fail). A closed gate returns ``(None, reason)`` and the claim
+   is ``null`` with that reason.
 2. **Predicates** decide the claim from a two-sided confidence interval ``[lo, hi]`` of the measured
    quantity at level ``1 − α`` (90 % by default, i.e. two one-sided tests at 5 %), against a margin
    ``δ > 0`` stated per task. Every predicate is three-valued: ``True`` / ``False`` when the
@@ -15,7 +19,8 @@ A paper claim about trained DEQs is decided here in two stages:
      lies entirely outside ``(−δ, δ)``;
    - :func:`not_above`: ``hi < δ``; fails when ``lo > δ``;
    - :func:`not_below`: ``lo > −δ``; fails when ``hi < −δ``;
-   - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``.
+   - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``;
+   - :func:`negative`: ``hi < 0``; fails when ``lo ≥ 0``.
 
 The interval of a mean over ``n`` independent values (seeds, or evaluation examples when there is
 only one seed: :attr:`Interval.over` says which) is ``m ± t_{1−α/2, n−1} · s / √n``; the interval of
@@ -24,7 +29,7 @@ a difference of two means is Welch's, with Welch–Satterthwaite degrees of free
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +39,16 @@ from scipy import stats
 LEVEL = 0.90
 
 Decision = tuple[bool | None, str]
+
+
+def relative_margin(fraction: float, reference: float) -> float:
+    """A pre-registered margin ``δ = fraction × |reference|``: a fraction, fixed before the run,
+    of a named reference effect measured in the same run (e.g. the accuracy lost at N' = 1)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"a relative margin's fraction must be in (0, 1]; got {fraction!r}")
+    if not np.isfinite(reference):
+        raise ValueError(f"the reference effect of a relative margin is not finite: {reference}")
+    return float(fraction * abs(reference))
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,22 @@ def from_se(mean: float, se: float, n: int, over: str = "examples",
     return Interval(float(mean), float(mean) - half, float(mean) + half, int(n), over, level)
 
 
+def needed(ci: Interval, boundaries: Sequence[float]) -> str:
+    """What would decide an interval that contains a boundary: the number of ``ci.over`` at which
+    an interval of the same spread (half-width ∝ 1/√n) would clear the boundary nearest its mean,
+    ``n × (half-width / |mean − boundary|)²``; a mean on the boundary cannot be decided by more
+    values of the same spread."""
+    half = (ci.hi - ci.lo) / 2
+    gap = min(abs(ci.mean - b) for b in boundaries)
+    if not np.isfinite(half) or half <= 0:
+        return ""
+    if gap <= 1e-12 * max(1.0, half):
+        return f"; its mean lies on the boundary: no number of {ci.over} would decide it"
+    n = int(np.ceil(ci.n * (half / gap) ** 2))
+    return (f"; at this spread about {n:,} {ci.over} (now {ci.n}) would decide it"
+            if n > ci.n else "")
+
+
 def _margin(margin: float) -> float:
     if not margin > 0:
         raise ValueError(f"margin must be > 0; got {margin!r}")
@@ -112,7 +143,8 @@ def equivalent(ci: Interval, margin: float) -> Decision:
         return True, f"CI inside ±{d:g}"
     if ci.lo >= d or ci.hi <= -d:
         return False, f"CI entirely outside ±{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
+                  + needed(ci, (-d, d)))
 
 
 def not_above(ci: Interval, margin: float) -> Decision:
@@ -122,7 +154,8 @@ def not_above(ci: Interval, margin: float) -> Decision:
         return True, f"CI below +{d:g}"
     if ci.lo > d:
         return False, f"CI above +{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+                  + needed(ci, (d,)))
 
 
 def not_below(ci: Interval, margin: float) -> Decision:
@@ -132,7 +165,8 @@ def not_below(ci: Interval, margin: float) -> Decision:
         return True, f"CI above −{d:g}"
     if ci.hi < -d:
         return False, f"CI below −{d:g}"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
+                  + needed(ci, (-d,)))
 
 
 def positive(ci: Interval) -> Decision:
@@ -141,7 +175,18 @@ def positive(ci: Interval) -> Decision:
         return True, "CI above 0"
     if ci.hi <= 0:
         return False, "CI at or below 0"
-    return None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+                  + needed(ci, (0.0,)))
+
+
+def negative(ci: Interval) -> Decision:
+    """Holds when ``hi < 0``; fails when ``lo ≥ 0``."""
+    if ci.hi < 0:
+        return True, "CI below 0"
+    if ci.lo >= 0:
+        return False, "CI at or above 0"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
+                  + needed(ci, (0.0,)))
 
 
 # -- gates --------------------------------------------------------------------------------------
@@ -173,6 +218,79 @@ def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
     if failing:
         return None, f"model does not fit its training set: {'; '.join(failing)} (needs {need})"
     return True, f"fit: every model {need} (worst: {', '.join(lowest)})"
+
+
+def fit_quorum(train_scores: Mapping[str, Sequence[float]], threshold: float, quorum: int,
+               names: Mapping[str, Sequence[str]] | None = None,
+               criterion: str = "training accuracy", higher_is_better: bool = True,
+               unit: str = "%", scale: float = 100.0) -> tuple[Decision, dict[str, np.ndarray]]:
+    """Open when at least ``quorum`` models of every group meet ``threshold``; the claims are then
+    decided on the models that do (the masks returned, group → boolean per model).
+
+    ``names`` maps a group to its models' names (default ``#0, #1, …``), so that a model that does
+    not fit is reported by name: ``(None, "too few models fit their training set (needs 4 per
+    group): IFT 3/5 (not fitting: seed 2 86.9 %, seed 4 88.0 %)")``. A non-finite score never
+    fits.
+    """
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+        raise ValueError(f"quorum must be an integer ≥ 1; got {quorum!r}")
+    sign = "≥" if higher_is_better else "≤"
+    need = f"{criterion} {sign} {scale * threshold:g}{unit}"
+    masks: dict[str, np.ndarray] = {}
+    counts, missing, short = [], [], []
+    for group, scores in train_scores.items():
+        values = np.asarray(list(scores), dtype=float)
+        labels = list(names[group]) if names is not None else [f"#{i}" for i in
+                                                                 range(values.size)]
+        if len(labels) != values.size:
+            raise ValueError(f"group {group!r}: {values.size} scores but {len(labels)} names")
+        with np.errstate(invalid="ignore"):
+            fits = np.isfinite(values) & ((values >= threshold) if higher_is_better
+                                          else (values <= threshold))
+        masks[group] = fits
+        counts.append(f"{group} {int(fits.sum())}/{values.size}")
+        out = [f"{group} {label} {scale * v:.1f}{unit}"
+               for label, v, ok in zip(labels, values, fits, strict=True) if not ok]
+        missing += out
+        if fits.sum() < quorum:
+            short.append(group)
+    left = f" (not fitting: {', '.join(missing)})" if missing else ""
+    if short:
+        return (None, f"too few models fit their training set ({need}; needs {quorum} per "
+                      f"group): {', '.join(counts)}{left}"), masks
+    return (True, f"fit: {', '.join(counts)} models reach {need} (needs {quorum} per group; the "
+                  f"claims use these){left}"), masks
+
+
+def resolves(margin: float, resolution: float, margin_text: str = "",
+             resolution_text: str = "") -> Decision:
+    """Open when a margin ``δ`` is at least the ``resolution`` of the measurement it is applied
+    to (e.g. the standard error of one accuracy on the test set): below it, a difference of ``δ``
+    cannot be told from measurement noise and a comparison against ``δ`` cannot fail."""
+    if not resolution >= 0:
+        raise ValueError(f"resolution must be ≥ 0; got {resolution!r}")
+    what = f"δ = {margin:.3g}" + (f" ({margin_text})" if margin_text else "")
+    floor = f"{resolution:.3g}" + (f" ({resolution_text})" if resolution_text else "")
+    if margin > 0 and margin >= resolution:
+        return True, f"discriminates: {what} ≥ resolution {floor}"
+    return None, (f"cannot discriminate: {what} is below the resolution {floor}, so the "
+                  "comparison could not fail")
+
+
+def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
+    """Open when the interval's half-width is at most ``ratio × δ``: the study can tell "within
+    δ" from "beyond δ" with headroom, so a verdict does not hinge on one draw of seeds. Closed
+    otherwise, naming the number of values of the same spread that would open it."""
+    d = _margin(margin)
+    if not 0 < ratio:
+        raise ValueError(f"ratio must be > 0; got {ratio!r}")
+    half = (ci.hi - ci.lo) / 2
+    if half <= ratio * d:
+        return True, f"powered: CI half-width {half:.3g} ≤ {ratio:g} × δ = {ratio * d:.3g}"
+    n = int(np.ceil(ci.n * (half / (ratio * d)) ** 2))
+    return None, (f"too little power: CI half-width {half:.3g} > {ratio:g} × δ = "
+                  f"{ratio * d:.3g} over {ci.n} {ci.over}; at this spread about {n:,} "
+                  f"{ci.over} would give it")
 
 
 def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:

@@ -18,6 +18,12 @@ decay, cosine learning rate per batch (:mod:`i2o.train.schedule`). The data orde
 a function of (seed, epoch) (:func:`i2o.train.seeding.epoch_order`), the dropout masks come from
 torch's global generator whose state is checkpointed, so a run killed and resumed from its last
 checkpoint ends with the same numbers as an uninterrupted one.
+
+**Until it fits** (``fit_every > 0``): every ``fit_every`` epochs the model's accuracy on its whole
+training set at its training ``N`` (evaluation mode, batches of ``fit_batch``: the measurement the
+chapters' fit criterion uses) is compared with ``fit_accuracy``; at the first check that meets it,
+training goes on for ``extra_epochs`` epochs and stops, ``epochs`` being the cap
+(:class:`i2o.train.loop.UntilFit`). ``fit_every = 0`` trains exactly ``epochs`` epochs.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import torch.nn.functional as F
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.allocator import keep_freed_memory
-from i2o.train.loop import OnStep, Plan, StepLoss, train_steps
+from i2o.train.loop import OnStep, Plan, StepLoss, UntilFit, train_steps
 from i2o.train.seeding import epoch_order, seed_everything
 
 ARMS = ("ift", "unrolled")
@@ -49,7 +55,7 @@ class TrainSettings:
     solver: str = "broyden"
     stop_mode: str = "rel"
     tol: float = 1e-3                # the DEQ code's default eps for training solves
-    epochs: int = 50
+    epochs: int = 50                 # the budget; with fit_every > 0, the cap
     batch_size: int = 128
     lr: float = 1e-3
     lr_min: float = 1e-6
@@ -58,6 +64,10 @@ class TrainSettings:
     clip: float = 0.0                # gradient-norm clipping (0: none, as in the MDEQ recipe)
     seed: int = 0
     checkpoint_every: int = 200      # steps between checkpoints (and one at the end)
+    fit_every: int = 0               # epochs between fit checks (0: train exactly `epochs`)
+    extra_epochs: int = 0            # epochs trained after the first check that fits
+    fit_accuracy: float = 0.0        # the fit criterion: training accuracy at train_iter
+    fit_batch: int = 100             # evaluation batch of the fit check
 
     def __post_init__(self) -> None:
         if self.arm not in ARMS:
@@ -66,9 +76,16 @@ class TrainSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1; got {value!r}")
-        if isinstance(self.pretrain_steps, bool) or not isinstance(self.pretrain_steps, int) \
-                or self.pretrain_steps < 0:
-            raise ValueError(f"pretrain_steps must be an integer ≥ 0; got {self.pretrain_steps!r}")
+        for name in ("pretrain_steps", "fit_every", "extra_epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer ≥ 0; got {value!r}")
+        if self.fit_every > 0 and not 0 < self.fit_accuracy <= 1:
+            raise ValueError(f"fit_accuracy must be in (0, 1] when fit_every > 0; got "
+                             f"{self.fit_accuracy!r}")
+        if isinstance(self.fit_batch, bool) or not isinstance(self.fit_batch, int) \
+                or self.fit_batch < 1:
+            raise ValueError(f"fit_batch must be an integer ≥ 1; got {self.fit_batch!r}")
         if not self.clip >= 0:
             raise ValueError(f"clip must be ≥ 0 (0: no clipping); got {self.clip!r}")
         if not (self.lr > 0 and 0 <= self.lr_min <= self.lr and self.weight_decay >= 0):
@@ -93,8 +110,39 @@ class TrainSettings:
                     weight_decay=self.weight_decay, clip=self.clip,
                     checkpoint_every=self.checkpoint_every, seed=self.seed)
 
+    def until(self, model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,
+              ) -> UntilFit | None:
+        """The fit rule of the run on ``(images, labels)`` (``None`` for a fixed budget)."""
+        if self.fit_every == 0:
+            return None
+        per_epoch = -(-images.shape[0] // self.batch_size)
+        return UntilFit(accuracy_criterion(model, images, labels, self.train_iter,
+                                           self.fit_accuracy, self.fit_batch),
+                        check_every=self.fit_every * per_epoch,
+                        extra_steps=self.extra_epochs * per_epoch)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def accuracy_criterion(model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,
+                       train_iter: int, threshold: float, batch_size: int):
+    """``criterion()`` → ``(accuracy ≥ threshold, accuracy)``: the model's accuracy on
+    ``(images, labels)`` with ``train_iter`` Broyden steps (:func:`i2o.train.evaluate.
+    evaluate_iterations`, the measurement of the chapters' fit criterion)."""
+    from i2o.train.evaluate import evaluate_iterations
+
+    def criterion() -> tuple[bool, float]:
+        accuracy = float(evaluate_iterations(model, images, labels, [train_iter],
+                                             batch_size=batch_size)["accuracy"][0])
+        return accuracy >= threshold, accuracy
+
+    return criterion
+
+
+def epochs_used(history: dict[str, Any], steps_per_epoch: int) -> float:
+    """Training epochs a run took (steps done / steps per epoch; the cap when it never fitted)."""
+    return len(history.get("lr", [])) / steps_per_epoch
 
 
 def make_deq(settings: TrainSettings) -> DEQ:
@@ -187,7 +235,7 @@ def train_classifier(
                                      settings.batch_size, settings.seed, settings.pretrain_steps)
     history = train_steps(model, step_loss, settings.plan(n), checkpoint_dir, progress,
                           f"train {settings.arm} seed {settings.seed}", run=settings.as_dict(),
-                          on_step=on_step)
+                          on_step=on_step, until=settings.until(model, images, labels))
     add_epoch_means(history, -(-n // settings.batch_size), n)
     return history
 

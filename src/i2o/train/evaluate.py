@@ -70,7 +70,9 @@ def evaluate_iterations(
     - ``residual_rel`` / ``residual_abs``: per-batch ``‖f(z_N) − z_N‖ / ‖f(z_N)‖`` and
       ``‖f(z_N) − z_N‖`` (batch-level, as the solvers measure them), averaged over batches;
     - ``residual_rel_max``: the largest batch relative residual;
-    - ``trace_rel``: mean relative residual of each iterate ``z_0 … z_{max N}`` (one solve).
+    - ``trace_rel``: mean relative residual of each iterate ``z_0 … z_{max N}`` (one solve);
+    - ``errors``: per image and count, 1 when ``head(z_N)`` is wrong (``uint8``, images × counts),
+      for paired comparisons between counts on the same images.
     """
     device = next(model.parameters()).device
     if device.type == "cpu":
@@ -91,4 +93,5 @@ def evaluate_iterations(
         "residual_abs": batch_abs.mean(axis=0),
         "residual_rel_max": swept["batch_residual_rel"].max(axis=0),
         "trace_rel": swept["trace_rel"].mean(axis=0),
+        "errors": swept["metrics"]["error"].astype(np.uint8),
     }

@@ -7,6 +7,15 @@ sees the same batches. Adam with coupled weight decay and a cosine learning rate
 optimiser, the step, torch's RNG state and the history, written atomically
 (:mod:`i2o.train.checkpoint`). A recipe is a step loss: the MDEQ classifier's is
 :func:`i2o.train.classifier.classifier_step_loss`.
+
+**Training to the regime** (:class:`UntilFit`). The paper's claims are about models that fit their
+training set; a fixed budget leaves that to chance (seeds of one recipe end anywhere between
+"fits" and "does not"). With ``until``, the loop checks a fit criterion on the training set every
+``check_every`` steps and, at the first check it meets (step ``t_f``), trains ``extra_steps``
+more steps and stops: the run ends at ``min(t_f + extra_steps, plan.steps)``, ``plan.steps``
+being the cap. A run that never meets it trains to the cap and is reported as not fitting. The
+learning rate follows the plan's cosine over the cap until ``t_f``, then anneals from its value at
+``t_f`` to ``lr_min`` over the extra steps (:func:`i2o.train.schedule.annealed_lr`).
 """
 
 from __future__ import annotations
@@ -23,12 +32,14 @@ from torch import nn
 
 from i2o import runtime
 from i2o.train.checkpoint import restore_training_state, save_training_state
-from i2o.train.schedule import cosine_lr, make_optimizer, set_lr
+from i2o.train.schedule import annealed_lr, cosine_lr, make_optimizer, set_lr
 
 #: ``step_loss(t)`` → ``(loss, logs)``: the loss of step ``t`` and numbers to record for it
 StepLoss = Callable[[int], tuple[torch.Tensor, dict[str, float]]]
 #: ``on_step(done)``, called after every completed step with the number of steps done
 OnStep = Callable[[int], None]
+#: ``criterion()`` → ``(met, score)``: does the model fit now, and the score it was judged on
+FitCriterion = Callable[[], tuple[bool, float]]
 
 
 @dataclass(frozen=True)
@@ -57,11 +68,65 @@ class Plan:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class UntilFit:
+    """Train until ``criterion`` holds, then ``extra_steps`` more (module docstring).
+
+    ``criterion`` is called every ``check_every`` completed steps, the model in evaluation mode and
+    torch's random state restored afterwards, so that checking does not change the batches, the
+    dropout masks or any number of the run (a run whose criterion is never met is step for step
+    the fixed-budget run of the same plan). It should measure the training set, not a batch.
+    """
+
+    criterion: FitCriterion
+    check_every: int
+    extra_steps: int
+
+    def __post_init__(self) -> None:
+        for name, least in (("check_every", 1), ("extra_steps", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"UntilFit.{name} must be an integer ≥ {least}; got {value!r}")
+
+
+def check_fit(until: UntilFit, model: nn.Module) -> tuple[bool, float]:
+    """One call of ``until.criterion`` in evaluation mode, leaving torch's RNG as it was."""
+    model.eval()
+    with torch.random.fork_rng():
+        met, score = until.criterion()
+    model.train()
+    return bool(met), float(score)
+
+
+def fit_end(history: Mapping[str, Any], until: UntilFit | None, cap: int) -> int:
+    """The step the run ends at: ``cap``, or ``min(t_f + extra_steps, cap)`` once it fitted."""
+    fitted = history.get("fit_step") or []
+    if until is None or not len(fitted):
+        return cap
+    return min(cap, int(fitted[0]) + until.extra_steps)
+
+
+def learning_rate(step: int, plan: Plan, history: Mapping[str, Any],
+                  until: UntilFit | None) -> float:
+    """The plan's cosine over its cap; after a fit at ``t_f``, the anneal over the extra steps."""
+    fitted = history.get("fit_step") or []
+    if until is None or not len(fitted):
+        return cosine_lr(step, plan.steps, plan.lr, plan.lr_min)
+    start = int(fitted[0])
+    end = fit_end(history, until, plan.steps)
+    if end <= start:
+        return plan.lr_min
+    return annealed_lr(step, start, end - start, cosine_lr(start, plan.steps, plan.lr, plan.lr_min),
+                       plan.lr_min)
+
+
 def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
                 checkpoint_dir: Path | str | None = None, progress: bool | None = None,
                 description: str = "train", *, run: Mapping[str, Any] | None = None,
-                on_step: OnStep | None = None) -> dict[str, list[float]]:
-    """Train ``model`` in place for ``plan.steps`` steps (resuming from ``checkpoint_dir``).
+                on_step: OnStep | None = None, until: UntilFit | None = None
+                ) -> dict[str, list[float]]:
+    """Train ``model`` in place for ``plan.steps`` steps (resuming from ``checkpoint_dir``), or,
+    with ``until``, until it fits and ``until.extra_steps`` more, within ``plan.steps``.
 
     Returns the history: per step ``loss``, ``lr``, ``seconds`` (wall clock of the step, batch
     included) and every key ``step_loss`` logs (as floats). A non-finite loss stops training at
@@ -76,6 +141,9 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
       ``False``, and left to ``I2O_PROGRESS`` (:func:`i2o.runtime.progress_enabled`) when ``None``.
     - ``on_step(done)`` runs after every completed step and its checkpoint (a test's hook: pause,
       count, kill).
+    - ``until``: :class:`UntilFit`; the history then also holds ``fit_check_step`` and
+      ``fit_check_score`` (every check) and, once the criterion is met, ``fit_step`` = ``[t_f]``.
+      The run's identity (``run``) should include ``check_every`` and ``extra_steps``.
     """
     identity = plan.as_dict() if run is None else dict(run)
     optimizer = make_optimizer(model, plan.lr, plan.weight_decay)
@@ -87,8 +155,9 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
 
     model.train()
     bar = runtime.Progress(plan.steps, description, unit="step", initial=step, enabled=progress)
-    while step < plan.steps:
-        lr = cosine_lr(step, plan.steps, plan.lr, plan.lr_min)
+    end = fit_end(history, until, plan.steps)
+    while step < end:
+        lr = learning_rate(step, plan, history, until)
         set_lr(optimizer, lr)
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
@@ -110,7 +179,14 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
         step += 1
         bar.update(1)
         bar.note(loss=f"{history['loss'][-1]:.3f}")
-        if step % plan.checkpoint_every == 0 or step == plan.steps:
+        if until is not None and not history.get("fit_step") and step % until.check_every == 0:
+            met, score = check_fit(until, model)
+            history.setdefault("fit_check_step", []).append(step)
+            history.setdefault("fit_check_score", []).append(score)
+            if met:
+                history["fit_step"] = [step]
+                end = fit_end(history, until, plan.steps)
+        if step % plan.checkpoint_every == 0 or step == end:
             save_training_state(checkpoint_dir, identity, step, model, optimizer, history)
         if on_step is not None:
             on_step(step)

@@ -5,7 +5,13 @@ gradient before Adam's moment estimates; not AdamW) and a cosine schedule steppe
 
 .. math:: \\eta_t = \\eta_{\\min} + \\tfrac12(\\eta_0 - \\eta_{\\min})(1 + \\cos(\\pi t / T)),
 
-``t`` the batch index, ``T`` the total number of batches.
+``t`` the batch index, ``T`` the total number of batches. A run trained *until it fits*
+(:class:`i2o.train.loop.UntilFit`) follows this schedule over its cap ``T`` until the step ``t_f``
+at which it meets its fit criterion, then anneals from ``η_{t_f}`` to ``η_min`` over its ``E``
+extra steps (:func:`annealed_lr`):
+
+.. math::
+    \\eta_t = \\eta_{\\min} + \\tfrac12(\\eta_{t_f} - \\eta_{\\min})(1 + \\cos(\\pi (t - t_f) / E)).
 """
 
 from __future__ import annotations
@@ -22,6 +28,15 @@ def cosine_lr(step: int, total_steps: int, lr: float, lr_min: float) -> float:
         raise ValueError(f"total_steps must be ≥ 1; got {total_steps}")
     progress = min(max(step, 0), total_steps) / total_steps
     return lr_min + 0.5 * (lr - lr_min) * (1.0 + math.cos(math.pi * progress))
+
+
+def annealed_lr(step: int, start: int, steps: int, lr_start: float, lr_min: float) -> float:
+    """The learning rate of batch ``step`` of a cosine from ``lr_start`` (at batch ``start``) to
+    ``lr_min`` (at batch ``start + steps``)."""
+    if steps <= 0:
+        raise ValueError(f"steps must be ≥ 1; got {steps}")
+    progress = min(max(step - start, 0), steps) / steps
+    return lr_min + 0.5 * (lr_start - lr_min) * (1.0 + math.cos(math.pi * progress))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Adam:

@@ -13,8 +13,8 @@ differences being paired) or from the CSV files of the authors' evaluation scrip
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,12 @@ class GapCurve:
         gap_se: standard error of each gap (``nan`` when unknown, e.g. authors' CSVs).
         residual: mean relative residual at each count (``nan`` when unknown).
         residual_se: its standard error over the evaluation set (``nan`` when unknown).
+        paired_se: standard error over the evaluation examples of each gap of *one* model
+            (``gap_se`` itself for one model; the seeds' mean for :func:`pool_seeds`; ``nan``
+            when unknown): the resolution of a measured change between two counts.
+        n: how many independent values ``gap_se`` is over (0: unknown).
+        over: what they are — ``"examples"`` (one model, paired per-example differences) or
+            ``"seeds"`` (several trained models, :func:`pool_seeds`).
     """
 
     label: str
@@ -49,6 +55,9 @@ class GapCurve:
     gap_se: np.ndarray
     residual: np.ndarray
     residual_se: np.ndarray = field(default=None)  # type: ignore[assignment]
+    paired_se: np.ndarray = field(default=None)  # type: ignore[assignment]
+    n: int = 0
+    over: str = "examples"
 
     def __post_init__(self) -> None:
         its = np.asarray(self.iterations)
@@ -57,9 +66,10 @@ class GapCurve:
         if self.train_iters not in set(its.tolist()):
             raise ValueError(f"the training count N = {self.train_iters} is not among the "
                              f"evaluated iterations {its.tolist()}")
-        if self.residual_se is None:
-            object.__setattr__(self, "residual_se", np.full(its.shape, np.nan))
-        for name in ("value", "gap", "gap_se", "residual", "residual_se"):
+        for name in ("residual_se", "paired_se"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.full(its.shape, np.nan))
+        for name in ("value", "gap", "gap_se", "residual", "residual_se", "paired_se"):
             if np.shape(getattr(self, name)) != its.shape:
                 raise ValueError(f"GapCurve.{name} must have the shape of iterations {its.shape}")
 
@@ -73,6 +83,14 @@ class GapCurve:
         if index.size == 0:
             raise KeyError(f"{n} is not an evaluated iteration count")
         return int(index[0])
+
+    def resolution(self) -> float:
+        """The resolution of a change between two counts: the mean ``paired_se`` over the counts
+        other than ``N`` (NaN when unknown)."""
+        others = np.asarray(self.iterations) != self.train_iters
+        values = np.asarray(self.paired_se, dtype=float)[others]
+        values = values[np.isfinite(values)]
+        return float(values.mean()) if values.size else float("nan")
 
     def summary(self) -> dict[str, float]:
         """The numbers the chapter's claims quote.
@@ -147,7 +165,39 @@ def curve_from_sweep(result: Mapping[str, object], metric: str, train_iters: int
     residual_se = residual.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
     return GapCurve(label=label, metric=metric_label or metric, train_iters=int(train_iters),
                     iterations=its, value=value, gap=value - value[base], gap_se=se,
-                    residual=residual.mean(axis=0), residual_se=residual_se)
+                    residual=residual.mean(axis=0), residual_se=residual_se, paired_se=se,
+                    n=int(n), over="examples")
+
+
+def pool_seeds(curves: Sequence[GapCurve], label: str | None = None) -> GapCurve:
+    """The mean curve of models trained with different seeds (same grid and ``N``), with
+    standard errors over the seeds: ``gap_se = sd_s(gap_s) / √S``, ``n = S``, ``over = "seeds"``.
+
+    The evaluation examples are the same for every seed, so the spread between seeds contains
+    both the training variation and the evaluation noise; ``paired_se`` (the resolution of one
+    model's measured change) is the mean of the seeds' own. One curve is returned unchanged.
+    """
+    curves = list(curves)
+    if not curves:
+        raise ValueError("pool_seeds needs at least one curve")
+    if len(curves) == 1:
+        return curves[0] if label is None else replace(curves[0], label=label)
+    first = curves[0]
+    for c in curves[1:]:
+        if c.train_iters != first.train_iters or not np.array_equal(c.iterations,
+                                                                    first.iterations):
+            raise ValueError("pool_seeds: the curves must share N and the evaluated counts")
+    gaps = np.stack([c.gap for c in curves])
+    s = len(curves)
+    return GapCurve(
+        label=first.label if label is None else label, metric=first.metric,
+        train_iters=first.train_iters, iterations=np.asarray(first.iterations),
+        value=np.mean([c.value for c in curves], axis=0), gap=gaps.mean(axis=0),
+        gap_se=gaps.std(axis=0, ddof=1) / np.sqrt(s),
+        residual=np.mean([c.residual for c in curves], axis=0),
+        residual_se=np.std([c.residual for c in curves], axis=0, ddof=1) / np.sqrt(s),
+        paired_se=np.mean([c.paired_se for c in curves], axis=0), n=s, over="seeds")
+
 
 
 def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,

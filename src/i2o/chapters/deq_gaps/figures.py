@@ -173,25 +173,60 @@ def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any
     def seconds(history: Mapping[str, Any]) -> float:
         return float(np.sum(history["seconds"])) if "seconds" in history else float("nan")
 
-    lines = [f"{'task':<16}{'parameters':>11}{'N':>5}{'steps':>7}{'train data':>30}"
+    lines = [f"{'task':<20}{'parameters':>11}{'N':>5}{'steps':>7}{'train data':>30}"
              f"{'train s':>9}"]
-    cls, lm = jobs.classification, jobs.language
-    cls_steps = cls.steps()
-    entries = [
-        ("classification", results["classification"], cls.train_iters, cls_steps,
-         f"{cls.train_size} CIFAR-10 images"),
-        ("language", results["language"], lm.train_iters, lm.steps,
-         f"{int(results['language']['n_characters'][0])} characters"),
+    entries = []
+    for job, result in zip(jobs.classification, results["classification"], strict=True):
+        steps = len(result["history"].get("lr", [])) or job.steps()
+        entries.append((f"classification s{job.seed}", result, job.train_iters, steps,
+                        f"{job.train_size} CIFAR-10 images"))
+    for job, result in zip(jobs.language, results["language"], strict=True):
+        entries.append((f"language s{job.seed}", result, job.train_iters, job.steps,
+                        f"{int(result['n_characters'][0])} characters"))
+    entries += [
         ("inverse DEQ", results["deq"], jobs.deq.train_iters, jobs.deq.steps,
          f"{jobs.deq.crop}² patches of {params['inv_train_size']}"),
         ("inverse ELDER", results["elder"], jobs.elder.train_iters, jobs.elder.steps,
          f"{jobs.elder.crop}² patches of {params['inv_train_size']}"),
     ]
     for job, result in zip(jobs.overparam, results["overparam"], strict=True):
-        steps = job.steps()
-        entries.append((f"overparam {job.train_size}", result, job.train_iters, steps,
+        entries.append((f"overparam {job.train_size}", result, job.train_iters, job.steps(),
                         f"{job.train_size} CIFAR-10 images"))
     for name, result, n, steps, data in entries:
-        lines.append(f"{name:<16}{int(result['n_parameters']):>11}{n:>5}{steps:>7}{data:>30}"
+        lines.append(f"{name:<20}{int(result['n_parameters']):>11}{n:>5}{steps:>7}{data:>30}"
                      f"{seconds(result['history']):>9.0f}")
     return "\n".join(lines)
+
+
+def fit_report(r: GapsResults, p: Mapping[str, Any]) -> str:
+    """Per classifier: training accuracy at N after training and the epochs it used (to the
+    regime: until it fits plus ``cls_extra_epochs``, at most ``cls_epochs``)."""
+    lines = [f"classifiers trained until their training accuracy at N reaches "
+             f"{100 * p['cls_fit_accuracy']:g} % (checked every {p['cls_fit_every']} epochs) plus "
+             f"{p['cls_extra_epochs']} epochs, at most {p['cls_epochs']}"
+             if p["cls_fit_every"] > 0 else f"classifiers trained {p['cls_epochs']} epochs"]
+    for job, result, curve in zip(r.jobs.classification, r.results["classification"],
+                                  r.by_seed["train"]["classification"], strict=True):
+        per_epoch = math.ceil(job.train_size / job.batch_size)
+        used = len(result["history"].get("lr", [])) / per_epoch
+        fitted = len(result["history"].get("fit_step", [])) > 0
+        error = float(curve.value[curve.at(curve.train_iters)])
+        lines.append(f"  seed {job.seed}: training accuracy at N {100 - error:.1f} % after "
+                     f"{used:g} epochs" + ("" if fitted or p["cls_fit_every"] == 0 else
+                                           " (cap reached without fitting)"))
+    for job, curve in zip(r.jobs.language, r.by_seed["train_loss"]["language"], strict=True):
+        lines.append(f"  language model seed {job.seed}: training NLL at N "
+                     f"{float(curve.value[curve.at(curve.train_iters)]):.3f} nats/char after "
+                     f"{job.steps} steps (criterion ≤ {p['lm_fit_nll']:g})")
+    return "\n".join(lines)
+
+
+def margins_report(p: Mapping[str, Any]) -> str:
+    """The pre-registered margin rule and its reason, from the manifest."""
+    from i2o import profiles
+
+    schema = profiles.entry("deq_gaps")["parameters"]["margin_fraction"]
+    return (f"margin_fraction = {p['margin_fraction']:g}: {schema['help']}.\nReason: "
+            f"{schema['reason']}.\nA claim with a margin is decided only when δ is at least the "
+            "resolution of one model's change between two counts (its standard error over the "
+            "evaluation examples); the claims table gives each δ and its reference.")

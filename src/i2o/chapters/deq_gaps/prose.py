@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from i2o.chapters.deq_gaps.claims import NAMES
+from i2o.chapters.deq_gaps.claims import INVERSE, NAMES
 from i2o.claims import Claim
 from i2o.prose import paragraph, sentence
 
@@ -11,26 +11,40 @@ def task_paragraph(rows: dict[str, Claim], task: str) -> str:
     name = NAMES[task]
     gate = rows[f"{task}_gate"]
     parts = [f"**{name}.**"]
-    if gate.holds is not True:
+    if gate.holds is not True and task in INVERSE:
+        parts.append(f"It has not learned enough to be judged ({gate.check}), so this run "
+                     "decides none of the claims for it; the curves above are shown as measured.")
+    elif gate.holds is not True:
         parts.append(f"Not in the regime of the paper's claims ({gate.check}), so this run "
                      "decides none of them for this model; the curves above are shown as "
                      "measured.")
-    for split, data in (("test", "test"), ("train", "training")):
+    elif task in INVERSE and "regime not reached" in gate.check:
+        parts.append("It has learned, but it is not in the overparametrized regime of Theorem 1 "
+                     "(it reconstructs its training images no better than test images), so the "
+                     "verdicts below describe such a model, not the regime the paper's argument "
+                     "is about.")
+    elif task in INVERSE:
+        parts.append("It has learned and reconstructs its training images better than test "
+                     "images (the overparametrized regime).")
+    elif "not fitting" in gate.check:
+        parts.append(f"Not every seed's model fits; the claims use those that do ({gate.check}).")
+    for split, data in (("test", "on test data"),
+                        ("train", "on training data (training loss)")):
         key = f"{task}_{split}_no_gain"
         if key in rows and gate.holds is True:
             parts.append(sentence(
                 rows[key],
-                f"On {data} data, more iterations than in training bring no improvement beyond "
-                f"the margin ({rows[key].value}).",
-                f"On {data} data, more iterations than in training **do improve** the model "
+                f"{data.capitalize()}, more iterations than in training bring no improvement "
+                f"beyond the margin ({rows[key].value}).",
+                f"{data.capitalize()}, more iterations than in training **do improve** the model "
                 f"beyond the margin ({rows[key].value}), unlike the paper's Figure 2.",
-                f"On {data} data, whether more iterations improve the model is undecided"))
+                f"{data.capitalize()}, whether more iterations improve the model is undecided"))
         key = f"{task}_{split}_fewer_hurt"
         if gate.holds is True:
             parts.append(sentence(
-                rows[key], f"Fewer iterations hurt on {data} data ({rows[key].value}).",
-                f"Fewer iterations do not hurt on {data} data ({rows[key].value}).",
-                f"Whether fewer iterations hurt on {data} data is undecided"))
+                rows[key], f"Fewer iterations hurt {data} ({rows[key].value}).",
+                f"Fewer iterations do not hurt {data} ({rows[key].value}).",
+                f"Whether fewer iterations hurt {data} is undecided"))
     residual = rows[f"{task}_residual"]
     parts.append(sentence(
         residual, f"The residual of the last iterate keeps falling ({residual.value}).",
@@ -51,4 +65,6 @@ def conclusions(rows: dict[str, Claim]) -> str:
             f"The loss from extra iterations is not ordered by how well the DEQ fits its "
             f"training set ({row.value}).",
             "Whether the DEQs that fit better lose more from extra iterations is undecided"))
+        if "in the regime" in row.check:
+            paragraphs[-1] += " Sizes " + row.check.split("in the regime")[1].split(";")[0] + "."
     return "\n\n".join(paragraphs)

@@ -1,7 +1,13 @@
 """The deq_gaps chapter's computations: the jobs of its parameters (one trained and swept DEQ
 each, for :mod:`i2o.sweep`), :func:`collect` (everything the notebook shows) and the curves drawn
 from the sweeps. The only module of the chapter that calls the results cache (through
-:mod:`.jobs`)."""
+:mod:`.jobs`).
+
+The classifier and the language model are trained once per seed of ``seeds`` (their claims are
+decided over seeds); the two reconstruction networks and the overparametrization sweep once, with
+the first seed. The classifier trains until it fits (``cls_fit_every``, ``cls_extra_epochs``,
+``cls_epochs`` the cap); the overparametrization sweep trains a fixed budget, the cap's number of
+optimiser steps, on every size (its point is to let the fit vary with the size)."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from i2o import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps import jobs as job_runner
 from i2o.chapters.deq_gaps.classification import ClassificationJob
-from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep
+from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, pool_seeds
 from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.jobs import is_cached
 from i2o.chapters.deq_gaps.language import LanguageJob
@@ -57,13 +63,18 @@ def check_params(params: Mapping[str, Any]) -> None:
          f"a divisor of lm_width = {p['lm_width']}"),
         ("inv_crop", p["inv_crop"] % 2 == 0, "even (×2 super-resolution of a patch)"),
         ("op_sizes", len(set(sizes)) == len(sizes) >= 2, "at least 2 distinct training-set sizes"),
+        ("seeds", len(set(p["seeds"])) == len(p["seeds"]), "a list of distinct seeds"),
+        ("fit_quorum", p["fit_quorum"] <= len(p["seeds"]),
+         f"at most the number of seeds, {len(p['seeds'])}"),
+        ("cls_fit_every", p["cls_fit_every"] <= p["cls_epochs"],
+         f"at most cls_epochs = {p['cls_epochs']} (0: train exactly cls_epochs)"),
     ])
 
 
 @dataclass(frozen=True)
 class Jobs:
-    classification: ClassificationJob
-    language: LanguageJob
+    classification: tuple[ClassificationJob, ...]  # one per seed
+    language: tuple[LanguageJob, ...]  # one per seed
     deq: InverseJob
     elder: InverseJob
     overparam: tuple[ClassificationJob, ...]
@@ -74,36 +85,41 @@ def build_jobs(params: Mapping[str, Any]) -> Jobs:
     """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked first)."""
     check_params(params)
     p = params
-    seed = replicates.seed(p["seed"], p["replicate"])
-    classification = ClassificationJob(
+    seeds = [replicates.seed(s, p["replicate"]) for s in p["seeds"]]
+    seed = seeds[0]
+    classification = tuple(ClassificationJob(
         architecture=p["cls_architecture"], train_iters=p["cls_train_iters"],
         backward_iter=p["cls_backward_iter"], train_size=p["cls_train_size"],
         epochs=p["cls_epochs"], batch_size=p["cls_batch_size"],
-        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=seed)
-    language = LanguageJob(
+        pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=s,
+        fit_every=p["cls_fit_every"], extra_epochs=p["cls_extra_epochs"],
+        fit_accuracy=p["cls_fit_accuracy"]) for s in seeds)
+    language = tuple(LanguageJob(
         context=p["lm_context"], width=p["lm_width"], heads=p["lm_heads"],
         ffn_width=p["lm_ffn_width"], train_iters=p["lm_train_iters"], method=p["lm_method"],
         backward=p["lm_backward"], jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
         pretrain_steps=p["lm_pretrain_steps"], train_chars=p["lm_train_chars"],
-        batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=seed)
+        batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=s) for s in seeds)
     inverse = {variant: InverseJob(
         variant=variant, operator=p["inv_operator"], noise=p["inv_noise"], width=p["inv_width"],
         depth=p["inv_depth"], train_iters=p["inv_train_iters"],
         backward_iter=p["inv_backward_iter"], steps=p["inv_steps"],
         batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=seed)
         for variant in ("deq", "elder")}
-    steps = classification.steps()
+    main = classification[0]
+    steps = main.steps()  # the cap's steps, trained on every size (a fixed budget)
     overparam = tuple(
-        ClassificationJob(**{**classification.as_dict(), "train_size": size,
-                             "epochs": job_runner.epochs_for_steps(
-                                 steps, size, classification.batch_size)})
+        ClassificationJob(**{**main.as_dict(), "train_size": size, "fit_every": 0,
+                             "extra_epochs": 0, "fit_accuracy": 0.0,
+                             "epochs": job_runner.epochs_for_steps(steps, size,
+                                                                   main.batch_size)})
         for size in sorted(set(p["op_sizes"])))
 
     def grid(n: int) -> list[int]:
         return iteration_grid(n, p["grid_factor"], p["grid_points"])
 
-    grids = {"classification": grid(classification.train_iters),
-             "language": grid(language.train_iters),
+    grids = {"classification": grid(main.train_iters),
+             "language": grid(language[0].train_iters),
              "deq": grid(inverse["deq"].train_iters),
              "elder": grid(inverse["elder"].train_iters)}
     return Jobs(classification, language, inverse["deq"], inverse["elder"], overparam, grids)
@@ -115,10 +131,12 @@ def described(jobs: Jobs, params: Mapping[str, Any]) -> dict[str, Any]:
     replicate = p["replicate"]
     inverse_sizes = {"train_size": p["inv_train_size"], "eval_size": p["inv_eval_size"]}
     return {
-        "classification": job_runner.describe(jobs.classification, jobs.grids["classification"],
-                                              replicate, eval_size=p["cls_eval_size"]),
-        "language": job_runner.describe(jobs.language, jobs.grids["language"], replicate,
-                                        eval_windows=p["lm_eval_windows"]),
+        "classification": [job_runner.describe(job, jobs.grids["classification"], replicate,
+                                               eval_size=p["cls_eval_size"])
+                           for job in jobs.classification],
+        "language": [job_runner.describe(job, jobs.grids["language"], replicate,
+                                         eval_windows=p["lm_eval_windows"])
+                     for job in jobs.language],
         "deq": job_runner.describe(jobs.deq, jobs.grids["deq"], replicate, **inverse_sizes),
         "elder": job_runner.describe(jobs.elder, jobs.grids["elder"], replicate, **inverse_sizes),
         "overparam": [job_runner.describe(job, jobs.grids["classification"], replicate,
@@ -130,7 +148,9 @@ def described(jobs: Jobs, params: Mapping[str, Any]) -> dict[str, Any]:
 def all_jobs(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The distinct ``(name, params)`` jobs of a run, for :mod:`i2o.sweep` (submitit)."""
     roles = described(build_jobs(params), params)
-    pairs = [roles[r] for r in ("classification", "language", "deq", "elder")] + roles["overparam"]
+    # the longest first, so that parallel workers finish together
+    pairs = (roles["language"] + [roles["elder"], roles["deq"]] + roles["classification"]
+             + roles["overparam"])
     unique: list[tuple[str, dict[str, Any]]] = []
     for pair in pairs:
         if pair not in unique:
@@ -142,34 +162,52 @@ def compute_all(jobs: Jobs, params: Mapping[str, Any],
                 progress: bool | None = None) -> dict[str, Any]:
     """Train and sweep every job (each a results-cache entry; cached ones are only read)."""
     roles = described(jobs, params)
-    todo = [(role, *roles[role]) for role in ("classification", "language", "deq", "elder")]
-    todo += [("overparam", name, job) for name, job in roles["overparam"]]
-    out: dict[str, Any] = {"overparam": []}
+    todo = [(role, name, job) for role in ("classification", "language", "overparam")
+            for name, job in roles[role]]
+    todo += [(role, *roles[role]) for role in ("deq", "elder")]
+    out: dict[str, Any] = {"classification": [], "language": [], "overparam": []}
     for role, name, job in runtime.Progress.over(todo, "deq_gaps jobs", unit="job"):
         result = job_runner.compute(name, job, progress=progress)
-        if role == "overparam":
-            out["overparam"].append(result)
+        if isinstance(out.get(role), list):
+            out[role].append(result)
         else:
             out[role] = result
     return out
 
 
 def _train_iters(jobs: Jobs, task: str) -> int:
-    return getattr(jobs, task).train_iters
+    job = getattr(jobs, task)
+    return (job[0] if isinstance(job, tuple) else job).train_iters
 
 
-def curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
-           loss: bool = False) -> dict[str, GapCurve]:
-    """One curve per task on ``split`` data: the task metric, or (``loss=True``) the training
-    loss."""
+def _task_results(results: Mapping[str, Any], task: str) -> list[Mapping[str, Any]]:
+    """A task's results, one per trained model (seed)."""
+    found = results[task]
+    return list(found) if isinstance(found, list | tuple) else [found]
+
+
+def seed_curves(results: Mapping[str, Any], jobs: Jobs, split: str = "test",
+                loss: bool = False) -> dict[str, list[GapCurve]]:
+    """Per task, one curve per trained model (seed) on ``split`` data: the task metric, or
+    (``loss=True``) the training loss."""
     out = {}
     for task in TASKS:
         metric, transform, label, loss_metric, loss_label, title = _METRICS[task]
         if loss:
             metric, transform, label = loss_metric, "mean", loss_label
         where = "test" if split == "test" else "training"
-        out[task] = curve_from_sweep(results[task][split], metric, _train_iters(jobs, task),
-                                     f"{title}\n{where} data", transform, label)
+        out[task] = [curve_from_sweep(result[split], metric, _train_iters(jobs, task),
+                                      f"{title}\n{where} data", transform, label)
+                     for result in _task_results(results, task)]
+    return out
+
+
+def pooled(by_seed: Mapping[str, list[GapCurve]]) -> dict[str, GapCurve]:
+    """Per task, the mean curve over its seeds (:func:`.curves.pool_seeds`), for the figures."""
+    out = {}
+    for task, found in by_seed.items():
+        label = found[0].label + (f" ({len(found)} seeds)" if len(found) > 1 else "")
+        out[task] = pool_seeds(found, label)
     return out
 
 
@@ -197,7 +235,8 @@ def run_job(name: str, job: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class GapsResults:
-    """The trained DEQs' sweeps and the curves drawn from them (task → :class:`GapCurve`)."""
+    """The trained DEQs' sweeps and the curves drawn from them (task → :class:`GapCurve`, the
+    mean over seeds; ``by_seed``: split → task → one curve per seed, for the claims)."""
 
     jobs: Jobs
     results: dict[str, Any]  # :func:`compute_all`
@@ -207,18 +246,24 @@ class GapsResults:
     test_loss: dict[str, GapCurve]
     train_loss: dict[str, GapCurve]
     overparam: list[dict[str, Any]]  # :func:`overparam_rows`
+    by_seed: dict[str, dict[str, list[GapCurve]]]
 
 
 def collect(params: Mapping[str, Any]) -> GapsResults:
     """Every DEQ of the chapter trained and swept (or read from the cache), and its curves."""
+    from i2o import sweep
+
     start = time.perf_counter()
     built = build_jobs(params)
+    sweep.run_missing(FIGURE, all_jobs(params), is_cached, params["workers"])
     results = compute_all(built, params)
     seconds = time.perf_counter() - start
+    by_seed = {"test": seed_curves(results, built, "test"),
+               "train": seed_curves(results, built, "train"),
+               "test_loss": seed_curves(results, built, "test", loss=True),
+               "train_loss": seed_curves(results, built, "train", loss=True)}
     return GapsResults(
         jobs=built, results=results, seconds=seconds,
-        test=curves(results, built, "test"),
-        train=curves(results, built, "train"),
-        test_loss=curves(results, built, "test", loss=True),
-        train_loss=curves(results, built, "train", loss=True),
-        overparam=overparam_rows(results["overparam"], built))
+        test=pooled(by_seed["test"]), train=pooled(by_seed["train"]),
+        test_loss=pooled(by_seed["test_loss"]), train_loss=pooled(by_seed["train_loss"]),
+        overparam=overparam_rows(results["overparam"], built), by_seed=by_seed)

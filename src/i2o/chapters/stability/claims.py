@@ -8,14 +8,45 @@ and ``N`` the training count:
 - ``gain_s = max_{N' > N} acc_s(N') − acc_s(N)`` (what more iterations bring);
 - ``loss_s = acc_s(N) − acc_s(min N')`` (what fewer iterations cost).
 
-Confidence intervals (90 %) are over seeds, Welch's for the difference between arms, in accuracy
-points; the margin ``δ`` is the manifest's ``margin`` (accuracy as a fraction) × 100. The
-paper's claims are decided only when every model of both arms fits its training set
-(``train_accuracy ≥ fit_accuracy`` at its training N, on its own training images) and none
-diverged (:mod:`i2o.train.health`).
+**Which models.** Every model is trained until it fits (:mod:`.runs`); the claims are decided on the
+models that meet the fit criterion (``train_accuracy ≥ fit_accuracy`` at N, own training images,
+after training) when at least ``fit_quorum`` of each arm's do (:func:`i2o.gates.fit_quorum`;
+the others are named), and none of those diverged (:mod:`i2o.train.health`); otherwise every claim
+is undecided with the count.
 
-The residual row is a *sanity check* of the solver, on the **last** iterate of each test solve
-(``trace_rel``), not on the lowest-residual iterate the solver returns (which cannot rise).
+**Margins** are pre-registered fractions (``margin_fraction``, the manifest gives the reason) of a
+reference effect measured in the same run, on the same models (:func:`i2o.gates.relative_margin`):
+
+- comparison of the arms: ``δ = f × mean deviation of the unrolled arm`` (the reference arm; the
+  ratio form "IFT's change is at least ``1 − f`` of unrolled's");
+- "more iterations do not help" per arm: ``δ = f × mean loss of that arm`` (the accuracy its
+  models lose with the fewest iterations: the effect of ``N'`` the figure shows).
+
+**Can the comparison fail?** A margin below the resolution of the measurement cannot be told from
+evaluation noise; where accuracy hardly moves with ``N'``, "not more stable" then holds whatever
+IFT does. The measurement is a change of accuracy between two counts on the same test images, so
+its resolution is the standard error of a *paired* difference, ``sd_i(e_i(N') − e_i(N)) / √n``
+over the test images ``i`` (``e`` the 0/1 error), averaged over ``N' ≠ N`` and the models of the
+reference arm (without per-image errors: the largest binomial standard error of one accuracy,
+``0.5 / √n_test``). Each claim with a margin is decided only when ``δ`` is at least that
+resolution (:func:`i2o.gates.resolves`), and is otherwise undecided with that reason.
+
+**Power.** Seeds vary more than test images: in this proxy one seed's mean change with ``N'``
+spreads over several points, about as much as ``δ``. Every claim with a margin (the comparison
+of the arms, "more iterations do not help") is therefore decided only when its interval's
+half-width is at most ``POWER_RATIO × δ`` (one half, fixed with this rule: an interval that
+narrow lies on one side of ``±δ`` unless the difference is within ``δ/2`` of it), and is
+otherwise undecided with the number of seeds that would give that width
+(:func:`i2o.gates.powered`). Without it, a difference near ``−δ`` is decided or not by the draw
+of seeds.
+
+Confidence intervals (90 %) are over the fitting seeds, Welch's for the difference between arms,
+in accuracy points.
+
+The residual row is a *sanity check* of the solver on the last iterate of each test solve
+(``trace_rel``): per seed, the log-ratio of the mean last-iterate residual over the iterates
+beyond ``N`` to the residual at ``N``; it holds when the interval over seeds lies below 0 (the
+solver keeps converging), fails when it lies above 0.
 """
 
 from __future__ import annotations
@@ -29,16 +60,23 @@ from i2o import gates
 from i2o.claims import Claim, Claims
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
+#: the arm whose change with N' is the reference effect of the comparison
+REFERENCE_ARM = "unrolled"
+#: a claim with a margin is decided only when its interval's half-width is at most this
+#: fraction of δ (:func:`i2o.gates.powered`)
+POWER_RATIO = 0.5
 
 
 def per_seed(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], train_iter: int
-             ) -> dict[str, np.ndarray]:
-    """The per-seed measures of the module docstring, fit, health, last-iterate residuals."""
+             ) -> dict[str, Any]:
+    """The per-seed measures of the module docstring, fit, epochs, health, last-iterate
+    residuals."""
     its = np.asarray(test_iters)
     at = int(np.flatnonzero(its == train_iter)[0])
     acc = np.stack([np.asarray(r["test"]["accuracy"], dtype=float) for r in runs])
     above = its > train_iter
     trace = [np.asarray(r["test"]["trace_rel"], dtype=float) for r in runs]
+    beyond = [t[train_iter + 1:int(its.max()) + 1] for t in trace]
     return {
         "at_train": acc[:, at],
         "deviation": np.abs(acc[:, its != train_iter] - acc[:, [at]]).mean(axis=1),
@@ -46,14 +84,54 @@ def per_seed(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], train
         else np.zeros(len(runs)),
         "loss_fewer": acc[:, at] - acc[:, int(np.argmin(its))],
         "last_residual_at_train": np.array([t[train_iter] for t in trace]),
-        "last_residual_at_max": np.array([t[int(its.max())] for t in trace]),
+        "last_residual_beyond": np.array([b.mean() if b.size else np.nan for b in beyond]),
         "train_accuracy": np.array([float(r.get("train_accuracy", np.nan)) for r in runs]),
+        "epochs_used": np.array([float(r.get("epochs_used", np.nan)) for r in runs]),
+        "cap_reached": np.array([bool(r.get("cap_reached", False)) for r in runs]),
         "diverged": [str(r.get("diverged", "")) for r in runs],
+        "paired_se": np.array([paired_se(r["test"].get("errors"), at) for r in runs]),
     }
+
+
+def paired_se(errors: Any, at: int) -> float:
+    """Mean over counts ``N' ≠ N`` of the standard error of ``acc(N') − acc(N)`` over the test
+    images (paired: the same images), from per-image 0/1 errors (images × counts); NaN without
+    them."""
+    if errors is None:
+        return float("nan")
+    e = np.asarray(errors, dtype=float)
+    if e.ndim != 2 or e.shape[0] < 2:
+        return float("nan")
+    d = np.delete(e - e[:, [at]], at, axis=1)
+    return float((d.std(axis=0, ddof=1) / np.sqrt(e.shape[0])).mean())
 
 
 def _points(x: float) -> str:
     return f"{100 * x:.2f}"
+
+
+def resolution_points(test_size: int, paired: Sequence[float] = ()) -> tuple[float, str]:
+    """The resolution of an accuracy change, in points, and what it is: the mean paired standard
+    error of ``paired`` (:func:`paired_se`, fractions) when known, else the largest binomial
+    standard error of one accuracy on ``test_size`` images."""
+    known = np.asarray(paired, dtype=float)
+    known = known[np.isfinite(known)]
+    if known.size:
+        return (100 * float(known.mean()), f"mean standard error of a paired accuracy change on "
+                f"{test_size:,} test images")
+    return 100 * 0.5 / float(np.sqrt(test_size)), f"of one accuracy on {test_size:,} test images"
+
+
+def _seed_names(params: Mapping[str, Any], n: int) -> list[str]:
+    seeds = list(params.get("seeds", range(n)))
+    return [f"seed {s}" for s in seeds[:n]] + [f"#{i}" for i in range(len(seeds), n)]
+
+
+def _models(m: Mapping[str, Any], names: Sequence[str]) -> str:
+    """Per model: training accuracy, epochs used, and '(cap)' for a model that never fitted."""
+    return ", ".join(f"{name} {100 * a:.1f} % after {e:g} epochs" + (" (cap)" if cap else "")
+                     for name, a, e, cap in zip(names, m["train_accuracy"], m["epochs_used"],
+                                                m["cap_reached"], strict=True))
 
 
 def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -65,76 +143,128 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
     """
     train_n = int(params["train_iters"][0])
     its = list(params["test_iters"])
-    margin = 100 * float(params["margin"])  # every interval below is in accuracy points
+    fraction = float(params["margin_fraction"])
     table = Claims("stability", str(getattr(params, "profile", params.get("profile", ""))))
     rows: dict[str, Claim] = {}
-    m = {arm: per_seed(runs[arm], its, train_n) for arm in LABELS}
-    delta = f"±{margin:g} accuracy points"
+    every = {arm: per_seed(runs[arm], its, train_n) for arm in LABELS}
+    names = {arm: _seed_names(params, len(runs[arm])) for arm in LABELS}
 
-    health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
-    fit = gates.fit_gate({LABELS[a]: m[a]["train_accuracy"] for a in LABELS},
-                         float(params["fit_accuracy"]))
-    n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
-    power = ((True, f"{n_seeds} seeds per arm") if n_seeds >= 2 else
-             (None, f"{n_seeds} seed per arm: a confidence interval over seeds needs ≥ 2"))
-    gate = gates.combine(health, fit, power)
-
-    flagged = [f"{LABELS[a]} seed #{i}: {why}" for a in LABELS
-               for i, why in enumerate(m[a]["diverged"]) if why]
+    flagged = [f"{LABELS[a]} {names[a][i]}: {why}" for a in LABELS
+               for i, why in enumerate(every[a]["diverged"]) if why]
     rows["health"] = table.add(
         "Training health: no model diverged (non-finite loss, final loss above its start, or "
         "chance-level training accuracy)", not flagged,
-        "; ".join(flagged) if flagged else f"{sum(len(m[a]['diverged']) for a in LABELS)} "
-        "models checked", check="warning row: a flagged model makes its claims undecided")
-    accs = "; ".join(f"{LABELS[a]} " + ", ".join(f"{100 * v:.1f}" for v in m[a]["train_accuracy"])
-                     + " %" for a in LABELS)
+        "; ".join(flagged) if flagged else f"{sum(len(every[a]['diverged']) for a in LABELS)} "
+        "models checked", check="warning row: a flagged model that fits makes the claims "
+        "undecided")
+
+    quorum = int(params["fit_quorum"])
+    fit, masks = gates.fit_quorum({LABELS[a]: every[a]["train_accuracy"] for a in LABELS},
+                                  float(params["fit_accuracy"]), quorum,
+                                  {LABELS[a]: names[a] for a in LABELS})
+    m = {arm: {k: (np.asarray(v)[masks[LABELS[arm]]] if not isinstance(v, list) else
+                   [x for x, ok in zip(v, masks[LABELS[arm]], strict=True) if ok])
+               for k, v in every[arm].items()} for arm in LABELS}
+    capped = [f"{LABELS[a]} {names[a][i]}" for a in LABELS
+              for i in np.flatnonzero(every[a]["cap_reached"])]
     rows["fit"] = table.add(
-        f"Fit criterion: every model reaches ≥ {100 * float(params['fit_accuracy']):g} % training "
-        f"accuracy at N = {train_n} (the regime of Theorem 1 / Corollary 1)",
-        fit[0] is True, f"training accuracy per seed: {accs}", check=fit[1])
+        f"Fit criterion: at least {quorum} models per arm reach ≥ "
+        f"{100 * float(params['fit_accuracy']):g} % training accuracy at N = {train_n} (the "
+        "regime of Theorem 1 / Corollary 1), each trained until it fits plus "
+        f"{params['extra_epochs']} epochs, at most {params['epochs']}",
+        fit[0] is True, "; ".join(f"{LABELS[a]}: {_models(every[a], names[a])}" for a in LABELS)
+        + (f"; reached the cap without fitting: {', '.join(capped)}" if capped else ""),
+        check=fit[1])
+
+    health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
+    n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
+    power = ((True, f"{n_seeds}+ fitting seeds per arm") if n_seeds >= 2 else
+             (None, f"{n_seeds} fitting seed in an arm: a confidence interval over seeds needs "
+                    "≥ 2"))
+    gate = gates.combine(health, fit, power)
+
+    def margin_of(arm: str, key: str, what: str) -> tuple[float, str, gates.Decision]:
+        reference = m[arm][key]
+        ref = float(100 * np.mean(reference)) if len(reference) else float("nan")
+        if not np.isfinite(ref):
+            return float("nan"), "n/a", (None, f"no {what} measured")
+        delta = gates.relative_margin(fraction, ref)
+        text = f"±{delta:.2f} points = {fraction:g} × {what} ({ref:.2f} points)"
+        resolution, floor = resolution_points(int(params["test_size"]), m[arm]["paired_se"])
+        return delta, text, gates.resolves(
+            delta, resolution, f"{fraction:g} × {what} {ref:.2f} points", floor)
 
     if gate[0] is True:
+        delta, delta_text, resolved = margin_of(
+            REFERENCE_ARM, "deviation", f"the {LABELS[REFERENCE_ARM]} arm's mean "
+            f"|acc(N') − acc({train_n})|")
         between = gates.difference(100 * m["ift"]["deviation"], 100 * m["unrolled"]["deviation"])
         value = (f"mean |acc(N') − acc({train_n})|: IFT {_points(m['ift']['deviation'].mean())}, "
                  f"unrolled {_points(m['unrolled']['deviation'].mean())} points; IFT − unrolled "
                  + between.describe(1, " pt"))
+        compare = gates.combine(gate, resolved)
+        if compare[0] is True:
+            compare = gates.combine(compare, gates.powered(between, delta, POWER_RATIO))
         rows["not_more_stable"] = table.decide(
             f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
             f"N = {train_n} is not smaller by more than δ", gates.decide(
-                gate, gates.not_below(between, margin)), value, delta)
+                compare, gates.not_below(between, delta) if compare[0] else compare),
+            value, delta_text)
         rows["equally_stable"] = table.decide(
             "IFT and unrolled are equally stable (the difference of their accuracy changes lies "
-            "within ±δ)", gates.decide(gate, gates.equivalent(between, margin)), value, delta)
+            "within ±δ)", gates.decide(
+                compare, gates.equivalent(between, delta) if compare[0] else compare),
+            value, delta_text)
     else:
         for key, text in (("not_more_stable", "IFT is not more stable than unrolled"),
                           ("equally_stable", "IFT and unrolled are equally stable")):
-            rows[key] = table.decide(text, gate, "not computed: " + gate[1], delta)
+            rows[key] = table.decide(text, gate, "not computed: " + gate[1],
+                                     f"{fraction:g} × the unrolled arm's mean change")
 
     for arm, label in LABELS.items():
         s = m[arm]
         if gate[0] is True:
+            delta, delta_text, resolved = margin_of(
+                arm, "loss_fewer", f"the {label} arm's loss acc({train_n}) − acc({min(its)})")
             gain = gates.interval(100 * s["gain_more"])
             loss = gates.interval(100 * s["loss_fewer"])
-            gain_d, loss_d = gates.not_above(gain, margin), gates.positive(loss)
+            gain_gate = gates.combine(gate, resolved)
+            if gain_gate[0] is True:
+                gain_gate = gates.combine(gain_gate, gates.powered(gain, delta, POWER_RATIO))
+            gain_d = gates.not_above(gain, delta) if gain_gate[0] else gain_gate
+            loss_d = gates.positive(loss)
             gain_v = f"best gain over N' > {train_n}: " + gain.describe(1, " pt")
             loss_v = f"acc({train_n}) − acc({min(its)}): " + loss.describe(1, " pt")
         else:
             gain_d = loss_d = (None, "")
+            gain_gate = gate
             gain_v = loss_v = "not computed: " + gate[1]
+            delta_text = f"{fraction:g} × the {label} arm's loss at N' = {min(its)}"
         rows[f"{arm}_no_gain"] = table.decide(
             f"{label}: more test iterations than in training do not raise accuracy by more than "
-            "δ (inner-iterations overfitting)", gates.decide(gate, gain_d), gain_v, delta)
+            "δ (inner-iterations overfitting)", gates.decide(gain_gate, gain_d), gain_v,
+            delta_text)
         rows[f"{arm}_fewer_hurt"] = table.decide(
             f"{label}: fewer test iterations ({min(its)}) than in training lower accuracy",
             gates.decide(gate, loss_d), loss_v, "0")
-        lower = s["last_residual_at_max"] < s["last_residual_at_train"]
+        every_model = every[arm]  # a check of the solver: every model, fitting or not
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.log10(every_model["last_residual_beyond"]
+                             / every_model["last_residual_at_train"])
+        if len(ratio) >= 2 and np.all(np.isfinite(ratio)):
+            falling = gates.interval(ratio)
+            residual_d = gates.decide(health, gates.negative(falling))
+            residual_v = ("log10(mean last-iterate residual over N' in "
+                          f"({train_n}, {max(its)}] / residual at N = {train_n}): "
+                          + falling.describe(1, "", 2))
+        else:
+            residual_d = (None, "needs ≥ 2 seeds with finite residuals")
+            residual_v = "not computed"
         rows[f"{arm}_residual"] = table.decide(
             f"Sanity check, {label}: the residual of the last iterate keeps decreasing beyond "
-            f"N = {train_n} (the solver is not stuck)",
-            gates.decide(health, (bool(np.all(lower)), f"{int(lower.sum())}/{lower.size} seeds "
-                                  f"lower at N' = {max(its)}")),
-            f"last-iterate relative residual {np.mean(s['last_residual_at_train']):.3g} at "
-            f"N = {train_n}, {np.mean(s['last_residual_at_max']):.3g} at N' = {max(its)}")
+            f"N = {train_n} (the solver is not stuck; every model)", residual_d,
+            residual_v + f"; mean residual {np.mean(every_model['last_residual_at_train']):.3g} "
+            f"at N = {train_n}, {np.mean(every_model['last_residual_beyond']):.3g} beyond")
     if costs is not None:
         rows["memory"] = table.add(
             "Unrolled training needs more memory per step than IFT",

@@ -60,14 +60,34 @@ def run_report(results: StabilityResults, p: Mapping[str, Any]) -> str:
     devices = sorted({str(r.get("device", "?")) for rs in results.runs.values() for r in rs})
     lines.append(f"jobs trained on: {', '.join(devices)}; this notebook runs on "
                  f"{runtime.device_name()}")
+    rule = (f"trained until the training accuracy at N reaches {100 * p['fit_accuracy']:g} % "
+            f"(checked every {p['fit_every']} epochs) plus {p['extra_epochs']} epochs, at most "
+            f"{p['epochs']}" if p["fit_every"] > 0 else f"trained {p['epochs']} epochs")
+    lines.append(f"models {rule}; per seed: training accuracy, epochs used:")
     for arm, rs in results.runs.items():
-        lines.append(f"{arm:>9}: training accuracy per seed (fit criterion ≥ "
-                     f"{100 * p['fit_accuracy']:g} %): "
-                     + ", ".join(f"{100 * float(r['train_accuracy']):.1f}" for r in rs) + " %")
+        lines.append(f"{arm:>9}: " + ", ".join(
+            f"seed {seed} {100 * float(r['train_accuracy']):.1f} % after "
+            f"{float(r.get('epochs_used', p['epochs'])):g} epochs"
+            + (" (cap, did not fit)" if r.get("cap_reached") else "")
+            for seed, r in zip(p["seeds"], rs, strict=False)))
         for seed, r in zip(p["seeds"], rs, strict=False):
             if r["diverged"]:
                 lines.append(f"  WARNING: {arm} seed {seed} diverged: {r['diverged']}")
     return "\n".join(lines)
+
+
+def margins_report(p: Mapping[str, Any]) -> str:
+    """The pre-registered margin rule, its reason (from the manifest) and the resolution floor."""
+    from i2o import profiles
+    from i2o.chapters.stability.claims import resolution_points
+
+    schema = profiles.entry("stability")["parameters"]["margin_fraction"]
+    return (f"margin_fraction = {p['margin_fraction']:g}: {schema['help']}.\nReason: "
+            f"{schema['reason']}.\nA claim with a margin is decided only when δ is at least the "
+            "resolution of an accuracy change: the standard error of a paired difference "
+            f"acc(N') − acc(N) on the same {p['test_size']:,} test images (at most "
+            f"{resolution_points(p['test_size'])[0]:.2f} points); the claims table gives each δ "
+            "and the resolution it was compared with.")
 
 
 def cost_report(results: StabilityResults) -> str:

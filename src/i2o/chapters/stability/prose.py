@@ -14,10 +14,15 @@ def conclusions(rows: dict[str, Claim]) -> str:
     if rows["health"].holds is False:
         parts.append(f"**Warning: training diverged** ({rows['health'].value}); the claims that "
                      "depend on these models are undecided.")
-    if rows["fit"].holds is False:
-        parts.append("The models of this run do not all fit their training set "
-                     f"({rows['fit'].value}), so the paper's claims, which are about models that "
-                     "do, are not decided here.")
+    fit = rows["fit"]
+    if fit.holds is False:
+        parts.append(f"Too few models of this run fit their training set ({fit.check}), so the "
+                     "paper's claims, which are about models that do, are not decided here.")
+    elif "not fitting" in fit.check:
+        parts.append(f"Not every model fits its training set; the claims below use those that "
+                     f"do ({fit.check}).")
+    else:
+        parts.append(f"Every model fits its training set ({fit.check.removeprefix('fit: ')}).")
     parts.append(sentence(
         rows["not_more_stable"],
         "In this run the IFT-trained networks are **not more stable** than the unrolled ones "

@@ -2,11 +2,16 @@
 
 A job trains an MDEQ classifier on CIFAR-10 with ``N = train_iter`` Broyden steps and either IFT or
 unrolled gradients, then measures its test accuracy for every test-time iteration count
-(:func:`i2o.train.evaluate.evaluate_iterations`). Its result is stored in the results cache under
-the key built by :func:`job_params` and :func:`job_name`: the notebook ``book/stability.ipynb``
-and the sweep (``python -m i2o.sweep stability``) build the same keys from the same figure
-parameters, so whatever the sweep computed the notebook only reads. Training checkpoints live in
-:func:`i2o.results.checkpoint_dir` of the same key: an interrupted job resumes.
+(:func:`i2o.train.evaluate.evaluate_iterations`). With ``fit_every > 0`` it trains *to the
+regime*: every ``fit_every`` epochs its accuracy on its own training images at ``N`` is checked
+against ``fit_accuracy``; ``extra_epochs`` after the first check that meets it, training stops,
+``epochs`` being the cap (:class:`i2o.train.loop.UntilFit`). The result records the epochs used
+and whether the model reached the cap without fitting. Its result is stored in the results cache
+under the key built by :func:`job_params` and :func:`job_name`: the notebook
+``book/stability.ipynb`` and the sweep (``python -m i2o.sweep stability``) build the same keys
+from the same figure parameters, so whatever the sweep computed the notebook only reads. Training
+checkpoints live in :func:`i2o.results.checkpoint_dir` of the same key: an interrupted job
+resumes.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from i2o.chapters.stability import FIGURE
 from i2o.data import balanced_subset, load_cifar10, to_tensor
 from i2o.models import config, count_parameters
 from i2o.train import health
-from i2o.train.classifier import ARMS, TrainSettings, build_and_train
+from i2o.train.classifier import ARMS, TrainSettings, build_and_train, epochs_used
 from i2o.train.evaluate import evaluate_iterations
 
 #: The modules a job's result depends on (the cache key hashes only these, so that work on other
@@ -35,7 +40,7 @@ SOURCES = ("deq", "models.mdeq", "data.cifar10", "train.classifier", "train.loop
 #: Figure parameters that shape every job (the rest select which jobs run).
 SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
           "weight_decay", "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch",
-          "clip")
+          "clip", "fit_every", "extra_epochs", "fit_accuracy")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
 #: network's initialisation, dropout masks and batch order; a replicate redraws it too
 #: (:func:`i2o.replicates.seed`), so replicate r > 0 also trains and tests on other images.
@@ -71,7 +76,9 @@ def settings_of(job: Mapping[str, Any], checkpoint_every: int = 50) -> TrainSett
         lr_min=job["lr_min"], weight_decay=job["weight_decay"],
         pretrain_steps=job["pretrain_steps"], clip=job["clip"],
         seed=replicates.seed(job["seed"], job["replicate"]),
-        checkpoint_every=checkpoint_every)
+        checkpoint_every=checkpoint_every, fit_every=job["fit_every"],
+        extra_epochs=job["extra_epochs"], fit_accuracy=job["fit_accuracy"],
+        fit_batch=job["eval_batch"])
 
 
 def load_split(split: str, size: int, replicate: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,8 +92,10 @@ def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str
     """Train and evaluate one (seed, arm, N) network; resume from its checkpoint if there is one.
 
     Besides the test sweep, the result holds ``train_accuracy`` (accuracy on the job's own
-    training images at its training N, in evaluation mode: the fit criterion) and ``diverged``
-    (:func:`i2o.train.health.classifier_flag`; ``""`` for a healthy run).
+    training images at its training N, in evaluation mode, after training: the fit criterion),
+    ``diverged`` (:func:`i2o.train.health.classifier_flag`; ``""`` for a healthy run),
+    ``epochs_used``, ``fit_epoch`` (the epoch of the first check that met the criterion; NaN when
+    none did) and ``cap_reached`` (trained to the cap ``epochs`` without meeting it).
     """
     runtime.set_threads()
     name = job_name(job["seed"], job["arm"], job["train_iter"], job["replicate"])
@@ -106,6 +115,8 @@ def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str
                               batch_size=job["eval_batch"])
     eval_seconds = time.perf_counter() - start
     train_accuracy = float(fit["accuracy"][0])
+    per_epoch = -(-job["train_size"] // job["batch_size"])
+    fitted = history.get("fit_step") or []
     deq_steps = np.asarray(history["seconds"][job["pretrain_steps"]:])
     return {
         "test": test,
@@ -113,6 +124,9 @@ def train_job(job: Mapping[str, Any], progress: bool | None = False) -> dict[str
         "train_residual": float(fit["residual_rel"][0]),
         "diverged": health.classifier_flag(history, train_accuracy, NUM_CLASSES) or "",
         "history": {k: np.asarray(v, dtype=float) for k, v in history.items()},
+        "epochs_used": epochs_used(history, per_epoch),
+        "fit_epoch": float(fitted[0]) / per_epoch if len(fitted) else float("nan"),
+        "cap_reached": bool(job["fit_every"] > 0 and not len(fitted)),
         "parameters": count_parameters(model),
         "train_seconds": train_seconds,
         "eval_seconds": eval_seconds,
@@ -134,16 +148,27 @@ def is_cached(name: str, job: Mapping[str, Any]) -> bool:
 # -- what the notebook calls ------------------------------------------------------------------
 
 def check_params(params: Mapping[str, Any]) -> None:
-    """Cross-parameter checks, before any compute (single values are checked by the manifest)."""
-    missing = [n for n in params["train_iters"] if n not in params["test_iters"]]
-    if missing:
-        raise ValueError(f"parameter 'test_iters' must contain every training N of "
-                         f"'train_iters' (missing {missing}): the figure compares against it")
-    steps = -(-params["train_size"] // params["batch_size"]) * params["epochs"]
-    if params["pretrain_steps"] >= steps:
-        raise ValueError("parameter 'pretrain_steps' must be smaller than the number of training "
-                         "steps (epochs × ⌈train_size / batch_size⌉), or no DEQ is ever trained")
-    config(params["model"])
+    """Cross-parameter checks, before any compute (single values are checked by the manifest);
+    raises :class:`i2o.profiles.ParameterError` naming the parameter."""
+    from i2o.profiles import require
+
+    p = params
+    missing = [n for n in p["train_iters"] if n not in p["test_iters"]]
+    steps = -(-p["train_size"] // p["batch_size"]) * p["epochs"]
+    require(FIGURE, p, [
+        ("test_iters", not missing, f"a list containing every training N of 'train_iters' "
+         f"(missing {missing}): the figure compares against it"),
+        ("test_iters", len(set(p["test_iters"])) >= 2,
+         "at least two distinct counts (N and another)"),
+        ("pretrain_steps", p["pretrain_steps"] < steps,
+         f"smaller than the training steps of the cap, epochs × ⌈train_size / batch_size⌉ = "
+         f"{steps} (or no DEQ is ever trained)"),
+        ("fit_every", p["fit_every"] <= p["epochs"],
+         f"at most epochs = {p['epochs']} (0: no check, train exactly `epochs`)"),
+        ("fit_quorum", p["fit_quorum"] <= len(p["seeds"]),
+         f"at most the number of seeds, {len(p['seeds'])}"),
+    ])
+    config(p["model"])
 
 
 def collect_runs(params: Mapping[str, Any], workers: int = 1,
