@@ -166,6 +166,8 @@ def _sweep_setting(p: Any, spec: ModelSpec) -> tuple[np.ndarray, dict[str, Any]]
     if spec.n_meta_batches is None:
         max_steps = p.maml_max_test_steps if spec.method == "maml" else p.imaml_max_test_steps
         description = {"test_seed": tasks_seed(p), "n_test_tasks": p.n_test_tasks}
+        if spec.method == "imaml":  # the convergence reference of "best before convergence"
+            description["reference_iters"] = p.reference_iters
     else:
         max_steps = p.fig4_max_test_steps
         description = {"tasks": "training set"}
@@ -187,8 +189,9 @@ def _evaluate(spec: ModelSpec, trained: dict[str, Any], tasks, grid: np.ndarray,
 
     def compute() -> dict[str, Any]:
         start = time.perf_counter()
-        curves = evaluate.adaptation_curves(spec.method, params_of(trained), tasks, grid,
-                                            spec.config())
+        curves = evaluate.adaptation_curves(
+            spec.method, params_of(trained), tasks, grid, spec.config(),
+            reference_iters=int(task_description.get("reference_iters", 0)))
         return {**curves, "seconds": time.perf_counter() - start}
 
     curves = results.cached(FIGURE, f"eval-{spec.name}", key, compute,
