@@ -207,3 +207,17 @@ def test_chapter_parameters_checked_before_compute(override, word):
         runs.all_jobs(params)
     with pytest.raises(profiles.ParameterError, match="normalization"):
         profiles.resolve("meta", "smoke", normalization="batch")
+
+
+def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
+    gates = claims.Gates(min_outer_steps=1000, baseline_mse=3.0, plateau_window=0.1,
+                         plateau_rtol=0.05)
+    settled = _curves(U_SHAPE)
+    settled["train_losses"] = np.r_[np.linspace(4.0, 0.5, 4000), np.full(1000, 0.5)]
+    assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
+    assert claims.best_before_convergence(settled, gates).holds is True
+    moving = _curves(U_SHAPE)
+    moving["train_losses"] = np.geomspace(4.0, 0.5, 5000)  # −4 % per 100 steps to the end
+    verdict = claims.best_before_convergence(moving, gates)
+    assert verdict.holds is None and "has not settled" in verdict.value
+    assert "more outer steps would decide it" in verdict.value

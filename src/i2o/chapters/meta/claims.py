@@ -3,7 +3,9 @@
 Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the data can decide,
 ``None`` with the reason when they cannot. The gates, in the order they are checked:
 
-- *trained*: the model was meta-trained for at least ``min_outer_steps`` outer steps
+- *trained*: the model's outer training loss has settled — it fell by at most ``plateau_rtol``
+  (relative) between the last two windows of ``plateau_window`` × its outer steps — and it was
+  meta-trained for at least ``min_outer_steps`` outer steps
   (``fig4_min_outer_steps`` for the Figure 4 models, which cycle through a fixed set) and has
   learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
   MSE of the best predictor that ignores the support set
@@ -59,6 +61,8 @@ class Gates:
     fig4_min_outer_steps: int = 0
     baseline_mse: float = 3.0057  # floor.task_agnostic_mse()
     max_diverged_fraction: float = 0.05
+    plateau_window: float = 0.1
+    plateau_rtol: float = float("inf")
     grad_fraction: float = 1e-2
     objective_rtol: float = 1e-4
     min_converged_fraction: float = 0.9
@@ -107,12 +111,39 @@ def _model_name(curves: dict[str, Any]) -> str:
     return f"{method} (N = {curves['inner_steps']}{suffix})"
 
 
+def plateau(losses: Any, window: float) -> float:
+    """The relative fall of the outer training loss between the last two windows of ``window`` ×
+    the steps: ``(mean(previous) − mean(last)) / |mean(previous)|`` (positive while it falls)."""
+    values = np.asarray(losses, dtype=float)
+    width = max(1, int(round(window * len(values))))
+    if len(values) < 2 * width:
+        return float("nan")
+    previous, last = values[-2 * width:-width].mean(), values[-width:].mean()
+    return float((previous - last) / abs(previous))
+
+
+def plateau_gate(curves: dict[str, Any], gates: Gates) -> str | None:
+    """The reason the model's outer loss has not settled, or ``None``: it must fall by at most
+    ``plateau_rtol`` between the last two windows of ``plateau_window`` × its outer steps (a
+    model still mid-transition would be judged on a passing state)."""
+    if not np.isfinite(gates.plateau_rtol):
+        return None
+    fall = plateau(curves.get("train_losses", ()), gates.plateau_window)
+    if not np.isfinite(fall) or fall > gates.plateau_rtol:
+        return (f"the outer training loss has not settled: it fell by {fall:.1%} over the last "
+                f"{gates.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps, "
+                f"more than {gates.plateau_rtol:.0%}; more outer steps would decide it")
+    return None
+
+
 def _training_gate(curves: dict[str, Any], gates: Gates) -> str | None:
     """The reason the model is not trained enough to decide, or ``None``."""
     steps = int(curves["outer_steps"])
     if steps < gates.min_outer_steps:
         return (f"trained {steps} outer steps, fewer than the {gates.min_outer_steps} needed "
                 f"to decide")
+    if reason := plateau_gate(curves, gates):
+        return reason
     finite = finite_tasks(curves)
     grid = list(curves["grid"])
     at_n = float(np.mean(curves["query"][finite, grid.index(curves["inner_steps"])]))
@@ -264,7 +295,8 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
     Only models that meta-learned count: training loss at N below ``gates.baseline_mse`` (the
     best predictor ignoring the support set); each size needs ``gates.min_seeds`` of them."""
     claim = "the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)"
-    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse}
+    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse
+               and plateau_gate(c, gates) is None}
     all_rows = figure4_summary(per_set)
     steps = min(r["outer_steps"] for r in all_rows)
     trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
@@ -288,7 +320,7 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
         return Verdict(claim, None, f"fewer than {gates.min_seeds} seeds per training-set size "
                                     f"meta-learned (training loss at N below "
                                     f"{gates.baseline_mse:.3f}, the best predictor ignoring the "
-                                    f"support set): {learned_counts}")
+                                    f"support set, and settled): {learned_counts}")
     if rate > MAX_FALSE_POSITIVE_RATE:
         return Verdict(claim, None, f"{len(rows)} training-set sizes: ρ ≤ "
                                     f"{RANK_CORRELATION_THRESHOLD} has a false-positive rate "
@@ -316,6 +348,7 @@ def gates_of(p: Any, floor: dict[str, float]) -> Gates:
                  fig4_min_outer_steps=p.fig4_min_outer_steps_to_decide,
                  baseline_mse=floor["task_agnostic"],
                  max_diverged_fraction=p.max_diverged_fraction,
+                 plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
                  grad_fraction=p.converged_grad_fraction,
                  objective_rtol=p.converged_objective_rtol,
                  min_converged_fraction=p.min_converged_fraction)
