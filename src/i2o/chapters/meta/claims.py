@@ -413,6 +413,8 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
             f"meta-{method}-last-k": int(grid[-1]),
             f"meta-{method}-last-mse": float(mean[-1]),
             f"meta-{method}-ms-per-step": 1e3 * float(c["train_seconds_per_step"]),
+            f"meta-{method}-cpu-ms-per-step": 1e3 * float(c.get("train_cpu_seconds_per_step",
+                                                                 float("nan"))),
             f"meta-{method}-diverged": int((~finite).sum()),
         }
         numbers["meta-n-test-tasks"] = int(c["query"].shape[0])
