@@ -51,6 +51,33 @@ def test_imaml_sweep_reproduces_training_adaptation(problem):
                                    imaml.task_query_loss(params, *args, config), rtol=1e-10)
     # continuing the iteration drives the inner objective towards stationarity
     assert np.median(curves["grad_norm"][:, 2]) < np.median(curves["grad_norm"][:, 0])
+    assert np.all(np.isnan(curves["objective_reference"]))  # no reference asked for
+
+
+def test_imaml_reference_is_a_lower_objective_from_the_last_iterate(problem):
+    params, batch = problem
+    config = imaml.IMAMLConfig(regularization=2.0, inner_steps=16)
+    curves = evaluate.adaptation_curves("imaml", params, batch, [2, 8], config,
+                                        reference_iters=200)
+    reference = curves["objective_reference"]
+    assert reference.shape == (4, 2) and np.all(np.isfinite(reference))
+    assert np.all(reference <= curves["objective"][:, -1:] + 1e-12)
+    # two iterations leave F well above what the convergent solver reaches, on most tasks
+    gap = (curves["objective"][:, 0] - reference[:, 0]) / np.abs(reference[:, 0])
+    assert np.sum(gap > 1e-4) >= 3
+    assert curves["grad_norm_0"].shape == (4,)
+    assert np.all(curves["grad_norm_0"] > curves["grad_norm"][:, -1])
+
+
+def test_maml_objective_is_the_support_loss_and_its_start_gradient_is_recorded(problem):
+    params, batch = problem
+    config = maml.MAMLConfig(inner_steps=1, step_size=0.01)
+    curves = evaluate.adaptation_curves("maml", params, batch, [1, 5], config)
+    np.testing.assert_allclose(curves["objective"], curves["support"])
+    start = [np.sqrt(sum(np.sum(np.square(g)) for g in jax.tree_util.tree_leaves(
+        jax.grad(mlp.mse)(params, batch.x_support[t], batch.y_support[t], "none",
+                          batch.x_query[t])))) for t in range(4)]
+    np.testing.assert_allclose(curves["grad_norm_0"], start, rtol=1e-10)
 
 
 def test_statistics():

@@ -22,6 +22,9 @@ def test_interrupted_run_resumes_to_the_same_parameters(tmp_path, method):
     assert not _same_params(partial.params, straight.params)
     resumed = runs.train_uncached(spec, tmp_path, checkpoint_every=2)
     assert resumed.resumed_from == 4 and resumed.steps_done == 6
+    # CPU time is counted on the chunks that did not compile: 2 of the 3 chunks of 2 steps
+    assert straight.steady_steps == 4 and straight.steady_cpu_seconds > 0
+    assert resumed.steady_steps == 0  # its one chunk compiled
     assert _same_params(resumed.params, straight.params)
     np.testing.assert_array_equal(resumed.losses, straight.losses)
     # a finished run found in its checkpoint directory returns at once, unchanged

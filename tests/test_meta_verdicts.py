@@ -19,10 +19,13 @@ def _curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=
     jitter = rng.normal(0.0, noise, (n_tasks, len(GRID)))
     query = np.asarray(mean_query)[None, :] * np.exp(task_level) + jitter
     if mean_support is None:
-        mean_support = np.geomspace(1.0, 1e-3, len(GRID))
-        mean_support[-1] = mean_support[-2]  # converged at k_max
+        mean_support = np.geomspace(1.0, 1e-6, len(GRID))  # converged from k = 300 on
     support = np.asarray(mean_support)[None, :] * np.exp(task_level)
-    return {"query": query, "support": support, "grad_norm": np.ones_like(query), "grid": GRID,
+    # the gradient of an interpolating fit: ‖∇ℓ‖ ∝ √ℓ, from 1 at θ_meta
+    grad_norm = np.sqrt(support / support[:, :1]) * 0.5
+    return {"query": query, "support": support, "grad_norm": grad_norm,
+            "grad_norm_0": np.ones(n_tasks), "objective": support,
+            "objective_reference": np.full_like(support, np.nan), "grid": GRID,
             "method": "maml", "normalization": "none", "inner_steps": inner_steps,
             "outer_steps": outer_steps}
 
@@ -46,9 +49,45 @@ def test_best_before_convergence_holds_and_fails():
 
 
 def test_best_before_convergence_needs_a_converged_inner_problem():
-    moving = np.geomspace(1.0, 1e-3, len(GRID))  # still falling by a factor 2 at k_max
-    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=moving), GATES)
-    assert verdict.holds is None and "converged" in verdict.value
+    slow = np.geomspace(1.0, 1e-2, len(GRID))  # the gradient falls only 10-fold by k_max
+    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=slow), GATES)
+    assert verdict.holds is None and "has not converged" in verdict.value
+
+
+def test_an_interpolating_maml_model_converges_by_its_gradient():
+    """Support loss → 0 with a relative change of 40 % per grid step to the end (the old
+    relative-change rule never met), gradient 10⁻⁴ of its start: converged, and decided."""
+    interpolating = 0.6 ** np.arange(len(GRID), dtype=float) * 1e-2
+    interpolating[6:] *= 1e-3
+    curves = _curves(U_SHAPE, mean_support=interpolating)
+    assert np.all(np.abs(np.diff(curves["support"][:, -2:], axis=1)) >
+                  0.3 * curves["support"][:, -2:-1])
+    converged = claims.converged_tasks(curves, GATES)
+    assert converged[:, -1].all() and not converged[:, 0].any()
+    verdict = claims.best_before_convergence(curves, GATES)
+    assert verdict.holds is True and "k_conv = 300" in verdict.value
+
+
+def _imaml(objective_gap):
+    curves = _curves(U_SHAPE)
+    curves["method"] = "imaml"
+    reference = 2.0 + np.zeros_like(curves["query"])
+    curves["objective_reference"] = reference
+    curves["objective"] = reference * (1 + np.asarray(objective_gap)[None, :])
+    return curves
+
+
+def test_imaml_converges_on_its_objective_not_on_a_stalled_solver():
+    settled = np.r_[np.geomspace(1.0, 1e-3, 6), np.full(4, 1e-6)]
+    verdict = claims.best_before_convergence(_imaml(settled), GATES)
+    assert verdict.holds is True and "k_conv = 300" in verdict.value
+    stalled = np.r_[np.geomspace(1.0, 1e-2, 6), np.full(4, 1e-2)]  # F stays 1 % above F_ref
+    verdict = claims.best_before_convergence(_imaml(stalled), GATES)
+    assert verdict.holds is None and "has not converged" in verdict.value
+    missing = _imaml(settled)
+    missing["objective_reference"][:] = np.nan
+    verdict = claims.best_before_convergence(missing, GATES)
+    assert verdict.holds is None and "reference_iters = 0" in verdict.value
 
 
 @pytest.mark.parametrize("predicate", [claims.more_steps_help,
@@ -168,3 +207,17 @@ def test_chapter_parameters_checked_before_compute(override, word):
         runs.all_jobs(params)
     with pytest.raises(profiles.ParameterError, match="normalization"):
         profiles.resolve("meta", "smoke", normalization="batch")
+
+
+def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
+    gates = claims.Gates(min_outer_steps=1000, baseline_mse=3.0, plateau_window=0.1,
+                         plateau_rtol=0.05)
+    settled = _curves(U_SHAPE)
+    settled["train_losses"] = np.r_[np.linspace(4.0, 0.5, 4000), np.full(1000, 0.5)]
+    assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
+    assert claims.best_before_convergence(settled, gates).holds is True
+    moving = _curves(U_SHAPE)
+    moving["train_losses"] = np.geomspace(4.0, 0.5, 5000)  # −4 % per 100 steps to the end
+    verdict = claims.best_before_convergence(moving, gates)
+    assert verdict.holds is None and "has not settled" in verdict.value
+    assert "more outer steps would decide it" in verdict.value

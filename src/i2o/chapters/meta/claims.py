@@ -3,7 +3,9 @@
 Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the data can decide,
 ``None`` with the reason when they cannot. The gates, in the order they are checked:
 
-- *trained*: the model was meta-trained for at least ``min_outer_steps`` outer steps
+- *trained*: the model's outer training loss has settled — it fell by at most ``plateau_rtol``
+  (relative) between the last two windows of ``plateau_window`` × its outer steps — and it was
+  meta-trained for at least ``min_outer_steps`` outer steps
   (``fig4_min_outer_steps`` for the Figure 4 models, which cycle through a fixed set) and has
   learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
   MSE of the best predictor that ignores the support set
@@ -11,10 +13,17 @@ Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the 
 - *diverged tasks*: tasks whose MSE became non-finite at some step count are counted; above
   ``max_diverged_fraction`` of the tasks the verdict is ``None`` (no silent exclusion that
   flatters a curve); below it they are excluded at every step count and reported;
-- *converged* (the "before convergence" claim only): a task's inner problem has converged at the
-  largest count k_max when its support loss changed by at most ``rtol`` (relative) over the last
-  interval of the grid; the claim is decided only when at least ``min_converged_fraction`` of the
-  tasks have.
+- *converged* (the "before convergence" claim only): a task's inner problem has converged at k
+  when (MAML) the gradient of its support loss has fallen to ``grad_fraction`` of its value at
+  θ_meta, ‖∇ℓ(θ_k)‖ ≤ ``grad_fraction`` · ‖∇ℓ(θ_0)‖ — near an interpolating minimum ℓ ∝ ‖∇ℓ‖², so a
+  100-fold fall of the gradient is a 10⁴-fold fall of the loss — or (iMAML) its objective F is
+  within ``objective_rtol`` (relative) of the value a convergent solver reaches from the sweep's
+  last iterate, (F(θ_k) − F_ref) ≤ ``objective_rtol`` · |F_ref| (:mod:`.evaluate`; F has ReLU
+  kinks at its minimizers where no gradient tolerance is met, and this tells a stalled line search
+  from convergence). A relative change of the support loss cannot serve: a model that interpolates
+  its support set drives the loss towards 0, where its relative change stays large. The inner
+  problem *has converged at* k_conv, the first grid count at which at least
+  ``min_converged_fraction`` of the tasks have; without one the claim is undecided.
 
 Figure 3's comparisons are made on held-out tasks: the best step count k* is chosen on one half of
 the test tasks (even indices) and the difference is measured on the other half (odd indices), as
@@ -52,7 +61,10 @@ class Gates:
     fig4_min_outer_steps: int = 0
     baseline_mse: float = 3.0057  # floor.task_agnostic_mse()
     max_diverged_fraction: float = 0.05
-    rtol: float = 1e-3
+    plateau_window: float = 0.1
+    plateau_rtol: float = float("inf")
+    grad_fraction: float = 1e-2
+    objective_rtol: float = 1e-4
     min_converged_fraction: float = 0.9
     min_seeds: int = 3
 
@@ -73,12 +85,23 @@ def finite_tasks(curves: dict[str, Any]) -> np.ndarray:
     return np.all(np.isfinite(curves["query"]), axis=1)
 
 
-def converged_tasks(curves: dict[str, Any], rtol: float) -> np.ndarray:
-    """Tasks whose support loss changed by at most ``rtol`` (relative, plus 10⁻¹² absolute) over
-    the last interval of the grid: their inner problem has converged at k_max."""
-    support = curves["support"]
-    last, previous = support[:, -1], support[:, -2]
-    return np.abs(last - previous) <= rtol * np.abs(previous) + 1e-12
+def converged_tasks(curves: dict[str, Any], gates: Gates) -> np.ndarray:
+    """Per task and grid count (tasks × grid), whether the inner problem has converged there by
+    the rule of the module docstring (gradient for MAML, objective against its reference for
+    iMAML)."""
+    if curves["method"] == "maml":
+        start = np.asarray(curves["grad_norm_0"], dtype=float)[:, None]
+        return np.asarray(curves["grad_norm"], dtype=float) <= gates.grad_fraction * start
+    objective = np.asarray(curves["objective"], dtype=float)
+    reference = np.asarray(curves["objective_reference"], dtype=float)
+    return objective - reference <= gates.objective_rtol * np.abs(reference) + 1e-12
+
+
+def convergence_rule(curves: dict[str, Any], gates: Gates) -> str:
+    if curves["method"] == "maml":
+        return f"‖∇ support loss‖ ≤ {gates.grad_fraction:g} × its value at θ_meta"
+    return (f"F within {gates.objective_rtol:g} (relative) of its L-BFGS reference from the last "
+            "iterate")
 
 
 def _model_name(curves: dict[str, Any]) -> str:
@@ -88,12 +111,39 @@ def _model_name(curves: dict[str, Any]) -> str:
     return f"{method} (N = {curves['inner_steps']}{suffix})"
 
 
+def plateau(losses: Any, window: float) -> float:
+    """The relative fall of the outer training loss between the last two windows of ``window`` ×
+    the steps: ``(mean(previous) − mean(last)) / |mean(previous)|`` (positive while it falls)."""
+    values = np.asarray(losses, dtype=float)
+    width = max(1, int(round(window * len(values))))
+    if len(values) < 2 * width:
+        return float("nan")
+    previous, last = values[-2 * width:-width].mean(), values[-width:].mean()
+    return float((previous - last) / abs(previous))
+
+
+def plateau_gate(curves: dict[str, Any], gates: Gates) -> str | None:
+    """The reason the model's outer loss has not settled, or ``None``: it must fall by at most
+    ``plateau_rtol`` between the last two windows of ``plateau_window`` × its outer steps (a
+    model still mid-transition would be judged on a passing state)."""
+    if not np.isfinite(gates.plateau_rtol):
+        return None
+    fall = plateau(curves.get("train_losses", ()), gates.plateau_window)
+    if not np.isfinite(fall) or fall > gates.plateau_rtol:
+        return (f"the outer training loss has not settled: it fell by {fall:.1%} over the last "
+                f"{gates.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps, "
+                f"more than {gates.plateau_rtol:.0%}; more outer steps would decide it")
+    return None
+
+
 def _training_gate(curves: dict[str, Any], gates: Gates) -> str | None:
     """The reason the model is not trained enough to decide, or ``None``."""
     steps = int(curves["outer_steps"])
     if steps < gates.min_outer_steps:
         return (f"trained {steps} outer steps, fewer than the {gates.min_outer_steps} needed "
                 f"to decide")
+    if reason := plateau_gate(curves, gates):
+        return reason
     finite = finite_tasks(curves)
     grid = list(curves["grid"])
     at_n = float(np.mean(curves["query"][finite, grid.index(curves["inner_steps"])]))
@@ -144,9 +194,10 @@ def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
 
 
 def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
-    """*The best test MSE is reached before convergence*: decided only when the inner problem has
-    converged at k_max; k* = argmin of the mean test MSE over the grid on the even tasks; on the
-    odd tasks MSE(k_max) − MSE(k*) exceeds z paired standard errors."""
+    """*The best test MSE is reached before convergence*: decided only when the inner problem
+    converges within the grid, at k_conv (module docstring); k* = argmin of the mean test MSE over
+    the grid on the even tasks; holds when k* < k_conv and, on the odd tasks, MSE(k_conv) −
+    MSE(k*) exceeds z paired standard errors."""
     name = _model_name(curves)
     claim = f"{name}: the best test MSE is reached before the inner problem converges"
     grid = list(curves["grid"])
@@ -155,22 +206,28 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
             return Verdict(claim, None, reason)
     note = _divergence_gate(curves, gates)[1]
     finite = finite_tasks(curves)
-    kept = {key: curves[key][finite] for key in ("query", "support")}
-    converged = converged_tasks(kept, gates.rtol)
-    share = float(converged.mean())
-    convergence = (f"{share:.0%} of tasks converged at k_max = {grid[-1]} (support loss "
-                   f"changed ≤ {gates.rtol:g} relative since k = {grid[-2]})")
-    if share < gates.min_converged_fraction:
-        return Verdict(claim, None, f"{convergence}; {gates.min_converged_fraction:.0%} needed")
-    mse = kept["query"]
+    converged = converged_tasks(curves, gates)[finite]
+    share = converged.mean(axis=0)
+    rule = convergence_rule(curves, gates)
+    reached = np.flatnonzero(share >= gates.min_converged_fraction)
+    if curves["method"] != "maml" and not np.any(np.isfinite(curves["objective_reference"])):
+        return Verdict(claim, None, "no convergence reference was computed (reference_iters = 0)")
+    if reached.size == 0:
+        return Verdict(claim, None,
+                       f"the inner problem has not converged on {gates.min_converged_fraction:.0%}"
+                       f" of the tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: {rule}); "
+                       "a longer sweep would decide it")
+    at = int(reached[0])
+    convergence = (f"converged at k_conv = {grid[at]} ({share[at]:.0%} of tasks: {rule})")
+    mse = curves["query"][finite]
     choose, test = _halves(len(mse))
     best = int(np.argmin(mse[choose].mean(axis=0)))
-    rise, se = evaluate.paired_difference(mse[test], len(grid) - 1, best)
-    holds = best < len(grid) - 1 and rise > Z_SCORE * se
+    rise, se = evaluate.paired_difference(mse[test], at, best)
+    holds = best < at and rise > Z_SCORE * se
     return Verdict(claim, holds,
                    f"k* = {grid[best]} chosen on {len(choose)} tasks; on {len(test)} held-out "
-                   f"tasks MSE(k_max) − MSE(k*) = {rise:.4f} ± {se:.4f} (paired SE; needs > "
-                   f"{Z_SCORE:g} SE); {convergence}{note}")
+                   f"tasks MSE(k_conv) − MSE(k*) = {rise:.4f} ± {se:.4f} (paired SE; needs k* < "
+                   f"k_conv and > {Z_SCORE:g} SE); {convergence}{note}")
 
 
 def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Verdict:
@@ -238,7 +295,8 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
     Only models that meta-learned count: training loss at N below ``gates.baseline_mse`` (the
     best predictor ignoring the support set); each size needs ``gates.min_seeds`` of them."""
     claim = "the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)"
-    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse}
+    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse
+               and plateau_gate(c, gates) is None}
     all_rows = figure4_summary(per_set)
     steps = min(r["outer_steps"] for r in all_rows)
     trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
@@ -262,7 +320,7 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
         return Verdict(claim, None, f"fewer than {gates.min_seeds} seeds per training-set size "
                                     f"meta-learned (training loss at N below "
                                     f"{gates.baseline_mse:.3f}, the best predictor ignoring the "
-                                    f"support set): {learned_counts}")
+                                    f"support set, and settled): {learned_counts}")
     if rate > MAX_FALSE_POSITIVE_RATE:
         return Verdict(claim, None, f"{len(rows)} training-set sizes: ρ ≤ "
                                     f"{RANK_CORRELATION_THRESHOLD} has a false-positive rate "
@@ -289,7 +347,10 @@ def gates_of(p: Any, floor: dict[str, float]) -> Gates:
     return Gates(min_outer_steps=p.min_outer_steps_to_decide,
                  fig4_min_outer_steps=p.fig4_min_outer_steps_to_decide,
                  baseline_mse=floor["task_agnostic"],
-                 max_diverged_fraction=p.max_diverged_fraction, rtol=p.convergence_rtol,
+                 max_diverged_fraction=p.max_diverged_fraction,
+                 plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
+                 grad_fraction=p.converged_grad_fraction,
+                 objective_rtol=p.converged_objective_rtol,
                  min_converged_fraction=p.min_converged_fraction)
 
 
@@ -352,6 +413,8 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
             f"meta-{method}-last-k": int(grid[-1]),
             f"meta-{method}-last-mse": float(mean[-1]),
             f"meta-{method}-ms-per-step": 1e3 * float(c["train_seconds_per_step"]),
+            f"meta-{method}-cpu-ms-per-step": 1e3 * float(c.get("train_cpu_seconds_per_step",
+                                                                 float("nan"))),
             f"meta-{method}-diverged": int((~finite).sum()),
         }
         numbers["meta-n-test-tasks"] = int(c["query"].shape[0])

@@ -9,7 +9,13 @@ of a grid we record, per task,
   tasks are the training set);
 - ``support``: the support MSE ℓ(θ_k, support);
 - ``grad_norm``: ‖∇ of the inner objective‖ at θ_k (support MSE for MAML, F for iMAML), which shows
-  how far the inner problem is from convergence.
+  how far the inner problem is from convergence; ``grad_norm_0`` is its value at θ_meta (k = 0);
+- ``objective``: the inner objective at θ_k (the support MSE for MAML; F(θ_k; θ_meta) for iMAML);
+- ``objective_reference`` (iMAML): the value of F reached by a convergent solver (jaxopt's L-BFGS,
+  float64, ``reference_iters`` iterations) started from the sweep's last iterate, so in the same
+  basin. F has ReLU kinks at its minimizers, where no gradient tolerance is ever met; its value
+  does settle, and ``(F_k − F_ref) / |F_ref|`` says how far iterate k is from convergence, telling
+  a stalled line search (far above F_ref) from a converged one. NaN for MAML.
 
 The grid is swept with one scan over its segments, so a long sweep costs one pass of k_max steps.
 """
@@ -22,6 +28,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import jaxopt
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
@@ -44,47 +51,54 @@ def step_grid(max_steps: int, points_per_decade: int = 8,
 
 
 def _sweep(state0: Any, advance: Callable[[Any], Any], readout: Callable[[Any], jax.Array],
-           grid: jax.Array) -> jax.Array:
-    """``readout`` after grid[0], grid[1], … applications of ``advance`` (one task)."""
+           grid: jax.Array) -> tuple[Any, jax.Array]:
+    """``readout`` after grid[0], grid[1], … applications of ``advance`` (one task), and the
+    state after the last."""
     segments = jnp.diff(grid, prepend=0)
 
     def segment(state: Any, length: jax.Array) -> tuple[Any, jax.Array]:
         state = jax.lax.fori_loop(0, length, lambda _, s: advance(s), state)
         return state, readout(state)
 
-    _, out = jax.lax.scan(segment, state0, segments)
-    return out
+    return jax.lax.scan(segment, state0, segments)
 
 
-def _readout(params: Params, grad_fn: Callable[[Params], Params], x_s: jax.Array,
+#: columns of one task's readout
+COLUMNS = ("query", "support", "grad_norm", "objective", "objective_reference")
+
+
+def _readout(params: Params, objective: Callable[[Params], jax.Array], x_s: jax.Array,
              y_s: jax.Array, x_q: jax.Array, y_q: jax.Array, normalization: str) -> jax.Array:
-    grads = grad_fn(params)
+    value, grads = jax.value_and_grad(objective)(params)
     grad_norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree_util.tree_leaves(grads)))
     return jnp.stack([mse(params, x_q, y_q, normalization, x_s),
-                      mse(params, x_s, y_s, normalization, x_q), grad_norm])
+                      mse(params, x_s, y_s, normalization, x_q), grad_norm, value,
+                      jnp.nan])
 
 
 def _maml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
                y_q: jax.Array, grid: jax.Array, config: maml.MAMLConfig) -> jax.Array:
     norm = config.normalization
 
-    def grad_fn(p: Params) -> Params:
-        return jax.grad(mse)(p, x_s, y_s, norm, x_q)
+    def objective(p: Params) -> jax.Array:
+        return mse(p, x_s, y_s, norm, x_q)
 
-    return _sweep(meta_params, lambda p: maml.inner_step(p, x_s, y_s, config.step_size, norm, x_q),
-                  lambda p: _readout(p, grad_fn, x_s, y_s, x_q, y_q, norm), grid)
+    _, out = _sweep(meta_params,
+                    lambda p: maml.inner_step(p, x_s, y_s, config.step_size, norm, x_q),
+                    lambda p: _readout(p, objective, x_s, y_s, x_q, y_q, norm), grid)
+    return out
 
 
 def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
-                y_q: jax.Array, grid: jax.Array, config: imaml.IMAMLConfig) -> jax.Array:
+                y_q: jax.Array, grid: jax.Array, config: imaml.IMAMLConfig,
+                reference_iters: int = 0) -> jax.Array:
     theta_meta, unravel = ravel_pytree(meta_params)
     solver = imaml.inner_solver(config, unravel)
 
     norm = config.normalization
 
-    def grad_fn(p: Params) -> Params:
-        return jax.grad(imaml.regularized_loss)(p, meta_params, x_s, y_s, config.regularization,
-                                                norm, x_q)
+    def objective(p: Params) -> jax.Array:
+        return imaml.regularized_loss(p, meta_params, x_s, y_s, config.regularization, norm, x_q)
 
     def advance(carry: tuple[jax.Array, Any]) -> tuple[jax.Array, Any]:
         theta, state = carry
@@ -92,16 +106,26 @@ def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Ar
         return step.params, step.state
 
     state0 = (theta_meta, solver.init_state(theta_meta, theta_meta, x_s, y_s, x_q))
-    return _sweep(state0, advance,
-                  lambda c: _readout(unravel(c[0]), grad_fn, x_s, y_s, x_q, y_q, norm), grid)
+    (last, _), out = _sweep(state0, advance,
+                            lambda c: _readout(unravel(c[0]), objective, x_s, y_s, x_q, y_q,
+                                               norm), grid)
+    if reference_iters == 0:
+        return out
+    reference = jaxopt.LBFGS(fun=lambda theta: objective(unravel(theta)),
+                             maxiter=reference_iters, tol=1e-12)
+    theta_ref = reference.run(last).params
+    f_ref = jnp.minimum(objective(unravel(theta_ref)), objective(unravel(last)))
+    return out.at[:, COLUMNS.index("objective_reference")].set(f_ref)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "config"))
+@functools.partial(jax.jit, static_argnames=("method", "config", "reference_iters"))
 def _curves_chunk(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
                   y_q: jax.Array, grid: jax.Array, method: str,
-                  config: maml.MAMLConfig | imaml.IMAMLConfig) -> jax.Array:
+                  config: maml.MAMLConfig | imaml.IMAMLConfig,
+                  reference_iters: int = 0) -> jax.Array:
     """Curves of a chunk of tasks; compiled once per (method, config, chunk shape, grid length)."""
-    one_task = functools.partial(_maml_task if method == "maml" else _imaml_task, config=config)
+    one_task = (functools.partial(_maml_task, config=config) if method == "maml" else
+                functools.partial(_imaml_task, config=config, reference_iters=reference_iters))
     def run(a: jax.Array, b: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:
         return one_task(meta_params, a, b, c, d, grid)
 
@@ -114,12 +138,15 @@ def _curves_chunk(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.
 
 def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: Sequence[int],
                       config: maml.MAMLConfig | imaml.IMAMLConfig,
-                      chunk_size: int = 25) -> dict[str, np.ndarray]:
-    """Per-task curves over ``grid``: ``{"query", "support", "grad_norm"}``, each (tasks, grid).
+                      chunk_size: int = 25, reference_iters: int = 0) -> dict[str, np.ndarray]:
+    """Per-task curves over ``grid``: ``{"query", "support", "grad_norm", "objective",
+    "objective_reference"}``, each (tasks, grid), and ``grad_norm_0`` (tasks,), the gradient norm
+    at θ_meta (see the module docstring).
 
     ``method`` is ``"maml"`` (uses ``config.step_size``) or ``"imaml"`` (uses the jaxopt solver
-    of ``config``). Tasks are processed ``chunk_size`` at a time (the last chunk padded by
-    repeating tasks, whose rows are dropped), so every chunk shares one compiled program.
+    of ``config``; ``reference_iters`` L-BFGS iterations give ``objective_reference``, 0: none).
+    Tasks are processed ``chunk_size`` at a time (the last chunk padded by repeating tasks, whose
+    rows are dropped), so every chunk shares one compiled program.
     """
     if method not in ("maml", "imaml"):
         raise ValueError(f"method must be 'maml' or 'imaml'; got {method!r}")
@@ -128,6 +155,9 @@ def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: 
             or grid_array[0] < 0:
         raise ValueError(f"grid must be a non-empty increasing sequence of integers ≥ 0; "
                          f"got {grid!r}")
+    with_start = grid_array[0] != 0
+    if with_start:  # read out θ_meta too (k = 0), for grad_norm_0
+        grid_array = np.concatenate([[0], grid_array])
     n_tasks = tasks.x_support.shape[0]
     chunk_size = min(chunk_size, n_tasks)
     outputs = []
@@ -135,10 +165,13 @@ def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: 
         index = np.minimum(np.arange(start, start + chunk_size), n_tasks - 1)
         chunk = _curves_chunk(meta_params, tasks.x_support[index], tasks.y_support[index],
                               tasks.x_query[index], tasks.y_query[index],
-                              jnp.asarray(grid_array), method=method, config=config)
+                              jnp.asarray(grid_array), method=method, config=config,
+                              reference_iters=reference_iters if method == "imaml" else 0)
         outputs.append(np.asarray(chunk)[: min(chunk_size, n_tasks - start)])
     stacked = np.concatenate(outputs, axis=0)
-    return {"query": stacked[..., 0], "support": stacked[..., 1], "grad_norm": stacked[..., 2]}
+    curves = {name: stacked[:, int(with_start):, i] for i, name in enumerate(COLUMNS)}
+    curves["grad_norm_0"] = stacked[:, 0, COLUMNS.index("grad_norm")]
+    return curves
 
 
 def mean_and_standard_error(per_task: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,11 +7,12 @@ The task-adapted parameters approximately minimize the proximally regularized su
 by N iterations of jaxopt's ``GradientDescent`` started at θ_meta with backtracking line search
 (``stepsize=0``; ``maxiter`` = N = 16 in the paper). One such *inner step* is one jaxopt
 iteration: one gradient of F and a backtracking search on the step size (halving from the
-previous iteration's accepted step times two, at most ``maxls`` trials). As in the paper ("gradient
-descent with line search") and in jaxopt's iMAML example, there is no momentum
-(``acceleration=False``; jaxopt's default would be FISTA). The step size is carried from one
-iteration to the next, so evaluating N + ΔN steps at test time simply continues the same
-iteration.
+previous iteration's accepted step times two, at most ``maxls`` trials). The paper's solver
+("gradient descent with line search") and jaxopt's iMAML example have no momentum
+(``acceleration=False``, this class's default); the book's profiles turn on jaxopt's FISTA momentum
+(``imaml_acceleration``), a deviation the chapter states and measures. The step size (and the
+momentum) is carried from one iteration to the next, so evaluating N + ΔN steps at test time
+simply continues the same iteration.
 
 The hypergradient treats θ_N as the exact minimizer θ* and applies the implicit function theorem
 to ∇_θ F(θ*, θ_meta) = 0 (the paper's Eq. 3):

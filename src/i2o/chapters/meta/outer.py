@@ -57,6 +57,8 @@ class TrainResult(NamedTuple):
     steps_done: int
     resumed_from: int  # the step the run started from (0 for a fresh run)
     seconds: float  # wall time of the steps run in this call (compilation included)
+    steady_cpu_seconds: float = 0.0  # CPU time of the chunks that did not compile (this call)
+    steady_steps: int = 0  # outer steps of those chunks
 
 
 def online_tasks(key: jax.Array, meta_batch_size: int = 25, n_support: int = 10,
@@ -119,12 +121,18 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
     chunks: dict[int, Callable] = {}
     start_time = time.perf_counter()
     bar = runtime.Progress(config.n_steps, "meta outer steps", unit="step", initial=step)
+    steady_cpu, steady_steps = 0.0, 0
     while step < config.n_steps and (stop_at is None or step < stop_at):
         length = min(config.checkpoint_every, config.n_steps - step)
-        if length not in chunks:
+        compiles = length not in chunks
+        if compiles:
             chunks[length] = _chunk_fn(meta_loss, task_source, optimizer, length)
+        cpu = time.process_time()
         params, opt_state, chunk_losses = chunks[length](params, opt_state, jnp.asarray(step))
-        losses[step:step + length] = np.asarray(chunk_losses)
+        losses[step:step + length] = np.asarray(chunk_losses)  # waits for the chunk
+        if not compiles:
+            steady_cpu += time.process_time() - cpu
+            steady_steps += length
         step += length
         bar.update(length)
         if checkpoint_dir is not None:
@@ -137,4 +145,4 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
                 f"{float(np.mean(chunk_losses)):.4f}  {elapsed:.0f} s")
     bar.close()
     seconds = time.perf_counter() - start_time
-    return TrainResult(params, losses, step, resumed_from, seconds)
+    return TrainResult(params, losses, step, resumed_from, seconds, steady_cpu, steady_steps)
