@@ -384,3 +384,21 @@ def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_
         assert "seeds would give it" in rows[key].check
     # the same arms measured without seed noise are decided
     assert table(seeds(DROPPING), seeds(DROPPING))["equally_stable"].holds is True
+
+
+def test_gap_residual_check_is_an_interval_over_models_naming_the_ones_that_rose():
+    def model(start, end):
+        return {"test": {"trace_rel": np.tile(np.geomspace(start, end, max(GRID) + 1), (4, 1))}}
+
+    curve = curve_from_sweep(sweep([0.9, 0.5, 0.4, 0.4, 0.4]), "error", N_TRAIN, "t", "percent",
+                             "err")
+    labels = ["seed 0", "seed 1", "seed 2"]
+    falling = [model(1.0, 1e-3), model(1.0, 2e-3), model(1.0, 5e-4)]
+    table = Claims("deq_gaps", "quick")
+    row = gaps_claims.residual_claim(table, "t", falling, labels, curve, (True, ""))
+    assert row.holds is True and "over 3 models" in row.value
+    one_diverges = falling[:2] + [model(1e-3, 10.0)]
+    row = gaps_claims.residual_claim(table, "t", one_diverges, labels, curve, (True, ""))
+    assert row.holds is None and "rose for seed 2" in row.value
+    rising = [model(1e-3, 1.0), model(1e-3, 2.0), model(1e-3, 0.5)]
+    assert gaps_claims.residual_claim(table, "t", rising, labels, curve, (True, "")).holds is False
