@@ -200,3 +200,18 @@ def test_steep_target_weights_and_slope():
         model.head.bias.fill_(0.1)
     assert steep.max_abs_weight(model) == pytest.approx(0.5)
     assert steep.slope(np.array([1, 2, 3]), np.array([2.0, 4.0, 8.0])) == pytest.approx(1.0)
+
+
+def test_spread_kinks_puts_every_first_layer_kink_inside_the_data_interval():
+    from i2o.chapters.separation import sawtooth
+
+    for model in (nets.make_model("fnn", 1, 64, 2, seed=0),
+                  nets.make_model("deq_lower", 1, 16, 1, seed=0)):
+        sawtooth.spread_kinks(model, seed=3)
+        weight, bias = ((model.body[0].weight, model.body[0].bias)
+                        if isinstance(model, nets.FNN) else (model.U, model.b))
+        kinks = -bias.detach() / weight.detach()[:, 0]
+        assert torch.all((kinks >= 0) & (kinks <= 1))
+        assert torch.any(weight > 0) and torch.any(weight < 0)  # both orientations
+    with pytest.raises(ValueError, match="1-D"):
+        sawtooth.spread_kinks(nets.make_model("fnn", 3, 8, 1, seed=0), seed=0)

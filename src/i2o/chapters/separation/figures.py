@@ -216,3 +216,23 @@ def figure_steep(results: dict[str, Any], params: Any) -> plt.Figure:
                  y=0.01)
     fig.tight_layout()
     return fig
+
+
+def frozen_table(results: dict[str, Any]) -> pd.DataFrame:
+    """The frozen-coordinate task of Section 4, one row per ``f̂(∅)``: the flow's predictions and
+    what gradient descent reached (mean over seeds), β₀ and the unseen MSE of both linear models,
+    the steps taken and the drift of the conserved ``β₀⁻³ + 3b``."""
+    rows = []
+    for entry in sorted(results["frozen"].values(), key=lambda e: e["mean"]):
+        pred, deq, dln = entry["prediction"], entry["linear_deq"], entry["dln"]
+        rows.append({
+            "f̂(∅)": f"{entry['mean']:g}",
+            "β₀* predicted": f"{pred['beta0']:.4f}",
+            "β₀ trained (linear DEQ)": f"{np.mean(deq['beta0']):.4f}",
+            "unseen MSE, linear DEQ (predicted)": f"{np.mean(deq['unseen_mse']):.4f} "
+                                                  f"({pred['linear_deq']:.4f})",
+            "unseen MSE, diagonal network (predicted)": f"{np.mean(dln['unseen_mse']):.4f} "
+                                                        f"({pred['dln']:.4f})",
+            "steps (DEQ / network)": f"{np.mean(deq['steps']):.0f} / {np.mean(dln['steps']):.0f}",
+            "max drift of β₀⁻³ + 3b": f"{np.max(deq['conserved_drift']):.2g}"})
+    return pd.DataFrame(rows)

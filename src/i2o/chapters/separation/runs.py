@@ -3,8 +3,8 @@
 Every trained model is one cache entry (key: everything that determines it, and the source of the
 modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
 separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
-GOTU target (Section 4) and one for the steep functions (Section 2). A job computes exactly the entries
-the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
+GOTU target (Section 4) and one for the steep functions (Section 2). A job computes exactly the
+entries the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
 reads.
 """
 
@@ -23,6 +23,7 @@ _ENGINE = ("deq", "train.loop", "train.checkpoint", "train.schedule", "chapters.
 SAW_SOURCES = (*_ENGINE, "chapters.separation.sawtooth")
 GOTU_SOURCES = (*_ENGINE, "chapters.separation.gotu")
 DIAGONAL_SOURCES = ("chapters.separation.diagonal",)
+FROZEN_SOURCES = ("chapters.separation.frozen",)
 STEEP_SOURCES = (*_ENGINE, "chapters.separation.steep")
 STEEP_MODELS = ("deq_lower", "fnn")
 
@@ -32,7 +33,7 @@ def check_params(p: Any) -> None:
     from i2o.profiles import ParameterError
 
     for name in ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",
-                 "fnn_depths", "flops_fnn_depths", "steep_dims", "steep_seeds"):
+                 "fnn_depths", "flops_fnn_depths", "steep_dims", "steep_seeds", "gotu_seeds"):
         values = list(p[name])
         if len(set(values)) != len(values):
             raise ParameterError(f"parameter {name!r} of figure {FIGURE!r} must not repeat a "
@@ -51,6 +52,12 @@ def check_params(p: Any) -> None:
 def model_seeds(p: Any) -> list[int]:
     """The seeds of every trained model and random problem at the run's replicate."""
     return replicates.seeds(p.seeds, p.replicate)
+
+
+def gotu_seeds(p: Any) -> list[int]:
+    """The seeds of Section 4 (GOTU and the frozen-coordinate task; its comparisons over seeds
+    need more than Section 1's)."""
+    return replicates.seeds(p.gotu_seeds, p.replicate)
 
 
 def steep_seeds(p: Any) -> list[int]:
@@ -250,12 +257,38 @@ def gotu_section(p: Any) -> dict[str, Any]:
             "bias": gotu.affine_prediction(target, p.gotu_dim, bias=True),
             "no_bias": gotu.affine_prediction(target, p.gotu_dim, bias=False)}}
         for kind in gotu.MODELS:
-            runs = [gotu_model(p, target, kind, seed) for seed in model_seeds(p)]
+            runs = [gotu_model(p, target, kind, seed) for seed in gotu_seeds(p)]
             entry[kind] = {key: np.array([r[key] for r in runs]) for key in runs[0]
                            if key != "features"}
             entry[kind]["features"] = runs[0]["features"]
         out[target] = entry
     return out
+
+
+def frozen_section(p: Any) -> dict[str, Any]:
+    """The frozen-coordinate task of Section 4 (:mod:`.frozen`) for every ``f̂(∅)`` of
+    ``frozen_means`` and every seed: ``{"c<i>": {"mean", "prediction", "linear_deq": arrays over
+    seeds, "dln": …}}`` (cached; seconds)."""
+    from i2o.chapters.separation import frozen
+
+    def compute() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for i, mean in enumerate(p.frozen_means):
+            runs_ = [frozen.experiment(p.gotu_dim, float(mean), seed, p.dln_alpha, p.frozen_lr,
+                                       p.frozen_steps, p.frozen_tol) for seed in gotu_seeds(p)]
+            entry: dict[str, Any] = {"mean": float(mean), "prediction": runs_[0]["prediction"],
+                                     "seen_variance": np.array([r["seen_variance"]
+                                                                for r in runs_]),
+                                     "seconds": float(sum(r["seconds"] for r in runs_))}
+            for kind in ("linear_deq", "dln"):
+                entry[kind] = {key: np.array([r[kind][key] for r in runs_])
+                               for key in runs_[0][kind]}
+            out[f"c{i}"] = entry
+        return out
+
+    key = {name: p[name] for name in ("gotu_seeds", "replicate", "gotu_dim", "dln_alpha",
+                                      "frozen_means", "frozen_lr", "frozen_steps", "frozen_tol")}
+    return results.cached(FIGURE, "frozen", key, compute, sources=FROZEN_SOURCES)
 
 
 # --- everything ---------------------------------------------------------------------------------
@@ -269,7 +302,8 @@ def collect(p: Any) -> dict[str, Any]:
 
     sweep.run_missing(FIGURE, all_jobs(p), is_cached, p.workers)
     out = {"sawtooth": sawtooth_section(p), "steep": steep_section(p),
-           "diagonal": diagonal_section(p), "gotu": gotu_section(p)}
+           "diagonal": diagonal_section(p), "gotu": gotu_section(p),
+           "frozen": frozen_section(p)}
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -283,7 +317,8 @@ def costs(r: dict[str, Any]) -> dict[str, float]:
            "steep": float(sum(np.sum(r["steep"][kind]["seconds"]) for kind in STEEP_MODELS)),
            "diagonal": float(r["diagonal"]["seconds"]),
            "gotu": float(sum(np.sum(r["gotu"][t][kind]["seconds"]) for t in r["gotu"]
-                             for kind in r["gotu"][t] if kind != "prediction"))}
+                             for kind in r["gotu"][t] if kind != "prediction")),
+           "frozen": float(sum(entry["seconds"] for entry in r["frozen"].values()))}
     out["collect"] = float(r["seconds"])
     return out
 
@@ -319,7 +354,7 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
     elif name.startswith("gotu-"):
         target = name.removeprefix("gotu-")
         for kind in gotu.MODELS:
-            for seed in model_seeds(p):
+            for seed in gotu_seeds(p):
                 key_name, key = _gotu_key(p, target, kind, seed)
                 entries.append((lambda kind=kind, seed=seed: gotu_model(p, target, kind, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,

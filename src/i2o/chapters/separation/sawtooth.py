@@ -111,15 +111,44 @@ def sawtooth_data(k: int, train_size: int, test_size: int, seed: int
     return (*pair(x_train), *pair(x_test))
 
 
+def spread_kinks(model: torch.nn.Module, seed: int) -> None:
+    r"""Put the kink of every unit of the first layer (the input injection of a DEQ) inside the
+    data interval [0, 1]: unit j gets weight :math:`s_j \bar w` and bias :math:`-s_j \bar w k_j`,
+    with a random sign :math:`s_j`, :math:`k_j \sim U(0, 1)` and :math:`\bar w` the mean |weight|
+    of the default initialization (drawn from ``seed``). With PyTorch's default initialization a
+    1-D input puts most kinks outside [0, 1] and many units are dead or linear on the data; the
+    same rule is applied to every model of the section."""
+    from i2o.chapters.separation import nets
+
+    if isinstance(model, nets.FNN):
+        weight, bias = model.body[0].weight, model.body[0].bias
+    elif isinstance(model, nets.ReluDEQ):
+        weight, bias = model.U, model.b
+    else:
+        raise TypeError(f"spread_kinks needs an FNN or a ReluDEQ; got {type(model).__name__}")
+    if weight.shape[1] != 1:
+        raise ValueError(f"spread_kinks is for 1-D inputs; got {weight.shape[1]} inputs")
+    generator = torch.Generator().manual_seed(seed)
+    n = weight.shape[0]
+    sign = torch.where(torch.rand(n, generator=generator) < 0.5, -1.0, 1.0)
+    kink = torch.rand(n, generator=generator)
+    with torch.no_grad():
+        scale = weight.abs().mean()
+        weight.copy_((sign * scale).to(weight.dtype)[:, None])
+        bias.copy_((-sign * scale * kink).to(bias.dtype))
+
+
 def train_model(kind: str, width: int, depth: int, k: int, seed: int, train_size: int,
                 test_size: int, steps: int, lr: float) -> dict[str, float]:
-    """Train one model (``deq_lower`` or ``fnn``) on Δ^k; its train/test MSE, size and cost."""
+    """Train one model (``deq_lower``, ``deq_contractive`` or ``fnn``, kinks spread by
+    :func:`spread_kinks`) on Δ^k by Adam; its train/test MSE, size and cost."""
     import time
 
     from i2o.chapters.separation import nets
 
     x, y, x_test, y_test = sawtooth_data(k, train_size, test_size, seed)
     model = nets.make_model(kind, 1, width, depth, seed)
+    spread_kinks(model, seed)
     start = time.perf_counter()
     losses = nets.fit(model, x, y, steps, lr, seed)
     seconds = time.perf_counter() - start
@@ -164,6 +193,7 @@ def train_restarts(kind: str, width: int, depth: int, k: int, seed: int, train_s
     start = time.perf_counter()
     for r in range(restarts):
         model = nets.make_model(kind, 1, width, depth, seed * restarts + r).double()
+        spread_kinks(model, seed * restarts + r)
         train.append(fit_lbfgs(model, x, y, max_iter))
         test.append(nets.mse(model, x_test, y_test))
     best = int(np.nanargmin(train))
