@@ -23,7 +23,7 @@ def init_stack(d_in: int, width: int, depth: int, seeds: list[int]
     stacks: list[list[torch.Tensor]] = [[] for _ in range(2 * (depth + 1))]
     for seed in seeds:
         generator = torch.Generator().manual_seed(seed)
-        for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             bound = 1.0 / math.sqrt(fan_in)
             w = (torch.rand(fan_in, fan_out, generator=generator) * 2 - 1) * bound
             b = (torch.rand(1, fan_out, generator=generator) * 2 - 1) * bound

@@ -4,8 +4,8 @@ Every trained model is one cache entry (key: everything that determines it, and 
 modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
 separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
 GOTU target (Section 4) and one for the steep functions (Section 2). A job computes exactly the
-entries the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then
-reads.
+entries the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes
+first, then reads.
 """
 
 from __future__ import annotations
