@@ -13,8 +13,9 @@ whose notebook was executed::
 "Value as glued" is what the text shows: the glued output's JSON if it has one, else its plain
 text (``repr`` of the value). Glued *costs* (names ending in a unit of time or memory, see
 :func:`is_cost`: wall and CPU times, peak memory) are kept apart: they are measurements of the
-machine, not results, and differ between two runs of the same build. A chapter that was not built is absent, so that ``python -m
-i2o.compare`` reports it as missing rather than as a change of every number.
+machine, not results, and differ between two runs of the same build. A chapter that was not
+built is absent, so that ``python -m i2o.compare`` reports it as missing rather than as a change
+of every number.
 
 ``python -m i2o.numbers`` writes the file and prints each chapter's SHA-256 and CPU model, for a
 build's closing note: a build on another CPU with the same digests published the same numbers.
