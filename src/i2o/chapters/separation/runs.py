@@ -342,15 +342,14 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
                 entries.append((lambda m=m, seed=seed: lbfgs_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          SAW_SOURCES)))
-    elif name == "steep":
-        for kind in STEEP_MODELS:
-            for d in p.steep_dims:
-                for seed in steep_seeds(p):
-                    key_name, key = _steep_key(p, kind, d, seed)
-                    entries.append((lambda kind=kind, d=d, seed=seed: steep_model(p, kind, d,
-                                                                                  seed),
-                                    lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
-                                                                             STEEP_SOURCES)))
+    elif name.startswith("steep-") and name.removeprefix("steep-") in STEEP_MODELS:
+        kind = name.removeprefix("steep-")
+        for d in p.steep_dims:
+            for seed in steep_seeds(p):
+                key_name, key = _steep_key(p, kind, d, seed)
+                entries.append((lambda d=d, seed=seed: steep_model(p, kind, d, seed),
+                                lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                         STEEP_SOURCES)))
     elif name.startswith("gotu-"):
         target = name.removeprefix("gotu-")
         for kind in gotu.MODELS:
@@ -365,14 +364,14 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
 
 
 def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
-    """One job per sawtooth target and per GOTU target, and one for Section 2: ``(name,
-    parameters)``."""
+    """One job per model kind of Section 2 (the longest, listed first so that the workers
+    start them first), per sawtooth target and per GOTU target: ``(name, parameters)``."""
     from i2o.chapters.separation import gotu
 
     check_params(p)
-    names = ([f"sawtooth-k{k}" for k in p.saw_exponents]
-             + [f"gotu-{t}" for t in gotu.TARGETS]
-             + ["steep"])
+    names = ([f"steep-{kind}" for kind in STEEP_MODELS]
+             + [f"sawtooth-k{k}" for k in p.saw_exponents]
+             + [f"gotu-{t}" for t in gotu.TARGETS])
     return [(name, dict(p)) for name in names]
 
 
