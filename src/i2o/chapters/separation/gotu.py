@@ -112,7 +112,8 @@ def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth
                 heatmap_points: int) -> dict[str, object]:
     """Train one model on the seen part of target ``name`` (:func:`training_points`); its MSE on
     the training points, on the whole seen part (what the fit gate reads) and on the unseen
-    part, and its features."""
+    part, its features on the first ``heatmap_points`` training points (the heatmaps) and their
+    density over the whole seen part."""
     x_np = training_points(name, d, train_size, seed)
     all_x = cube(d)
     mask = seen(name, all_x)
@@ -130,8 +131,9 @@ def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth
     seconds = time.perf_counter() - start
     with torch.no_grad():
         feats = model.features(x[:heatmap_points]).numpy()
+        density = feature_density(model.features(xs).numpy())
     return {"train_mse": nets.mse(model, x, y), "seen_mse": nets.mse(model, xs, ys),
             "unseen_mse": nets.mse(model, xu, yu), "train_size": len(x_np),
             "seen_variance": float(torch.var(ys, unbiased=False)), "final_loss": losses[-1],
-            "features": feats, "feature_density": feature_density(feats),
+            "features": feats, "feature_density": density,
             "parameters": nets.count_parameters(model), "seconds": seconds}
