@@ -5,9 +5,11 @@ The task-adapted parameters approximately minimize the proximally regularized su
     F(θ; θ_meta) = ℓ(θ, support) + λ/2 ‖θ − θ_meta‖²,
 
 by N iterations of jaxopt's ``GradientDescent`` started at θ_meta with backtracking line search
-(``stepsize=0``; ``maxiter`` = N = 16 in the paper). One such *inner step* is one jaxopt
-iteration: one gradient of F and a backtracking search on the step size (halving from the
-previous iteration's accepted step times two, at most ``maxls`` trials). The paper's solver
+(``stepsize=0``; ``maxiter`` = N = 16 in the paper), one task after the other, or for a whole
+meta-batch at once by :mod:`.descent` on a GPU (the same iterates, tested against jaxopt). One
+such *inner step* is one iteration: one gradient of F and a backtracking search on the step
+size (halving from the previous iteration's accepted step times two, at most ``maxls``
+trials). The paper's solver
 ("gradient descent with line search") and jaxopt's iMAML example have no momentum
 (``acceleration=False``, this class's default); the book's profiles turn on jaxopt's FISTA momentum
 (``imaml_acceleration``), a deviation the chapter states and measures. The step size (and the
@@ -34,6 +36,7 @@ import jaxopt
 from jax.flatten_util import ravel_pytree
 from jaxopt import implicit_diff, linear_solve
 
+from i2o.chapters.meta import descent
 from i2o.chapters.meta.mlp import Params, check_normalization, mse
 from i2o.chapters.meta.tasks import TaskBatch
 
@@ -92,13 +95,8 @@ def inner_solver(config: IMAMLConfig, unravel: Unravel,
     one array operation instead of one per weight matrix: the same algorithm, about 1.4× faster.
     """
 
-    def objective(theta: jax.Array, theta_meta: jax.Array, x: jax.Array, y: jax.Array,
-                  context: jax.Array) -> jax.Array:
-        return (mse(unravel(theta), x, y, config.normalization, context)
-                + 0.5 * config.regularization * jnp.sum(jnp.square(theta - theta_meta)))
-
     return jaxopt.GradientDescent(
-        fun=objective,
+        fun=inner_objective(config, unravel),
         stepsize=0.0,
         maxiter=config.inner_steps if maxiter is None else maxiter,
         maxls=config.max_line_search,
@@ -131,34 +129,54 @@ def task_query_loss(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: ja
     return mse(adapted, x_q, y_q, config.normalization, context=x_s)
 
 
+def inner_objective(config: IMAMLConfig, unravel: Unravel) -> Callable[..., jax.Array]:
+    """F(θ; θ_meta) on flat vectors: ``objective(theta, theta_meta, x, y, context)``."""
+
+    def objective(theta: jax.Array, theta_meta: jax.Array, x: jax.Array, y: jax.Array,
+                  context: jax.Array) -> jax.Array:
+        return (mse(unravel(theta), x, y, config.normalization, context)
+                + 0.5 * config.regularization * jnp.sum(jnp.square(theta - theta_meta)))
+
+    return objective
+
+
 def adapt_tasks(theta_meta: jax.Array, x: jax.Array, y: jax.Array, context: jax.Array,
-                config: IMAMLConfig, unravel: Unravel) -> jax.Array:
+                config: IMAMLConfig, unravel: Unravel, batched: bool | None = None) -> jax.Array:
     """θ_N of every task of a batch (rows), as flat vectors; the same numbers as ``adapt`` per
     task, differentiable in θ_meta by the same implicit differentiation (jaxopt's ``root_vjp``
-    with CG).
+    with CG, vmapped over tasks).
 
-    The forward solves run one task after the other (``lax.map``): under ``vmap`` jaxopt's
-    line search becomes a batched while loop, which evaluates the objective twice per trial and
-    runs every task for as many trials as the slowest one needs. The backward (a fixed number of
-    CG iterations) is vmapped over tasks.
+    The forward solves run one task after the other with jaxopt (``lax.map``), or, with
+    ``batched``, as one program over the tasks (:mod:`.descent`: the same iterates, one objective
+    evaluation per line-search trial). On this book's CPU the batched program measured about 2×
+    *slower* per outer step (``benchmarks/bench_meta.py``; a batched line search also runs every
+    task for as many trials as the slowest needs), so ``None`` batches only on a GPU, where it
+    has not been measured.
     """
-    return _adapt_tasks(config, unravel, theta_meta, x, y, context)
+    if batched is None:
+        batched = jax.default_backend() == "gpu"
+    return _adapt_tasks(config, unravel, not batched, theta_meta, x, y, context)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def _adapt_tasks(config: IMAMLConfig, unravel: Unravel, theta_meta: jax.Array, x: jax.Array,
-                 y: jax.Array, context: jax.Array) -> jax.Array:
-    solver = inner_solver(config, unravel)
-    return jax.lax.map(lambda args: solver.run(theta_meta, theta_meta, *args).params,
-                       (x, y, context))
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _adapt_tasks(config: IMAMLConfig, unravel: Unravel, sequential: bool, theta_meta: jax.Array,
+                 x: jax.Array, y: jax.Array, context: jax.Array) -> jax.Array:
+    if sequential:  # jaxopt, one task after the other
+        solver = inner_solver(config, unravel)
+        return jax.lax.map(lambda args: solver.run(theta_meta, theta_meta, *args).params,
+                           (x, y, context))
+    objective = inner_objective(config, unravel)
+    return jax.vmap(lambda x_task, y_task, context_task: descent.run(
+        objective, theta_meta, config.inner_steps, config.max_line_search, config.acceleration,
+        theta_meta, x_task, y_task, context_task))(x, y, context)
 
 
-def _adapt_tasks_forward(config, unravel, theta_meta, x, y, context):
-    solutions = _adapt_tasks(config, unravel, theta_meta, x, y, context)
+def _adapt_tasks_forward(config, unravel, sequential, theta_meta, x, y, context):
+    solutions = _adapt_tasks(config, unravel, sequential, theta_meta, x, y, context)
     return solutions, (solutions, theta_meta, x, y, context)
 
 
-def _adapt_tasks_backward(config, unravel, residuals, cotangents):
+def _adapt_tasks_backward(config, unravel, sequential, residuals, cotangents):
     solutions, theta_meta, x, y, context = residuals
     solver = inner_solver(config, unravel)
 
@@ -174,11 +192,13 @@ def _adapt_tasks_backward(config, unravel, residuals, cotangents):
 _adapt_tasks.defvjp(_adapt_tasks_forward, _adapt_tasks_backward)
 
 
-def meta_loss(meta_params: Params, tasks: TaskBatch, config: IMAMLConfig) -> jax.Array:
-    """Mean query loss over the tasks of a meta-batch (the outer objective of Eq. 5)."""
+def meta_loss(meta_params: Params, tasks: TaskBatch, config: IMAMLConfig,
+              batched: bool | None = None) -> jax.Array:
+    """Mean query loss over the tasks of a meta-batch (the outer objective of Eq. 5);
+    ``batched``: see :func:`adapt_tasks`."""
     theta_meta, unravel = ravel_pytree(meta_params)
     adapted = adapt_tasks(theta_meta, tasks.x_support, tasks.y_support, tasks.x_query, config,
-                          unravel)
+                          unravel, batched)
     per_task = jax.vmap(lambda theta, x, y, context: mse(unravel(theta), x, y,
                                                          config.normalization, context))(
         adapted, tasks.x_query, tasks.y_query, tasks.x_support)
