@@ -10,6 +10,8 @@ Eq. 5), then vary the number of inner iterations at test time.
   normalization;
 - :mod:`.maml`       MAML adaptation and meta-loss;
 - :mod:`.imaml`      iMAML adaptation (jaxopt) and meta-loss with implicit hypergradient;
+- :mod:`.descent`    jaxopt's gradient descent with line search written for ``vmap`` (a
+  meta-batch's inner problems as one program; used on a GPU);
 - :mod:`.checkpoint` atomic checkpoints of pytrees;
 - :mod:`.outer`      the outer (meta-training) loop with checkpoint/resume;
 - :mod:`.evaluate`   test-time sweeps over the number of inner steps, D(N, ΔN);
