@@ -31,6 +31,9 @@ authors state; the OpenReview page does not give the paper's statement of the co
 
 Both models are trained by full-batch gradient descent with a small constant step in float64 (the
 discretization of the flow the theory is about); the drift of the conserved quantity is recorded.
+The seen part is a whole sub-cube, so :math:`\sum_k x_{ki} = 0` for :math:`i \ge 1` and the mean
+residual is :math:`\beta_0 + b - c`: :math:`\beta_0` and :math:`b` follow the same path whatever
+the :math:`a_i`, and the test does not vary between seeds.
 """
 
 from __future__ import annotations
