@@ -12,7 +12,8 @@ the quantity of Theorem 1, which can still move when the training error is alrea
   verdict "holds" is conservative;
 - *sanity check*: the relative residual of the **last** iterate (``trace_rel``) at the largest
   count is below its value at ``N``: :func:`i2o.gates.negative` on the log10 ratio, over the
-  models (the models whose residual rose are named) or, for one model, over its examples.
+  models (the models whose residual rose are named) or, for one model, over its evaluation
+  batches.
 
 **Margins** are pre-registered fractions ``f = margin_fraction`` of a reference effect measured in
 the same run (the manifest gives the reason): on test data ``δ = f × |gap at the smallest
@@ -236,7 +237,7 @@ def residual_claim(table: Claims, name: str, results: Sequence[Mapping[str, Any]
     """The sanity check: log10 of the last-iterate residual at the largest count over its value
     at N, negative (the solver keeps converging). With several models the interval is over the
     models (each model's ratio of mean residuals; the models whose residual rose are named); with
-    one, over its evaluation examples."""
+    one, over its evaluation batches (``trace_rel`` has one row per batch)."""
     n, top = curve.train_iters, int(curve.iterations[-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         if len(results) > 1:
@@ -246,7 +247,7 @@ def residual_claim(table: Claims, name: str, results: Sequence[Mapping[str, Any]
         else:
             trace = np.asarray(results[0]["test"]["trace_rel"], dtype=float)
             ratios = np.log10(trace[:, -1] / trace[:, n])
-            over = "examples"
+            over = "evaluation batches"
     finite = ratios[np.isfinite(ratios)]
     rose = [f"{label} {x:+.2f}" for label, x in zip(labels, ratios, strict=False)
             if over == "models" and x > 0]
