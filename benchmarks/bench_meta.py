@@ -2,7 +2,8 @@
 
 Paper settings: MLP 1-40-40-1 with transductive batch norm, meta-batch of 25 sinusoid tasks
 (10 support, 10 query points), Adam; MAML with N = 1 and N = 5 unrolled steps; iMAML with
-λ = 2, 16 jaxopt iterations with line search and 5 CG iterations; float64, one CPU thread.
+16 jaxopt iterations with line search and 5 CG iterations, with the λ and the solver (plain gradient
+descent or FISTA) of the meta chapter's quick profile; float64, one CPU thread.
 
 "Ours" is ``i2o.chapters.meta.outer``:
 chunks of outer steps run inside one jit-compiled ``lax.scan``.
@@ -60,8 +61,9 @@ def _ours(meta_loss, steps: int):
     return run_once
 
 
-def _peer(steps: int):
-    """The authors'-style loop: jaxopt run inside a per-step jitted value_and_grad."""
+def _peer(steps: int, regularization: float, acceleration: bool):
+    """The authors'-style loop: jaxopt run inside a per-step jitted value_and_grad (the same
+    inner problem as ours: λ and momentum as given)."""
     params = mlp.init_mlp(jax.random.PRNGKey(0))
     source = outer.online_tasks(jax.random.PRNGKey(1), META_BATCH)
 
@@ -69,10 +71,10 @@ def _peer(steps: int):
         reg = sum(jnp.sum((a - b) ** 2) for a, b in zip(jax.tree_util.tree_leaves(p),
                                                           jax.tree_util.tree_leaves(meta),
                                                           strict=True))
-        return mlp.mse(p, x, y) + 1.0 * reg  # λ/2 with λ = 2
+        return mlp.mse(p, x, y) + 0.5 * regularization * reg
 
     solver = jaxopt.GradientDescent(
-        fun=inner_loss, stepsize=-1, maxiter=16, acceleration=True, implicit_diff=True,
+        fun=inner_loss, stepsize=-1, maxiter=16, acceleration=acceleration, implicit_diff=True,
         implicit_diff_solve=functools.partial(linear_solve.solve_cg, maxiter=5, tol=1e-7))
 
     def outer_loss(meta, batch):
@@ -104,14 +106,21 @@ def _peer(steps: int):
     return run_once
 
 
+def book_setting():
+    """The meta chapter's quick parameters (its λ and inner solver)."""
+    return profiles.resolve("meta", "quick")
+
+
 def run() -> list[dict]:
     maml1 = _ours(functools.partial(maml.meta_loss, config=maml.MAMLConfig(1)), 200)
     maml5 = _ours(functools.partial(maml.meta_loss, config=maml.MAMLConfig(5)), 100)
-    # the book's setting: FISTA inner solver (see the meta chapter), CG tolerance 1e-7
-    book_config = imaml.IMAMLConfig(acceleration=True)
+    # the book's setting (the meta chapter's quick profile), CG tolerance 1e-7
+    book = book_setting()
+    book_config = imaml.IMAMLConfig(regularization=book.imaml_regularization,
+                                    acceleration=book.imaml_acceleration)
     ours_imaml = _ours(functools.partial(imaml.meta_loss, config=book_config), 20)
     batched = _ours(functools.partial(imaml.meta_loss, config=book_config, batched=True), 20)
-    peer_imaml = _peer(20)
+    peer_imaml = _peer(20, book.imaml_regularization, book.imaml_acceleration)
     times = {"maml1": [], "maml5": [], "imaml": [], "batched": [], "peer": []}
     for _ in range(ROUNDS):
         times["maml1"].append(maml1())
@@ -126,7 +135,9 @@ def run() -> list[dict]:
          "note": note},
         {"name": "meta: MAML N=5 outer step", "value": round(ms["maml5"], 3), "unit": "ms",
          "note": note},
-        {"name": "meta: iMAML outer step (λ=2, 16 FISTA iterations, CG 5, tol 1e-7)",
+        {"name": f"meta: iMAML outer step (λ={book.imaml_regularization:g}, 16 "
+                 f"{'FISTA' if book.imaml_acceleration else 'gradient-descent'} iterations, CG 5, "
+                 "tol 1e-7)",
          "value": round(ms["imaml"], 3), "unit": "ms",
          "peer": "authors'-style jaxopt iMAML loop (per-step jit, written for this benchmark)",
          "peer_value": round(ms["peer"], 3), "ratio": round(ms["imaml"] / ms["peer"], 3),

@@ -113,7 +113,7 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     assert not runs.is_cached(maml_name, jobs[maml_name])
     runs.run_job(maml_name, jobs[maml_name], log=None)
     assert runs.is_cached(maml_name, jobs[maml_name])
-    other = "imaml-N4-lam2-fista-set1-seed0"
+    other = "imaml-N4-lam8-set1-seed0"
     assert not runs.is_cached(other, jobs[other])
     before = {path.name for path in results.results_dir().rglob("*")}
     runs.train_and_sweep(p, runs.figure3_specs(p)[0])  # what figure3 runs per model

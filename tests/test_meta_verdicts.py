@@ -217,7 +217,23 @@ def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
     assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
     assert claims.best_before_convergence(settled, gates).holds is True
     moving = _curves(U_SHAPE)
-    moving["train_losses"] = np.geomspace(4.0, 0.5, 5000)  # −4 % per 100 steps to the end
+    moving["train_losses"] = np.linspace(4.0, 0.5, 5000)  # a tenth of its fall in each tenth
+    assert claims.plateau(moving["train_losses"], 0.1) == pytest.approx(0.111, abs=1e-3)
     verdict = claims.best_before_convergence(moving, gates)
     assert verdict.holds is None and "has not settled" in verdict.value
     assert "more outer steps would decide it" in verdict.value
+
+
+def test_a_loss_falling_towards_zero_along_a_power_law_settles():
+    """An interpolating model's loss ∝ 1/t keeps losing about a tenth of its value per tenth of
+    its training (a rule on its level alone would never call it settled), but what is left to
+    fall is a vanishing share of its whole fall."""
+    steps = np.arange(5000)
+    losses = 4.0 / (1 + steps / 50)
+    tenth = len(steps) // 10
+    relative = 1 - losses[-tenth:].mean() / losses[-2 * tenth:-tenth].mean()
+    assert relative > 0.05
+    assert claims.plateau(losses, 0.1) < 0.01
+    assert claims.plateau(np.full(100, 4.2), 0.1) == 0.0  # stuck: settled, judged by the baseline
+    rising_then_falling = np.r_[np.linspace(3, 5, 80), np.linspace(5, 4, 20)]
+    assert claims.plateau(rising_then_falling, 0.1) > 0.1  # no whole fall: its level decides

@@ -15,6 +15,7 @@ Eq. 5), then vary the number of inner iterations at test time.
 - :mod:`.checkpoint` atomic checkpoints of pytrees;
 - :mod:`.outer`      the outer (meta-training) loop with checkpoint/resume;
 - :mod:`.evaluate`   test-time sweeps over the number of inner steps, D(N, ΔN);
+- :mod:`.gradient_noise` signal and noise of a meta-gradient (iMAML's plateau at small λ);
 - :mod:`.runs`       the figure-level recipes, cached in :mod:`i2o.results`;
 - :mod:`.floor`      the error floor per-set batch normalization imposes;
 - :mod:`.claims`     the chapter's claims as gated predicates;

@@ -3,8 +3,9 @@
 Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the data can decide,
 ``None`` with the reason when they cannot. The gates, in the order they are checked:
 
-- *trained*: the model's outer training loss has settled — it fell by at most ``plateau_rtol``
-  (relative) between the last two windows of ``plateau_window`` × its outer steps — and it was
+- *trained*: the model's outer training loss has settled — its fall between the last two windows
+  of ``plateau_window`` × its outer steps is at most ``plateau_rtol`` of its level or of its
+  whole fall (:func:`plateau`) — and it was
   meta-trained for at least ``min_outer_steps`` outer steps
   (``fig4_min_outer_steps`` for the Figure 4 models, which cycle through a fixed set) and has
   learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
@@ -112,27 +113,41 @@ def _model_name(curves: dict[str, Any]) -> str:
 
 
 def plateau(losses: Any, window: float) -> float:
-    """The relative fall of the outer training loss between the last two windows of ``window`` ×
-    the steps: ``(mean(previous) − mean(last)) / |mean(previous)|`` (positive while it falls)."""
+    """How far the outer training loss is from settled: its fall between the last two windows of
+    ``window`` × the steps, as a fraction of the previous window's loss or of its whole fall from
+    the first window to the last, whichever is smaller (0 when the last window did not fall).
+
+    A model is mid-transition only when its loss still falls fast on both scales. The second
+    scale serves a model that drives its loss towards 0 (a fixed training set it can
+    interpolate): along a power law t^(−a) it loses the same fraction of its current value in
+    every tenth of its training, so the first measure alone could never be met, while what it has
+    left to fall becomes a vanishing share of what it has fallen."""
     values = np.asarray(losses, dtype=float)
     width = max(1, int(round(window * len(values))))
     if len(values) < 2 * width:
         return float("nan")
+    first = values[:width].mean()
     previous, last = values[-2 * width:-width].mean(), values[-width:].mean()
-    return float((previous - last) / abs(previous))
+    fall, whole = previous - last, first - last
+    if fall <= 0:
+        return 0.0
+    of_whole = fall / whole if whole > 0 else float("inf")
+    return float(min(fall / abs(previous), of_whole))
 
 
 def plateau_gate(curves: dict[str, Any], gates: Gates) -> str | None:
-    """The reason the model's outer loss has not settled, or ``None``: it must fall by at most
-    ``plateau_rtol`` between the last two windows of ``plateau_window`` × its outer steps (a
-    model still mid-transition would be judged on a passing state)."""
+    """The reason the model's outer loss has not settled, or ``None``: its fall between the last
+    two windows of ``plateau_window`` × its outer steps must be at most ``plateau_rtol`` of its
+    level or of its whole fall (:func:`plateau`; a model still mid-transition would be judged on a
+    passing state)."""
     if not np.isfinite(gates.plateau_rtol):
         return None
     fall = plateau(curves.get("train_losses", ()), gates.plateau_window)
     if not np.isfinite(fall) or fall > gates.plateau_rtol:
-        return (f"the outer training loss has not settled: it fell by {fall:.1%} over the last "
-                f"{gates.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps, "
-                f"more than {gates.plateau_rtol:.0%}; more outer steps would decide it")
+        return (f"the outer training loss has not settled: over the last "
+                f"{gates.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps it "
+                f"fell by {fall:.1%} of its level or of its whole fall (the smaller), more than "
+                f"{gates.plateau_rtol:.0%}; more outer steps would decide it")
     return None
 
 
@@ -338,6 +353,42 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
                    f"size (mean ± SE over seeds): {detail}")
 
 
+def _noise_rows(noise: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
+    return {name: row for name, row in noise.items() if name.startswith(prefix)}
+
+
+def usable_meta_gradient(noise: dict[str, Any], regularization: float,
+                         max_ratio: float) -> Verdict:
+    """*The chapter's iMAML meta-gradient is not noise at initialization* (a check of the book's
+    choice of λ, not a claim of the paper): the noise of the hidden layers' meta-gradient over
+    the measured meta-batches (:mod:`.gradient_noise`) is at most ``max_ratio`` × MAML's."""
+    claim = (f"iMAML (λ = {regularization:g}): at initialization its meta-gradient in the hidden "
+             f"layers is not dominated by noise (book check of λ)")
+    imaml_row = noise.get(f"imaml-lam{regularization:g}")
+    maml_rows = _noise_rows(noise, "maml-")
+    if imaml_row is None or not maml_rows:
+        return Verdict(claim, None, "the meta-gradient noise of this λ or of MAML was not measured")
+    maml_name, maml_row = next(iter(maml_rows.items()))
+    ratio = float(imaml_row["noise"]) / float(maml_row["noise"])
+    return Verdict(claim, bool(ratio <= max_ratio),
+                   f"noise {float(imaml_row['noise']):.3g} against {float(maml_row['noise']):.3g} "
+                   f"for {maml_name} ({ratio:.2f}×; needs ≤ {max_ratio:g}×); signal/noise "
+                   f"{float(imaml_row['ratio']):.2f}, pure noise "
+                   f"{1 / math.sqrt(int(imaml_row['n_batches'])):.2f} over "
+                   f"{int(imaml_row['n_batches'])} meta-batches")
+
+
+def noise_table(noise: dict[str, Any]) -> str:
+    """The measured signal and noise of every meta-gradient, as a Markdown table."""
+    maml_noise = next(iter(_noise_rows(noise, "maml-").values()), {}).get("noise", math.nan)
+    lines = ["| meta-gradient | signal ‖ḡ‖ | noise s | signal/noise | noise / MAML's |",
+             "|---|---|---|---|---|"]
+    for name, row in noise.items():
+        lines.append(f"| {name} | {float(row['signal']):.3g} | {float(row['noise']):.3g} | "
+                     f"{float(row['ratio']):.2f} | {float(row['noise']) / maml_noise:.2f} |")
+    return "\n".join(lines)
+
+
 def figure3_verdicts(curves: dict[str, Any], gates: Gates) -> list[Verdict]:
     return [more_steps_help(curves, gates), best_before_convergence(curves, gates)]
 
@@ -355,7 +406,8 @@ def gates_of(p: Any, floor: dict[str, float]) -> Gates:
 
 
 def all_verdicts(p: Any, computed: dict[str, Any]) -> dict[str, list[Verdict]]:
-    """Every verdict of the chapter, by section: ``figure3``, ``figure4``, ``ablation``."""
+    """Every verdict of the chapter, by section: ``figure3``, ``figure4``, ``ablation`` and
+    ``noise`` (the book's check of λ)."""
     gates = gates_of(p, computed["floor"])
     floor = computed["floor"]
     ablation = []
@@ -363,14 +415,17 @@ def all_verdicts(p: Any, computed: dict[str, Any]) -> dict[str, list[Verdict]]:
         ablation += figure3_verdicts(curves, gates)
         if curves.get("normalization") == "per_set_bn":
             ablation.append(above_floor(curves, floor["centred"], floor["standard_error"]))
+    noise = ([usable_meta_gradient(computed["noise"], float(p.imaml_regularization),
+                                   float(p.max_noise_ratio))] if "noise" in computed else [])
     return {"figure3": [v for c in computed["figure3"].values()
                         for v in figure3_verdicts(c, gates)],
             "figure4": [fit_ordering(computed["figure4"], gates)] if computed["figure4"] else [],
-            "ablation": ablation}
+            "ablation": ablation, "noise": noise}
 
 
 def claims(p: Any, computed: dict[str, Any]):
-    """The chapter's :class:`i2o.claims.Claims` (the paper's claims, then the ablation's)."""
+    """The chapter's :class:`i2o.claims.Claims` (the paper's claims, then the ablation's and the
+    book's check of λ)."""
     from i2o import claims
 
     table = claims.Claims("meta", p.profile)
@@ -431,6 +486,9 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
                 floor["standardized"], "meta-target-variance": floor["target_variance"],
                 "meta-task-agnostic-mse": floor["task_agnostic"],
                 "meta-min-outer-steps": int(p.min_outer_steps_to_decide),
+                "meta-imaml-lambda": f"{float(p.imaml_regularization):g}",
+                "meta-noise-batches": int(p.noise_batches),
+                "meta-noise-level": 1 / math.sqrt(int(p.noise_batches)),
                 "meta-imaml-solver": ("FISTA (jaxopt's accelerated gradient descent) with "
                                       "backtracking line search" if p.imaml_acceleration else
                                       "plain gradient descent with backtracking line search")}

@@ -10,11 +10,13 @@ meta-batch at once by :mod:`.descent` on a GPU (the same iterates, tested agains
 such *inner step* is one iteration: one gradient of F and a backtracking search on the step
 size (halving from the previous iteration's accepted step times two, at most ``maxls``
 trials). The paper's solver
-("gradient descent with line search") and jaxopt's iMAML example have no momentum
-(``acceleration=False``, this class's default); the book's profiles turn on jaxopt's FISTA momentum
-(``imaml_acceleration``), a deviation the chapter states and measures. The step size (and the
-momentum) is carried from one iteration to the next, so evaluating N + ΔN steps at test time
-simply continues the same iteration.
+("gradient descent with line search"), jaxopt's iMAML example and the book's profiles have no
+momentum (``acceleration=False``, this class's default); jaxopt's FISTA momentum stays available
+(``imaml_acceleration``). The step size (and the momentum) is carried from one iteration to the
+next, so evaluating N + ΔN steps at test time simply continues the same iteration.
+
+λ is not given in the paper. At Finn et al.'s initialization the hidden layers' meta-gradient is
+noise for λ ≤ 4 and not for λ = 8 (:mod:`.gradient_noise`), so the book's profiles use λ = 8.
 
 The hypergradient treats θ_N as the exact minimizer θ* and applies the implicit function theorem
 to ∇_θ F(θ*, θ_meta) = 0 (the paper's Eq. 3):

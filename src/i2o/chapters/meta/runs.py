@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from i2o import replicates, results
-from i2o.chapters.meta import FIGURE, imaml, maml, outer
+from i2o.chapters.meta import FIGURE, gradient_noise, imaml, maml, outer
 from i2o.chapters.meta.mlp import Params, init_mlp
 from i2o.chapters.meta.tasks import fixed_training_set
 
@@ -306,6 +306,46 @@ def bn_floor(p: Any) -> dict[str, float]:
     return {k: float(v) for k, v in stored.items()}
 
 
+def noise_regularizations(p: Any) -> list[float]:
+    """The λ of the iMAML meta-gradients measured at initialization: the chapter's own and
+    ``noise_regularizations``, ascending."""
+    return sorted({float(p.imaml_regularization), *map(float, p.noise_regularizations)})
+
+
+def meta_gradient_noise(p: Any) -> dict[str, dict[str, float]]:
+    """Signal and noise of the hidden layers' meta-gradient (:mod:`.gradient_noise`) at the
+    chapter's initialization, over the first ``noise_batches`` meta-batches its online models
+    train on, cached: ``{row: {"signal", "noise", "ratio", "n_batches"}}`` for the query loss
+    without adaptation (``first-order``), MAML with the first ``maml_inner_steps`` and iMAML at
+    each λ of :func:`noise_regularizations` (with the chapter's solver)."""
+    reference = _maml(p, p.maml_inner_steps[0], p.normalization)
+    lambdas = noise_regularizations(p)
+    key = {"seed": reference.seed, "n_batches": p.noise_batches,
+           "meta_batch_size": p.meta_batch_size, "hidden": list(reference.hidden),
+           "normalization": p.normalization, "maml_inner_steps": reference.inner_steps,
+           "maml_step_size": p.maml_step_size, "imaml_inner_steps": p.imaml_inner_steps,
+           "cg_maxiter": p.cg_maxiter, "acceleration": p.imaml_acceleration,
+           "regularizations": lambdas}
+
+    def compute() -> dict[str, dict[str, float]]:
+        init_key, task_key = reference.keys()
+        params = init_mlp(init_key, reference.hidden)
+        source = outer.online_tasks(task_key, p.meta_batch_size)
+        batches = [source(jax.numpy.asarray(k)) for k in range(p.noise_batches)]
+        losses = {"first-order": gradient_noise.first_order_loss,
+                  f"maml-N{reference.inner_steps}": meta_loss_fn(reference)}
+        for lam in lambdas:
+            spec = _imaml(p, 1, None, reference.seed)
+            spec = ModelSpec(**{**asdict(spec), "regularization": lam})
+            losses[f"imaml-lam{lam:g}"] = meta_loss_fn(spec)
+        return {row: gradient_noise.measure(loss, params, batches)._asdict()
+                for row, loss in losses.items()}
+
+    sources = ("chapters.meta.gradient_noise", *training_sources("maml"),
+               "chapters.meta.imaml")
+    return results.cached(FIGURE, "gradient-noise", key, compute, sources=sources)
+
+
 def print_costs(computed: dict[str, Any]) -> None:
     """One line per model: outer steps, time per outer step, final meta-loss, sweep time."""
     for section in ("figure3", "figure4", "ablation"):
@@ -320,7 +360,7 @@ def print_costs(computed: dict[str, Any]) -> None:
 
 
 def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Everything the chapter shows: ``{"figure3", "figure4", "ablation", "floor"}``.
+    """Everything the chapter shows: ``{"figure3", "figure4", "ablation", "floor", "noise"}``.
 
     Models missing from the cache are first trained and swept in ``p.workers`` local processes
     (:func:`i2o.sweep.run_jobs`); everything is then read from the cache."""
@@ -328,7 +368,7 @@ def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
 
     sweep.run_missing(FIGURE, all_jobs(p), is_cached, p.workers)
     return {"figure3": figure3(p, log), "figure4": figure4(p, log),
-            "ablation": ablation(p, log), "floor": bn_floor(p)}
+            "ablation": ablation(p, log), "floor": bn_floor(p), "noise": meta_gradient_noise(p)}
 
 
 def figure4(p: Any, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
