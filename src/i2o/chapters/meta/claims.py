@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o.chapters.meta import evaluate
+from i2o.chapters.meta import evaluate, gradient_noise
 
 Z_SCORE = 2.0
 RANK_CORRELATION_THRESHOLD = -0.9
@@ -364,7 +364,7 @@ def usable_meta_gradient(noise: dict[str, Any], regularization: float,
     the measured meta-batches (:mod:`.gradient_noise`) is at most ``max_ratio`` × MAML's."""
     claim = (f"iMAML (λ = {regularization:g}): at initialization its meta-gradient in the hidden "
              f"layers is not dominated by noise (book check of λ)")
-    imaml_row = noise.get(f"imaml-lam{regularization:g}")
+    imaml_row = noise.get(gradient_noise.imaml_row(regularization))
     maml_rows = _noise_rows(noise, "maml-")
     if imaml_row is None or not maml_rows:
         return Verdict(claim, None, "the meta-gradient noise of this λ or of MAML was not measured")
@@ -374,7 +374,7 @@ def usable_meta_gradient(noise: dict[str, Any], regularization: float,
                    f"noise {float(imaml_row['noise']):.3g} against {float(maml_row['noise']):.3g} "
                    f"for {maml_name} ({ratio:.2f}×; needs ≤ {max_ratio:g}×); signal/noise "
                    f"{float(imaml_row['ratio']):.2f}, pure noise "
-                   f"{1 / math.sqrt(int(imaml_row['n_batches'])):.2f} over "
+                   f"{gradient_noise.noise_level(int(imaml_row['n_batches'])):.2f} over "
                    f"{int(imaml_row['n_batches'])} meta-batches")
 
 
@@ -488,7 +488,7 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
                 "meta-min-outer-steps": int(p.min_outer_steps_to_decide),
                 "meta-imaml-lambda": f"{float(p.imaml_regularization):g}",
                 "meta-noise-batches": int(p.noise_batches),
-                "meta-noise-level": 1 / math.sqrt(int(p.noise_batches)),
+                "meta-noise-level": gradient_noise.noise_level(int(p.noise_batches)),
                 "meta-imaml-solver": ("FISTA (jaxopt's accelerated gradient descent) with "
                                       "backtracking line search" if p.imaml_acceleration else
                                       "plain gradient descent with backtracking line search")}

@@ -46,6 +46,11 @@ class GradientNoise(NamedTuple):
     n_batches: int
 
 
+def imaml_row(regularization: float) -> str:
+    """The name of iMAML's row at λ = ``regularization`` in a table of measurements."""
+    return f"imaml-lam{float(regularization):g}"
+
+
 def noise_level(n_batches: int) -> float:
     """The ratio of pure noise: E‖ḡ‖ / s ≈ 1/√K for K meta-batches of a zero-mean gradient."""
     if not isinstance(n_batches, int) or n_batches < 2:

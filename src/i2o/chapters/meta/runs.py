@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -334,10 +334,10 @@ def meta_gradient_noise(p: Any) -> dict[str, dict[str, float]]:
         batches = [source(jax.numpy.asarray(k)) for k in range(p.noise_batches)]
         losses = {"first-order": gradient_noise.first_order_loss,
                   f"maml-N{reference.inner_steps}": meta_loss_fn(reference)}
+        imaml_spec = _imaml(p, 1, None, reference.seed)
         for lam in lambdas:
-            spec = _imaml(p, 1, None, reference.seed)
-            spec = ModelSpec(**{**asdict(spec), "regularization": lam})
-            losses[f"imaml-lam{lam:g}"] = meta_loss_fn(spec)
+            losses[gradient_noise.imaml_row(lam)] = meta_loss_fn(
+                replace(imaml_spec, regularization=lam))
         return {row: gradient_noise.measure(loss, params, batches)._asdict()
                 for row, loss in losses.items()}
 
