@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from i2o import gates
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
 from i2o.chapters.deq_gaps.curves import curve_from_sweep
@@ -381,9 +382,37 @@ def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_
     for key in ("not_more_stable", "equally_stable"):
         assert rows[key].holds is None, (key, rows[key])
         assert "too little power: CI half-width" in rows[key].check
-        assert "seeds would give it" in rows[key].check
+        assert "seed pairs would give it" in rows[key].check
     # the same arms measured without seed noise are decided
     assert table(seeds(DROPPING), seeds(DROPPING))["equally_stable"].holds is True
+
+
+def test_stability_comparison_pairs_the_arms_by_seed():
+    rng = np.random.default_rng(3)
+    shifts = [rng.normal(0, 0.1, len(ITERS)) for _ in range(5)]
+    for shift in shifts:
+        shift[ITERS.index(18)] = 0.0
+
+    def arm(curve, jitter=0.0):
+        runs = seeds(curve)
+        for run, shift in zip(runs, shifts, strict=True):  # the seed moves both arms alike
+            run["test"]["accuracy"] = (run["test"]["accuracy"] + shift
+                                       + rng.normal(0, jitter, len(ITERS)))
+        return runs
+
+    rows = table(arm(DROPPING), arm(DROPPING, jitter=0.002))
+    assert rows["equally_stable"].holds is True, rows["equally_stable"]
+    assert "over 5 seed pairs" in rows["equally_stable"].value
+    # unpaired, the same numbers spread by the seeds' shifts would not be powered
+    ift, unrolled = (stability_claims.per_seed(a, ITERS, 18)["deviation"]
+                     for a in (arm(DROPPING), arm(DROPPING)))
+    welch = gates.difference(100 * ift, 100 * unrolled)
+    assert (welch.hi - welch.lo) / 2 > 0.5 * float(rows["equally_stable"].margin[1:5])
+    # a seed that fits in one arm only leaves its pair out
+    one_short = arm(DROPPING)
+    one_short[1]["train_accuracy"] = 0.5
+    rows = table(one_short, arm(DROPPING))
+    assert "over 4 seed pairs" in rows["not_more_stable"].value
 
 
 def test_gap_residual_check_is_an_interval_over_models_naming_the_ones_that_rose():
