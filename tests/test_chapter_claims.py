@@ -265,6 +265,21 @@ def test_gap_claims_are_undecided_when_seeds_disagree_by_more_than_the_margin():
     assert agreeing["classification_test_no_gain"].holds is True
 
 
+def test_test_data_margin_needs_an_established_reference_effect():
+    # what the fewest iterations cost on test data is not established (one seed gains at 1
+    # iteration, two lose): a fraction of it is no margin, so "no improvement beyond δ" is
+    # undecided, not decided on the draw of seeds
+    disagree = [[0.8, 0.5, 0.4, 0.4, 0.4], [0.3, 0.35, 0.4, 0.4, 0.4], [0.5, 0.45, 0.4, 0.4, 0.4]]
+    rows = gap_rows(disagree, FITTED, models=3)
+    assert rows["classification_test_fewer_hurt"].holds is not True
+    assert rows["classification_test_no_gain"].holds is None
+    assert "no scale for δ" in rows["classification_test_no_gain"].check
+    # the training-data margin is the training loss: decided whatever the test curve does
+    assert rows["classification_train_no_gain"].holds is True
+    rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED)
+    assert "reference effect is established" in rows["classification_test_no_gain"].check
+
+
 def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.7, 0.6, 0.6, 0.6])
     assert rows["classification_gate"].holds is False
@@ -333,7 +348,7 @@ def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():
         assert "regime" not in gate.claim.split("(")[0]  # the claim's text does not vary
 
 
-def overparam_rows(d_best, d_worst, se=0.01, best_error=0.0):
+def overparam_rows(d_best, d_worst, se=0.01, best_error=0.0, best_size=40):
     """Two doctored overparametrization sizes: the best-fitting one (loss 0.01) and the worst
     (loss 1.4), with training-loss increases D at the largest count."""
     from i2o.chapters.deq_gaps.curves import GapCurve
@@ -345,7 +360,7 @@ def overparam_rows(d_best, d_worst, se=0.01, best_error=0.0):
         return GapCurve("x", "m", N_TRAIN, its, level + gap, gap, np.full(len(GRID), se),
                         np.full(len(GRID), 0.01), n=400)
 
-    return [{"size": 40, "loss_at_n": 0.01, "train_loss": curve(d_best, 0.01),
+    return [{"size": best_size, "loss_at_n": 0.01, "train_loss": curve(d_best, 0.01),
              "train_error": curve(0.0, best_error)},
             {"size": 640, "loss_at_n": 1.4, "train_loss": curve(d_worst, 1.4),
              "train_error": curve(0.0, 48.0)}]
@@ -362,7 +377,10 @@ def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
     failed = decide(overparam_rows(0.0, 0.2))
     assert failed.holds is False
     open_ = decide(overparam_rows(0.01, 0.0, se=0.01))
-    assert open_.holds is None and "training examples per model would decide it" in open_.check
+    assert open_.holds is None and "more seeds per size" in open_.check
+    assert "more than the 40 training images" in open_.check
+    larger = decide(overparam_rows(0.01, 0.0, se=0.005, best_size=5000))
+    assert larger.holds is None and "evaluated on that many per model" in larger.check
     outside = decide(overparam_rows(0.2, 0.0, best_error=30.0))
     assert outside.holds is None and "does not fit" in outside.check
 

@@ -21,7 +21,10 @@ count|`` (what running the fewest iterations costs); on training data ``δ = f �
 N`` (the most that more iterations could remove from a non-negative loss). A margin below the
 **resolution** of the measurement — the standard error over the evaluation examples of one
 model's change between two counts (:meth:`.curves.GapCurve.resolution`) — cannot be told from
-evaluation noise, so the claim is then undecided (:func:`i2o.gates.resolves`); so is a claim
+evaluation noise, so the claim is then undecided (:func:`i2o.gates.resolves`); so is a test-data
+claim whose reference effect is not itself established (:func:`reference_established`: the
+quick language model, which overfits its 20,000 characters, has its lowest test perplexity at 2–3
+iterations, so what the fewest cost is about 0 there, and δ with it); so is a claim
 whose interval is wider than ``POWER_RATIO × δ`` on either side (:func:`i2o.gates.powered`: with
 three seeds, an interval as wide as the margin decides or not by the draw of seeds, as the
 language model's did at replicates 0–2 before this rule).
@@ -161,6 +164,17 @@ def margin_of(curve: GapCurve, fraction: float, unit: str, split: str
         "standard error of one model's change between two counts over the evaluation examples")
 
 
+def reference_established(fewer_hurt: gates.Decision) -> gates.Decision:
+    """On test data the margin is a fraction of what the fewest iterations cost: it has a scale
+    only where that cost is established (the "fewer iterations hurt" interval lies above 0).
+    Where the fewest iterations cost nothing measurable, or help, a fraction of it is no margin and
+    "no improvement beyond δ" stays undecided with that reason."""
+    if fewer_hurt[0] is True:
+        return True, "its reference effect is established (the fewest iterations cost)"
+    return None, ("no scale for δ: its reference effect, what the fewest iterations cost on test "
+                  "data, is not established (" + (fewer_hurt[1] or "undecided") + ")")
+
+
 def task_claims(table: Claims, rows: dict[str, Claim], task: str,
                 results: Sequence[Mapping[str, Any]], curves: Mapping[str, Sequence[GapCurve]],
                 params: Mapping[str, Any], seeds: Sequence[int] | None = None) -> None:
@@ -207,9 +221,14 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
             resolved: gates.Decision = (True, "")
         else:
             few = interval(curve, 0)
-            few_d, few_v = gates.positive(few), (f"gap at {int(curve.iterations[0])}: "
-                                                 f"{few.describe(digits=3)} ({curve.metric})")
+            lowest = int(np.nanargmin(curve.value))
+            few_d, few_v = gates.positive(few), (
+                f"gap at {int(curve.iterations[0])}: {few.describe(digits=3)} ({curve.metric}); "
+                f"lowest mean {curve.metric} at {int(curve.iterations[lowest])} iterations "
+                f"({curve.value[lowest]:.3g}, {curve.value[curve.at(curve.train_iters)]:.3g} at N)")
             delta, delta_text, resolved = margin_of(curve, fraction, unit, split)
+            if split == "test":
+                resolved = gates.combine(resolved, reference_established(few_d))
             above = np.flatnonzero(curve.delta > 0)
             if above.size:
                 best = int(above[np.nanargmin(curve.gap[above])])
@@ -315,8 +334,15 @@ def add_overparam_claim(table: Claims, rows: dict[str, Claim],
     decision = gates.positive(ci)
     if decision[0] is None:
         need = examples_needed(ci)
+        smallest = min(int(best["size"]), int(worst["size"]))
+        if need > smallest:
+            remedy = (f"more than the {smallest} training images of the smaller training set, "
+                      "the most its interval can be over: more seeds per size (intervals over "
+                      "seeds) would decide it, not more examples")
+        else:
+            remedy = "evaluated on that many per model (cls_eval_size) would decide it"
         decision = (None, decision[1] + f"; at this effect, about {need:,.0f} training examples "
-                    f"per model would decide it ({ci.n} here)")
+                    f"({ci.n} here), {remedy}")
     text = (f"D_best − D_worst = {ci.describe(digits=3)}; " + "; ".join(
         f"{r['size']} images: loss at N {r['loss_at_n']:.3g}, D = {r['train_loss'].gap[-1]:+.2g}"
         f" ± {r['train_loss'].gap_se[-1]:.1g}" for r in ordered))

@@ -44,7 +44,7 @@ def task_paragraph(rows: dict[str, Claim], task: str) -> str:
             parts.append(sentence(
                 rows[key], f"Fewer iterations hurt {data} ({rows[key].value}).",
                 f"Fewer iterations do not hurt {data} ({rows[key].value}).",
-                f"Whether fewer iterations hurt {data} is undecided"))
+                f"Whether fewer iterations hurt {data} is undecided; {rows[key].value}"))
     residual = rows[f"{task}_residual"]
     parts.append(sentence(
         residual, f"The residual of the last iterate keeps falling ({residual.value}).",
