@@ -449,3 +449,17 @@ def test_gap_residual_check_is_an_interval_over_models_naming_the_ones_that_rose
     assert row.holds is None and "rose for seed 2" in row.value
     rising = [model(1e-3, 1.0), model(1e-3, 2.0), model(1e-3, 0.5)]
     assert gaps_claims.residual_claim(table, "t", rising, labels, curve, (True, "")).holds is False
+
+
+def test_gap_values_print_on_the_scale_of_the_curve():
+    from i2o.chapters.deq_gaps.curves import GapCurve
+
+    its = np.asarray(GRID)
+
+    def at_level(level):
+        return GapCurve("x", "MSE", N_TRAIN, its, np.full(len(GRID), level), np.zeros(len(GRID)),
+                        np.zeros(len(GRID)), np.zeros(len(GRID)), n=400)
+
+    assert gaps_claims.digits(at_level(1.3)) == 3
+    assert gaps_claims.digits(at_level(0.0025)) == 5   # a gap of 1.2e-4 prints as +0.00012
+    assert gaps_claims.digits(at_level(0.0)) == 3

@@ -127,6 +127,15 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
 
 
+def digits(curve: GapCurve) -> int:
+    """Decimals that show a gap on the scale of the curve's value at N (3 for values ≥ 0.1, more
+    for a training MSE of 1e-3, whose gaps would otherwise print as +0.000)."""
+    level = abs(float(curve.value[curve.at(curve.train_iters)]))
+    if not math.isfinite(level) or level == 0 or level >= 0.1:
+        return 3
+    return min(8, 2 - math.floor(math.log10(level)))
+
+
 def interval(curve: GapCurve, index: int) -> gates.Interval:
     """The 90 % interval of ``curve.gap[index]`` over what ``curve`` is over (seeds or
     examples)."""
@@ -223,7 +232,8 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
             few = interval(curve, 0)
             lowest = int(np.nanargmin(curve.value))
             few_d, few_v = gates.positive(few), (
-                f"gap at {int(curve.iterations[0])}: {few.describe(digits=3)} ({curve.metric}); "
+                f"gap at {int(curve.iterations[0])}: {few.describe(digits=digits(curve))} "
+                f"({curve.metric}); "
                 f"lowest mean {curve.metric} at {int(curve.iterations[lowest])} iterations "
                 f"({curve.value[lowest]:.3g}, {curve.value[curve.at(curve.train_iters)]:.3g} at N)")
             delta, delta_text, resolved = margin_of(curve, fraction, unit, split)
@@ -237,7 +247,7 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
                     resolved = gates.combine(resolved, gates.powered(more, delta, POWER_RATIO))
                 more_d = gates.not_below(more, delta) if resolved[0] else resolved
                 more_v = (f"most negative gap above N, at {int(curve.iterations[best])}: "
-                          f"{more.describe(digits=3)} ({curve.metric})")
+                          f"{more.describe(digits=digits(curve))} ({curve.metric})")
             else:
                 more_d, more_v = (None, "no count above N"), "not computed"
         rows[f"{task}_{split}_fewer_hurt"] = table.decide(
