@@ -74,3 +74,34 @@ def test_checkpoint_dir_is_tied_to_key():
 def test_objects_are_refused():
     with pytest.raises(TypeError, match="not an array"):
         results.cached("fig", "obj", {}, lambda: {"bad": object()})
+
+
+_COMPILE_ONCE = """
+import jax, jax.numpy as jnp
+from i2o import results
+print(results.jax_compilation_cache())
+print(float(jax.jit(lambda x: jnp.sin(x).sum() * 3.0)(jnp.arange(5.0))))
+"""
+
+
+def test_jax_programs_are_kept_in_the_results_cache_and_give_the_same_numbers(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "I2O_RESULTS_DIR": str(tmp_path)}
+
+    def run(**extra):
+        out = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], env={**env, **extra},
+                             capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    first = run()
+    assert first[0] == str(tmp_path / results.JAX_CACHE)
+    kept = sorted(p.name for p in (tmp_path / results.JAX_CACHE).iterdir())
+    assert kept, "no compiled program was written"
+    second = run()
+    assert second == first
+    assert sorted(p.name for p in (tmp_path / results.JAX_CACHE).iterdir()) == kept  # reused
+    off = run(I2O_JAX_CACHE="0")
+    assert off == ["None", first[1]]

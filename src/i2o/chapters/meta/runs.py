@@ -366,6 +366,7 @@ def collect(p: Any, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     (:func:`i2o.sweep.run_jobs`); everything is then read from the cache."""
     from i2o import sweep
 
+    results.jax_compilation_cache()
     sweep.run_missing(FIGURE, all_jobs(p), is_cached, p.workers)
     return {"figure3": figure3(p, log), "figure4": figure4(p, log),
             "ablation": ablation(p, log), "floor": bn_floor(p), "noise": meta_gradient_noise(p)}
@@ -437,6 +438,7 @@ def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
 def run_job(name: str, job: dict[str, Any], log: Callable[[str], None] | None = print) -> None:
     """Train model ``name`` of the figure parameters ``job`` (resuming its checkpoint) and
     sweep it."""
+    results.jax_compilation_cache()
     p = SimpleNamespace(**job)
     train_and_sweep(p, _spec_named(name, p), log)
 
