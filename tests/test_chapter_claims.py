@@ -348,21 +348,22 @@ def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():
         assert "regime" not in gate.claim.split("(")[0]  # the claim's text does not vary
 
 
-def overparam_rows(d_best, d_worst, se=0.01, best_error=0.0, best_size=40):
-    """Two doctored overparametrization sizes: the best-fitting one (loss 0.01) and the worst
-    (loss 1.4), with training-loss increases D at the largest count."""
+def overparam_rows(r_best, r_worst, se=0.01, best_error=0.0, best_size=40, best_loss=0.01):
+    """Two doctored overparametrization sizes: the best-fitting one (training loss ``best_loss``
+    at N) and the worst (1.4), whose training losses rise at the largest count by ``r`` times
+    their level at N (standard error ``se`` times the level)."""
     from i2o.chapters.deq_gaps.curves import GapCurve
 
     its = np.asarray(GRID)
 
-    def curve(gap_at_max, level, error=False):
-        gap = np.r_[np.zeros(len(GRID) - 1), gap_at_max]
-        return GapCurve("x", "m", N_TRAIN, its, level + gap, gap, np.full(len(GRID), se),
+    def curve(relative, level):
+        gap = np.r_[np.zeros(len(GRID) - 1), relative * level]
+        return GapCurve("x", "m", N_TRAIN, its, level + gap, gap, np.full(len(GRID), se * level),
                         np.full(len(GRID), 0.01), n=400)
 
-    return [{"size": best_size, "loss_at_n": 0.01, "train_loss": curve(d_best, 0.01),
+    return [{"size": best_size, "loss_at_n": best_loss, "train_loss": curve(r_best, best_loss),
              "train_error": curve(0.0, best_error)},
-            {"size": 640, "loss_at_n": 1.4, "train_loss": curve(d_worst, 1.4),
+            {"size": 640, "loss_at_n": 1.4, "train_loss": curve(r_worst, 1.4),
              "train_error": curve(0.0, 48.0)}]
 
 
@@ -372,8 +373,12 @@ def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
         gaps_claims.add_overparam_claim(table, found, rows, GAPS_PARAMS)
         return found["overparam"]
 
-    held = decide(overparam_rows(0.2, 0.0))
+    held = decide(overparam_rows(0.5, 0.0))
     assert held.holds is True and "in the regime" in held.check and "40 images" in held.check
+    assert "R = D / L(N) = +0.5" in held.value
+    # relative, not absolute: the best-fitting model doubles half its tiny loss (D = 0.005), the
+    # worst adds 2 % to its loss of 1.4 (D = 0.028): it loses more in absolute terms only
+    assert decide(overparam_rows(0.5, 0.02)).holds is True
     failed = decide(overparam_rows(0.0, 0.2))
     assert failed.holds is False
     open_ = decide(overparam_rows(0.01, 0.0, se=0.01))
@@ -383,6 +388,8 @@ def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
     assert larger.holds is None and "evaluated on that many per model" in larger.check
     outside = decide(overparam_rows(0.2, 0.0, best_error=30.0))
     assert outside.holds is None and "does not fit" in outside.check
+    zero = decide(overparam_rows(0.2, 0.0, best_loss=0.0))
+    assert zero.holds is None and "not defined" in zero.check
 
 
 def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_needs():

@@ -60,11 +60,12 @@ def conclusions(rows: dict[str, Claim]) -> str:
     if "overparam" in rows:
         row = rows["overparam"]
         paragraphs.append("**Overparametrization sweep.** " + sentence(
-            row, f"The better a DEQ fits its training set, the more it loses from extra "
-            f"iterations ({row.value}).",
-            f"The loss from extra iterations is not ordered by how well the DEQ fits its "
-            f"training set ({row.value}).",
-            "Whether the DEQs that fit better lose more from extra iterations is undecided"))
+            row, f"The better a DEQ fits its training set, the larger the share of its fit it "
+            f"loses to extra iterations ({row.value}).",
+            f"The share of its fit a DEQ loses to extra iterations is not larger when it fits "
+            f"its training set better ({row.value}).",
+            "Whether the DEQs that fit better lose a larger share of their fit to extra "
+            "iterations is undecided"))
         if "in the regime" in row.check:
             paragraphs[-1] += " Sizes " + row.check.split("in the regime")[1].split(";")[0] + "."
     return "\n\n".join(paragraphs)
