@@ -22,7 +22,11 @@ this machine.
 from __future__ import annotations
 
 import functools
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 from i2o import runtime
@@ -131,10 +135,6 @@ print(time.perf_counter() - start)
 def _first_chunk_seconds(results_dir: str, cache: bool) -> float:
     """Seconds from a fresh process's start to its first iMAML chunk of 2 outer steps (imports,
     compilation, 2 steps), with the results cache at ``results_dir``."""
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "I2O_RESULTS_DIR": results_dir, "I2O_JAX_CACHE": "1" if cache else "0"}
     out = subprocess.run([sys.executable, "-c", _FIRST_CHUNK], env=env, capture_output=True,
                          text=True, check=True)
@@ -145,8 +145,6 @@ def compilation_cache() -> list[dict]:
     """A process that finds the iMAML step's compiled program in the persistent JAX cache
     (:func:`i2o.results.jax_compilation_cache`: the next replicate, a resumed run, a sweep worker)
     against one that compiles it (the cache off), alternated over rounds."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         _first_chunk_seconds(folder, cache=True)  # fills the cache
         cold, warm = [], []

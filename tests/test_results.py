@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -85,10 +89,6 @@ print(float(jax.jit(lambda x: jnp.sin(x).sum() * 3.0)(jnp.arange(5.0))))
 
 
 def test_jax_programs_are_kept_in_the_results_cache_and_give_the_same_numbers(tmp_path):
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "I2O_RESULTS_DIR": str(tmp_path)}
 
     def run(**extra):

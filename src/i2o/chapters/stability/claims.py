@@ -44,7 +44,7 @@ Confidence intervals (90 %) are over the fitting seeds, in accuracy points. The 
 the arms is **paired by seed** (:func:`paired_difference`): a seed draws the same initial weights,
 warm-up, batch order and dropout masks in both arms, so the interval is over the seeds that fit in
 both arms of ``deviation_s(IFT) − deviation_s(unrolled)``. (Chosen after replicate 0 of commit
-7a99af4 was read, where it narrowed the interval's half-width from 0.81 to 0.70 points without
+7a99af4 was read, where it narrowed the interval's half-width from 0.81 to 0.75 points without
 changing a verdict; an unpaired Welch interval was used before.)
 
 The residual row is a *sanity check* of the solver on the last iterate of each test solve
