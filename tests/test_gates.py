@@ -39,6 +39,7 @@ def test_interval_refuses_too_few_or_nonfinite():
 
 @pytest.mark.parametrize("predicate, holding, failing, straddling", [
     (lambda c: gates.equivalent(c, 1.0), ci(-0.5, 0.5), ci(1.2, 3.0), ci(0.5, 1.5)),
+    (lambda c: gates.above(c, 1.0), ci(1.1, 2.0), ci(-3.0, 0.9), ci(0.5, 1.5)),
     (lambda c: gates.not_above(c, 1.0), ci(-3.0, 0.9), ci(1.1, 2.0), ci(0.5, 1.5)),
     (lambda c: gates.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
     (gates.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),

@@ -169,12 +169,16 @@ def test_jobs_are_listed_run_and_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     p = profiles.resolve("separation", "smoke", saw_steps=2, gotu_steps=2)
     jobs = runs.all_jobs(p)
-    assert [name for name, _ in jobs] == ["steep-deq_lower", "steep-fnn", "sawtooth-k2",
-                                          "gotu-f1", "gotu-f2"]
-    name, job = next(j for j in jobs if j[0] == "sawtooth-k2")
-    assert not runs.is_cached(name, job)
-    runs.run_job(name, job)
-    assert runs.is_cached(name, job)
+    names = [name for name, _ in jobs]
+    assert names == ["gotu-f2-deq", "gotu-f1-deq", "sawtooth-k2", "diagonal",
+                     "steep-deq_lower-d3", "steep-deq_lower-d2", "gotu-f2-others",
+                     "gotu-f1-others", "steep-fnn", "frozen"]
+    for name in ("sawtooth-k2", "steep-deq_lower-d3", "diagonal", "frozen"):
+        job = dict(jobs)[name]
+        assert not runs.is_cached(name, job)
+        runs.run_job(name, job)
+        assert runs.is_cached(name, job)
+    assert not runs.is_cached("steep-deq_lower-d2", job)
     with pytest.raises(ValueError, match="unknown job"):
         runs.run_job("nothing", job)
 
@@ -184,8 +188,9 @@ def test_the_sweep_finds_the_chapter_through_the_manifest():
 
     assert sweep.has_jobs("separation")
     listed = sweep.list_jobs("separation", profiles.resolve("separation", "smoke"))
-    assert {name for name, _, _ in listed} == {"steep-deq_lower", "steep-fnn", "sawtooth-k2",
-                                               "gotu-f1", "gotu-f2"}
+    assert {name for name, _, _ in listed} == {
+        "steep-deq_lower-d2", "steep-deq_lower-d3", "steep-fnn", "sawtooth-k2", "diagonal",
+        "frozen", "gotu-f1-deq", "gotu-f2-deq", "gotu-f1-others", "gotu-f2-others"}
 
 
 def test_steep_target_weights_and_slope():

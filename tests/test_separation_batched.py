@@ -1,5 +1,6 @@
 """Stacked training: R models trained together follow the paths they follow alone."""
 
+import pytest
 import torch
 
 from i2o.chapters.separation import batched
@@ -21,3 +22,57 @@ def test_stacked_training_lowers_the_loss():
     before = batched.per_model_mse(weights, x, y).detach()
     after = batched.fit_stack(weights, x, y, steps=200, lr=1e-2)
     assert torch.all(after < before)
+
+
+def test_stacked_modules_compute_what_the_modules_compute():
+    from i2o.chapters.separation import nets, steep
+
+    x = torch.rand(2, 40, 5)
+    for kind, stack, forward in (("fnn", batched.stack_fnn, batched.forward),
+                                 ("deq_lower", batched.stack_lower_deq,
+                                  batched.forward_lower_deq)):
+        models = [nets.make_model(kind, 5, 6, 2, seed) for seed in (0, 1)]
+        weights = stack(models)
+        with torch.no_grad():
+            alone = torch.stack([model(x[r]) for r, model in enumerate(models)])
+        torch.testing.assert_close(forward(weights, x), alone, rtol=1e-5, atol=1e-6)
+        expected = torch.tensor([steep.max_abs_weight(model) for model in models])
+        torch.testing.assert_close(batched.max_abs_weight(weights, kind == "deq_lower"), expected)
+
+
+def test_the_masked_entries_of_a_lower_deq_are_not_weights():
+    from i2o.chapters.separation import nets
+
+    model = nets.make_model("deq_lower", 3, 4, 1, 0)
+    with torch.no_grad():
+        model.V[0, 3] = 100.0  # above the diagonal: masked out of W
+    assert float(batched.max_abs_weight(batched.stack_lower_deq([model]), lower_deq=True)) < 100
+    assert float(batched.max_abs_weight(batched.stack_lower_deq([model]))) == 100
+
+
+def test_stacked_steep_runs_match_the_runs_alone():
+    from i2o.chapters.separation import steep
+
+    seeds = [0, 3]
+    for kind in steep.KINDS:
+        together = steep.train_stack(kind, 4, 2.0 ** -4, 6, 2, 64, 150, 1e-2, 0.1, seeds)
+        for r, seed in enumerate(seeds):
+            alone = steep.train_model(kind, 4, 2.0 ** -4, 6, 2, 64, 150, 1e-2, 0.1, seed)
+            assert together["reached"][r] == alone["reached"]
+            assert abs(int(together["step"][r]) - alone["step"]) <= 2
+            for key in ("max_weight", "final_max_weight", "final_mse", "variance"):
+                assert together[key][r] == pytest.approx(alone[key], rel=1e-3), (kind, key)
+
+
+def test_a_stacked_steep_run_refuses_an_unknown_kind():
+    from i2o.chapters.separation import steep
+
+    with pytest.raises(ValueError, match="kind must be one of"):
+        steep.train_stack("dln", 4, 0.1, 6, 2, 64, 2, 1e-2, 0.1, [0])
+
+
+def test_the_stacked_lower_deq_needs_its_structure():
+    from i2o.chapters.separation import nets
+
+    with pytest.raises(ValueError, match="lower-triangular"):
+        batched.stack_lower_deq([nets.make_model("deq_contractive", 3, 4, 1, 0)])

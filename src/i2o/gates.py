@@ -17,6 +17,7 @@ A paper claim about trained DEQs is decided here in two stages:
 
    - :func:`equivalent`: ``−δ < lo`` and ``hi < δ`` (TOST equivalence); fails when the interval
      lies entirely outside ``(−δ, δ)``;
+   - :func:`above`: ``lo > δ`` (exceeds the margin); fails when ``hi < δ``;
    - :func:`not_above`: ``hi < δ``; fails when ``lo > δ``;
    - :func:`not_below`: ``lo > −δ``; fails when ``hi < −δ``;
    - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``;
@@ -145,6 +146,17 @@ def equivalent(ci: Interval, margin: float) -> Decision:
         return False, f"CI entirely outside ±{d:g}"
     return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
                   + needed(ci, (-d, d)))
+
+
+def above(ci: Interval, margin: float) -> Decision:
+    """Holds when ``lo > δ`` (the quantity exceeds δ); fails when ``hi < δ``."""
+    d = _margin(margin)
+    if ci.lo > d:
+        return True, f"CI above +{d:g}"
+    if ci.hi < d:
+        return False, f"CI below +{d:g}"
+    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
+                  + needed(ci, (d,)))
 
 
 def not_above(ci: Interval, margin: float) -> Decision:

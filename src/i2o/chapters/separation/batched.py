@@ -1,18 +1,24 @@
-r"""Train R small fully connected ReLU networks at once, by stacked weights.
+r"""Train R small ReLU networks at once, by stacked weights.
 
-The R models (restarts or seeds) share the input ``x`` (n, d) and target ``y`` (n,). Layer l of
-model r is :math:`h^{(r)}_{l+1} = \mathrm{ReLU}(h^{(r)}_l W^{(r)}_l + b^{(r)}_l)`, computed for all
-r by one batched matrix product (``torch.baddbmm``). The loss minimized is
-:math:`\sum_r \mathrm{MSE}_r`: its gradient with respect to model r's weights is the gradient of
-:math:`\mathrm{MSE}_r` alone, and Adam is elementwise, so each model follows exactly the path it
-would follow if trained by itself (up to floating-point summation order).
+The R models (restarts or seeds) share the input ``x`` (n, d) and target ``y`` (n,), or each has
+its own (``x`` of shape (R, n, d), ``y`` of shape (R, n)). Layer l of FNN r is
+:math:`h^{(r)}_{l+1} = \mathrm{ReLU}(h^{(r)}_l W^{(r)}_l + b^{(r)}_l)`, computed for all r by one
+batched matrix product (``torch.baddbmm``); the lower-triangular ReLU DEQ of :mod:`.nets`
+(:func:`stack_lower_deq`) is its ``width``-step fixed-point iteration, exact because its ``W`` is
+nilpotent, so that differentiating through the iterations gives the IFT gradient. The loss
+minimized is :math:`\sum_r \mathrm{MSE}_r`: its gradient with respect to model r's weights is
+the gradient of :math:`\mathrm{MSE}_r` alone, and Adam is elementwise, so each model follows
+exactly the path it would follow if trained by itself (up to floating-point summation order).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
+
+from i2o.chapters.separation import nets
 
 
 def init_stack(d_in: int, width: int, depth: int, seeds: list[int]
@@ -33,8 +39,8 @@ def init_stack(d_in: int, width: int, depth: int, seeds: list[int]
 
 
 def forward(weights: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """Outputs of every model, shape (R, n)."""
-    h = x.expand(weights[0].shape[0], *x.shape)
+    """Outputs of every FNN, shape (R, n); ``x`` is (n, d) shared or (R, n, d)."""
+    h = x.expand(weights[0].shape[0], *x.shape) if x.dim() == 2 else x
     layers = len(weights) // 2
     for layer in range(layers):
         h = torch.baddbmm(weights[2 * layer + 1], h, weights[2 * layer])
@@ -63,3 +69,61 @@ def fit_stack(weights: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, ste
         optimizer.step()
     with torch.no_grad():
         return per_model_mse(weights, x, y)
+
+
+def stack_fnn(models: Sequence[nets.FNN]) -> list[torch.Tensor]:
+    """The weights of R :class:`~.nets.FNN` (same shape) in the layout of :func:`forward`, so
+    that model r of the stack starts where ``models[r]`` starts."""
+    def linears(model: nets.FNN) -> list[torch.nn.Linear]:
+        return [m for m in model.body if isinstance(m, torch.nn.Linear)] + [model.head]
+
+    layers = [linears(model) for model in models]
+    stacks = []
+    for layer in range(len(layers[0])):
+        stacks.append(torch.stack([ls[layer].weight.detach().T for ls in layers]))
+        stacks.append(torch.stack([ls[layer].bias.detach()[None] for ls in layers]))
+    return [s.clone().requires_grad_(True) for s in stacks]
+
+
+def stack_lower_deq(models: Sequence[nets.ReluDEQ]) -> list[torch.Tensor]:
+    """The parameters ``[V, Uᵀ, b, headᵀ, head bias]`` of R lower-triangular
+    :class:`~.nets.ReluDEQ` whose head reads ``[z*, x]``, each with a leading model axis (``V``
+    unmasked, as the module stores it)."""
+    for model in models:
+        if model.structure != "lower" or not model.head_reads_input:
+            raise ValueError("stack_lower_deq needs lower-triangular DEQs whose head reads x")
+    stacks = [torch.stack([m.V.detach() for m in models]),
+              torch.stack([m.U.detach().T for m in models]),
+              torch.stack([m.b.detach()[None] for m in models]),
+              torch.stack([m.head.weight.detach().T for m in models]),
+              torch.stack([m.head.bias.detach()[None] for m in models])]
+    return [s.clone().requires_grad_(True) for s in stacks]
+
+
+def lower_mask(width: int) -> torch.Tensor:
+    """The strictly lower-triangular mask of ``W``."""
+    return torch.tril(torch.ones(width, width), diagonal=-1)
+
+
+def forward_lower_deq(weights: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    r"""Outputs of every stacked lower-triangular DEQ, shape (R, n): from :math:`z = 0`,
+    ``width`` steps of :math:`z \leftarrow \sigma(z W^\top + x U^\top + b)` reach the fixed
+    point exactly, then :math:`y = [z^\star, x]\,a + c`."""
+    v, u_t, b, head, bias = weights
+    width = v.shape[-1]
+    x = x.expand(v.shape[0], *x.shape) if x.dim() == 2 else x
+    w_t = (v * lower_mask(width).to(v)).transpose(1, 2)
+    injection = torch.baddbmm(b, x, u_t)
+    z = torch.relu(injection)  # the first step from z = 0
+    for _ in range(width - 1):
+        z = torch.relu(torch.baddbmm(injection, z, w_t))
+    return torch.baddbmm(bias, torch.cat([z, x], dim=2), head).squeeze(-1)
+
+
+def max_abs_weight(weights: list[torch.Tensor], lower_deq: bool = False) -> torch.Tensor:
+    """Largest absolute parameter of each stacked model, shape (R,) (a lower-triangular DEQ's
+    masked-out entries of ``V`` excluded)."""
+    if lower_deq:
+        weights = [weights[0] * lower_mask(weights[0].shape[-1]).to(weights[0]), *weights[1:]]
+    return torch.stack([w.detach().abs().flatten(1).amax(dim=1) for w in weights]).amax(dim=0)
+

@@ -1,11 +1,13 @@
 """What the separation chapter computes, through the results cache.
 
-Every trained model is one cache entry (key: everything that determines it, and the source of the
-modules that compute it). The expensive parts are grouped in sweep jobs (``python -m i2o.sweep
-separation``): one job per sawtooth target (every DEQ and FNN of Section 1, every seed), one per
-GOTU target (Section 4) and one for the steep functions (Section 2). A job computes exactly the
-entries the notebook reads; ``collect`` runs the missing jobs in ``workers`` local processes
-first, then reads.
+Every trained model (in Section 2, every stack of seeds trained together) is one cache entry (key:
+everything that determines it, and the source of the modules that compute it). The expensive
+parts are grouped in sweep jobs (``python -m i2o.sweep separation``): one per sawtooth target
+(every DEQ and FNN of Section 1, every seed); per GOTU target one for its ReLU DEQs and one for
+its other models (Section 4); one per input dimension for the DEQs of the steep functions and one
+for their FNNs (Section 2; one cache entry per dimension, every seed trained at once); one each
+for Section 3 and the frozen-coordinate task. A job computes exactly the entries the notebook
+reads; ``collect`` runs the missing jobs in ``workers`` local processes first, then reads.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ SAW_SOURCES = (*_ENGINE, "chapters.separation.sawtooth")
 GOTU_SOURCES = (*_ENGINE, "chapters.separation.gotu")
 DIAGONAL_SOURCES = ("chapters.separation.diagonal",)
 FROZEN_SOURCES = ("chapters.separation.frozen",)
-STEEP_SOURCES = (*_ENGINE, "chapters.separation.steep")
+STEEP_SOURCES = (*_ENGINE, "chapters.separation.batched", "chapters.separation.steep")
 STEEP_MODELS = ("deq_lower", "fnn")
 
 
@@ -176,31 +178,30 @@ def sawtooth_section(p: Any) -> dict[str, Any]:
 
 # --- Section 2: steep functions -----------------------------------------------------------------
 
-def _steep_key(p: Any, kind: str, d: int, seed: int) -> tuple[str, dict[str, Any]]:
-    key = {"delta": "2^-d", "kind": kind, "d": d, "seed": seed, "width": p.steep_width,
-           "depth": p.steep_depth, "size": p.steep_train_size, "steps": p.steep_steps,
-           "lr": p.steep_lr, "level": p.steep_level}
-    return f"steep-{kind}-d{d}-s{seed}", key
+def _steep_key(p: Any, kind: str, d: int) -> tuple[str, dict[str, Any]]:
+    key = {"delta": "2^-d", "kind": kind, "d": d, "seeds": steep_seeds(p),
+           "width": p.steep_width, "depth": p.steep_depth, "size": p.steep_train_size,
+           "steps": p.steep_steps, "lr": p.steep_lr, "level": p.steep_level}
+    return f"steep-{kind}-d{d}", key
 
 
-def steep_model(p: Any, kind: str, d: int, seed: int) -> dict[str, Any]:
-    """One Section 2 run: input dimension d, steepness δ = 2^-d (the rebuttal's pairing)."""
+def steep_models(p: Any, kind: str, d: int) -> dict[str, np.ndarray]:
+    """The Section 2 runs of one model kind at input dimension d, steepness δ = 2^-d (the
+    rebuttal's pairing), every seed trained at once: arrays over seeds."""
     from i2o.chapters.separation import steep
 
-    name, key = _steep_key(p, kind, d, seed)
-    return results.cached(FIGURE, name, key, lambda: steep.train_model(
+    name, key = _steep_key(p, kind, d)
+    return results.cached(FIGURE, name, key, lambda: steep.train_stack(
         kind, d, 2.0 ** -d, p.steep_width, p.steep_depth, p.steep_train_size, p.steep_steps,
-        p.steep_lr, p.steep_level, seed), sources=STEEP_SOURCES)
+        p.steep_lr, p.steep_level, steep_seeds(p)), sources=STEEP_SOURCES)
 
 
 def steep_section(p: Any) -> dict[str, Any]:
     """Per model kind: arrays (dims × seeds) of every recorded number, δ = 2^-d."""
     out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
     for kind in STEEP_MODELS:
-        runs_ = [[steep_model(p, kind, d, seed) for seed in steep_seeds(p)]
-                 for d in p.steep_dims]
-        out[kind] = {key: np.array([[r[key] for r in row] for row in runs_])
-                     for key in runs_[0][0]}
+        rows = [steep_models(p, kind, d) for d in p.steep_dims]
+        out[kind] = {key: np.stack([np.asarray(row[key]) for row in rows]) for key in rows[0]}
     return out
 
 
@@ -217,9 +218,13 @@ def diagonal_section(p: Any) -> dict[str, Any]:
                                                p.dln_alpha) for seed in model_seeds(p)}
         return {**out, "seconds": time.perf_counter() - start}
 
-    key = {name: p[name] for name in ("seeds", "replicate", "diag_n", "diag_d",
-                                      "diag_lr_scale", "diag_max_steps", "diag_tol", "dln_alpha")}
-    return results.cached(FIGURE, "diagonal", key, compute, sources=DIAGONAL_SOURCES)
+    return results.cached(FIGURE, "diagonal", _diagonal_key(p), compute,
+                          sources=DIAGONAL_SOURCES)
+
+
+def _diagonal_key(p: Any) -> dict[str, Any]:
+    return {name: p[name] for name in ("seeds", "replicate", "diag_n", "diag_d",
+                                       "diag_lr_scale", "diag_max_steps", "diag_tol", "dln_alpha")}
 
 
 # --- Section 4: GOTU ----------------------------------------------------------------------------
@@ -286,9 +291,12 @@ def frozen_section(p: Any) -> dict[str, Any]:
             out[f"c{i}"] = entry
         return out
 
-    key = {name: p[name] for name in ("gotu_seeds", "replicate", "gotu_dim", "dln_alpha",
-                                      "frozen_means", "frozen_lr", "frozen_steps", "frozen_tol")}
-    return results.cached(FIGURE, "frozen", key, compute, sources=FROZEN_SOURCES)
+    return results.cached(FIGURE, "frozen", _frozen_key(p), compute, sources=FROZEN_SOURCES)
+
+
+def _frozen_key(p: Any) -> dict[str, Any]:
+    return {name: p[name] for name in ("gotu_seeds", "replicate", "gotu_dim", "dln_alpha",
+                                       "frozen_means", "frozen_lr", "frozen_steps", "frozen_tol")}
 
 
 # --- everything ---------------------------------------------------------------------------------
@@ -325,7 +333,6 @@ def costs(r: dict[str, Any]) -> dict[str, float]:
 
 def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[], dict | None]]]:
     """(compute, lookup) of every cache entry of job ``name``."""
-    from i2o.chapters.separation import gotu
 
     entries = []
     if name.startswith("sawtooth-k"):
@@ -342,36 +349,66 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
                 entries.append((lambda m=m, seed=seed: lbfgs_model(p, k, *m, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          SAW_SOURCES)))
-    elif name.startswith("steep-") and name.removeprefix("steep-") in STEEP_MODELS:
-        kind = name.removeprefix("steep-")
-        for d in p.steep_dims:
-            for seed in steep_seeds(p):
-                key_name, key = _steep_key(p, kind, d, seed)
-                entries.append((lambda d=d, seed=seed: steep_model(p, kind, d, seed),
-                                lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
-                                                                         STEEP_SOURCES)))
-    elif name.startswith("gotu-"):
-        target = name.removeprefix("gotu-")
-        for kind in gotu.MODELS:
+    elif name in steep_jobs(p):
+        kind, dims = steep_jobs(p)[name]
+        for d in dims:
+            key_name, key = _steep_key(p, kind, d)
+            entries.append((lambda d=d: steep_models(p, kind, d),
+                            lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
+                                                                     STEEP_SOURCES)))
+    elif name in gotu_jobs():
+        target, kinds = gotu_jobs()[name]
+        for kind in kinds:
             for seed in gotu_seeds(p):
                 key_name, key = _gotu_key(p, target, kind, seed)
                 entries.append((lambda kind=kind, seed=seed: gotu_model(p, target, kind, seed),
                                 lambda n=key_name, c=key: results.lookup(FIGURE, n, c,
                                                                          GOTU_SOURCES)))
+    elif name == "diagonal":
+        entries.append((lambda: diagonal_section(p),
+                        lambda: results.lookup(FIGURE, "diagonal", _diagonal_key(p),
+                                               DIAGONAL_SOURCES)))
+    elif name == "frozen":
+        entries.append((lambda: frozen_section(p),
+                        lambda: results.lookup(FIGURE, "frozen", _frozen_key(p),
+                                               FROZEN_SOURCES)))
     else:
         raise ValueError(f"unknown job {name!r} of figure {FIGURE!r}")
     return entries
 
 
-def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
-    """One job per model kind of Section 2 (the longest, listed first so that the workers
-    start them first), per sawtooth target and per GOTU target: ``(name, parameters)``."""
+def steep_jobs(p: Any) -> dict[str, tuple[str, list[int]]]:
+    """Section 2's jobs: one per input dimension for the DEQs, one for every FNN (they are
+    several times faster): name → (kind, dimensions)."""
+    jobs = {f"steep-deq_lower-d{d}": ("deq_lower", [d]) for d in sorted(p.steep_dims,
+                                                                        reverse=True)}
+    return {**jobs, "steep-fnn": ("fnn", list(p.steep_dims))}
+
+
+def gotu_jobs() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Section 4's jobs, per GOTU target one for its ReLU DEQs (the longest of the chapter) and
+    one for its other models: name → (target, model kinds)."""
     from i2o.chapters.separation import gotu
 
+    others = tuple(kind for kind in gotu.MODELS if kind != "deq_contractive")
+    jobs: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for target in sorted(gotu.TARGETS, reverse=True):
+        jobs[f"gotu-{target}-deq"] = (target, ("deq_contractive",))
+    for target in sorted(gotu.TARGETS, reverse=True):
+        jobs[f"gotu-{target}-others"] = (target, others)
+    return jobs
+
+
+def all_jobs(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every job of the chapter, ``(name, parameters)``, in the order the workers take them:
+    the longest first (the GOTU DEQs, the sawtooth, Section 3's gradient flows, the DEQs of
+    Section 2), so that the workers finish together."""
     check_params(p)
-    names = ([f"steep-{kind}" for kind in STEEP_MODELS]
-             + [f"sawtooth-k{k}" for k in p.saw_exponents]
-             + [f"gotu-{t}" for t in gotu.TARGETS])
+    gotu, steep = list(gotu_jobs()), list(steep_jobs(p))
+    names = ([name for name in gotu if name.endswith("-deq")]
+             + [f"sawtooth-k{k}" for k in p.saw_exponents] + ["diagonal"]
+             + [name for name in steep if name != "steep-fnn"]
+             + [name for name in gotu if not name.endswith("-deq")] + ["steep-fnn", "frozen"])
     return [(name, dict(p)) for name in names]
 
 

@@ -9,6 +9,10 @@ are trained on the same points; for each, the largest absolute parameter is reco
 step where the training MSE falls below a common level (``level`` × the target's variance on the
 training points): the "max |weight| at equal training loss" of the rebuttal's Figure 1, against d.
 The paper expects it to grow with d for the FNN and to stay flat for the DEQ.
+
+:func:`train_stack` trains the models of every seed at once (:mod:`.batched`, stacked weights):
+the chapter's runs. :func:`train_model` trains one, through the book's training loop: the
+reference the stacked runs are tested and benchmarked against.
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ import time
 import numpy as np
 import torch
 
-from i2o.chapters.separation import nets
+from i2o.chapters.separation import batched, nets
+from i2o.train.loop import Plan, train_steps
+from i2o.train.schedule import cosine_lr
+
+KINDS = ("deq_lower", "fnn")
 
 
 def steep_data(d: int, delta: float, size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,8 +56,6 @@ def train_model(kind: str, d: int, delta: float, width: int, depth: int, size: i
     model = nets.make_model(kind, d, width, depth, seed)
     variance = float(torch.var(y, unbiased=False))
     history: list[tuple[float, float]] = []
-    from i2o.train.loop import Plan, train_steps
-
     plan = Plan(steps=steps, lr=lr, lr_min=lr / 100, clip=0.0, checkpoint_every=steps, seed=seed)
 
     def step_loss(_: int) -> tuple[torch.Tensor, dict[str, float]]:
@@ -68,6 +74,51 @@ def train_model(kind: str, d: int, delta: float, width: int, depth: int, size: i
     return {"reached": int(reached), "step": at, "max_weight": float(weights[at]),
             "final_max_weight": max_abs_weight(model), "final_mse": nets.mse(model, x, y),
             "variance": variance, "seconds": seconds}
+
+
+def train_stack(kind: str, d: int, delta: float, width: int, depth: int, size: int,
+                steps: int, lr: float, level: float, seeds: list[int]) -> dict[str, np.ndarray]:
+    """:func:`train_model` for every seed at once: each model starts from the same
+    initialization and sees the same training points as alone, and follows its own Adam path
+    (the loss is the sum of the per-model losses, Adam is elementwise), up to floating-point
+    summation order. Returns each of :func:`train_model`'s numbers as an array over ``seeds``;
+    ``seconds`` is the stack's wall time shared equally among its models."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    data = [steep_data(d, delta, size, seed) for seed in seeds]
+    x = torch.stack([xs for xs, _ in data])
+    y = torch.stack([ys for _, ys in data])
+    models = [nets.make_model(kind, d, width, depth, seed) for seed in seeds]
+    lower = kind == "deq_lower"
+    weights = batched.stack_lower_deq(models) if lower else batched.stack_fnn(models)
+    predict = batched.forward_lower_deq if lower else batched.forward
+    optimizer = torch.optim.Adam(weights, lr=lr)
+    losses = torch.empty(steps, len(seeds))
+    max_weights = torch.empty(steps, len(seeds))
+    start = time.perf_counter()
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = cosine_lr(step, steps, lr, lr / 100)
+        optimizer.zero_grad(set_to_none=True)
+        per_model = torch.mean((predict(weights, x) - y) ** 2, dim=1)
+        losses[step] = per_model.detach()
+        max_weights[step] = batched.max_abs_weight(weights, lower)
+        per_model.sum().backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        final_mse = torch.mean((predict(weights, x) - y) ** 2, dim=1)
+    variance = torch.var(y, dim=1, unbiased=False)
+    below = (losses <= level * variance).numpy()
+    reached = below.any(axis=0)
+    at = np.where(reached, below.argmax(axis=0), steps - 1)
+    columns = np.arange(len(seeds))
+    return {"reached": reached.astype(int), "step": at,
+            "max_weight": max_weights.numpy()[at, columns].astype(float),
+            "final_max_weight": batched.max_abs_weight(weights, lower).numpy().astype(float),
+            "final_mse": final_mse.numpy().astype(float),
+            "variance": variance.numpy().astype(float),
+            "seconds": np.full(len(seeds), seconds / len(seeds))}
 
 
 def slope(dims: np.ndarray, max_weights: np.ndarray) -> float:
