@@ -28,8 +28,12 @@ Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the 
 
 Figure 3's comparisons are made on held-out tasks: the best step count k* is chosen on one half of
 the test tasks (even indices) and the difference is measured on the other half (odd indices), as
-a paired mean with its standard error; a difference "exceeds" when it is larger than ``z`` = 2 of
-them. Choosing k* and testing it on the same tasks would favour the claim.
+a paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 90 %, two
+one-sided tests at 5 %). The claim holds when the interval lies above 0, fails when it lies at or
+below 0 (:func:`i2o.gates.positive`), and is undecided when it contains 0, with the number of
+held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
+claim. (Until 2026-11-25 a difference below 2 standard errors counted as a fail: a lack of power
+read as evidence against the claim.)
 
 Figure 4's ordering is a Spearman rank correlation across the training-set sizes between the
 seed-mean training loss at N and the seed-mean D(N, ΔN_max), with ≥ ``min_seeds`` seeds per size.
@@ -47,6 +51,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from i2o import gates as book_gates
 from i2o.chapters.meta import evaluate, gradient_noise
 
 Z_SCORE = 2.0
@@ -183,9 +188,19 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return index[index % 2 == 0], index[index % 2 == 1]
 
 
+def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> tuple[bool | None, str]:
+    """:func:`i2o.gates.positive` on the paired difference MSE(reference) − MSE(best) over the
+    held-out tasks, and the interval as text (with the tasks that would decide it)."""
+    gain, se = evaluate.paired_difference(per_task, reference, best)
+    ci = book_gates.from_se(gain, se, len(per_task), over="held-out tasks")
+    holds, reason = book_gates.positive(ci)
+    return holds, ci.describe(digits=4) + ("" if holds is not None else f"; {reason}")
+
+
 def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
     """*More inner steps than N help*: k* = argmin over the grid points beyond N of the mean test
-    MSE on the even tasks; on the odd tasks MSE(N) − MSE(k*) exceeds z paired standard errors."""
+    MSE on the even tasks; on the odd tasks the interval of MSE(N) − MSE(k*) lies above 0 (fails:
+    at or below 0; undecided: it contains 0)."""
     name = _model_name(curves)
     claim = f"{name}: more inner steps than in training lower the test MSE"
     grid = list(curves["grid"])
@@ -200,19 +215,18 @@ def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
     choose, test = _halves(len(mse))
     beyond = [i for i, k in enumerate(grid) if k > n]
     best = beyond[int(np.argmin(mse[choose][:, beyond].mean(axis=0)))]
-    gain, se = evaluate.paired_difference(mse[test], grid.index(n), best)
-    holds = gain > Z_SCORE * se
+    holds, interval = _held_out_gain(mse[test], grid.index(n), best)
     return Verdict(claim, holds,
-                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on {len(test)} held-out "
-                   f"tasks MSE(N) − MSE(k*) = {gain:.4f} ± {se:.4f} (paired SE; needs > "
-                   f"{Z_SCORE:g} SE){note}")
+                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
+                   f"MSE(N) − MSE(k*) = {interval} (needs the interval above 0){note}")
 
 
 def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
     """*The best test MSE is reached before convergence*: decided only when the inner problem
     converges within the grid, at k_conv (module docstring); k* = argmin of the mean test MSE over
     the grid on the even tasks; holds when k* < k_conv and, on the odd tasks, MSE(k_conv) −
-    MSE(k*) exceeds z paired standard errors."""
+    MSE(k*) has its interval above 0 (fails when k* ≥ k_conv or the interval lies at or below 0;
+    undecided when it contains 0)."""
     name = _model_name(curves)
     claim = f"{name}: the best test MSE is reached before the inner problem converges"
     grid = list(curves["grid"])
@@ -237,12 +251,16 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
     mse = curves["query"][finite]
     choose, test = _halves(len(mse))
     best = int(np.argmin(mse[choose].mean(axis=0)))
-    rise, se = evaluate.paired_difference(mse[test], at, best)
-    holds = best < at and rise > Z_SCORE * se
+    if best >= at:  # the best count is not before convergence, whatever the difference
+        gain, se = evaluate.paired_difference(mse[test], at, best)
+        holds, interval = False, book_gates.from_se(gain, se, len(test),
+                                                    over="held-out tasks").describe(digits=4)
+    else:
+        holds, interval = _held_out_gain(mse[test], at, best)
     return Verdict(claim, holds,
-                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on {len(test)} held-out "
-                   f"tasks MSE(k_conv) − MSE(k*) = {rise:.4f} ± {se:.4f} (paired SE; needs k* < "
-                   f"k_conv and > {Z_SCORE:g} SE); {convergence}{note}")
+                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
+                   f"MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and the interval above "
+                   f"0); {convergence}{note}")
 
 
 def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Verdict:
