@@ -165,8 +165,11 @@ def test_fit_ordering_holds_fails_and_needs_power():
     assert claims.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), GATES).holds is False
     one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # ρ = −0.9: still holds (false-positive rate 0.042)
     assert claims.fit_ordering(_figure4(one_swap, loss), GATES).holds is True
-    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8
-    assert claims.fit_ordering(_figure4(two_swaps, loss), GATES).holds is False
+    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8: not told from a random ordering
+    verdict = claims.fit_ordering(_figure4(two_swaps, loss), GATES)
+    assert verdict.holds is None and "would decide it" in verdict.value
+    reversed_one_swap = [0.1, 0.2, 0.3, 0.5, 0.4]  # ρ = +0.9: the opposite ordering, decided
+    assert claims.fit_ordering(_figure4(reversed_one_swap, loss), GATES).holds is False
     few_seeds = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), GATES)
     assert few_seeds.holds is None and "seed" in few_seeds.value
     three_sizes = claims.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), GATES)
