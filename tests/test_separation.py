@@ -222,3 +222,13 @@ def test_spread_kinks_puts_every_first_layer_kink_inside_the_data_interval():
         assert torch.any(weight > 0) and torch.any(weight < 0)  # both orientations
     with pytest.raises(ValueError, match="1-D"):
         sawtooth.spread_kinks(nets.make_model("fnn", 3, 8, 1, seed=0), seed=0)
+
+
+def test_costs_count_the_sawtooths_lbfgs_restarts():
+    seconds = {"seconds": np.array([[1.0, 2.0]]), "lbfgs": {"seconds": np.array([[10.0, 20.0]])}}
+    recorded = {"sawtooth": {"k5": seconds, "models": {}}, "steep": {
+        kind: {"seconds": np.ones((1, 2))} for kind in runs.STEEP_MODELS},
+        "diagonal": {"seconds": 4.0}, "gotu": {}, "frozen": {"c0": {"seconds": 5.0}},
+        "seconds": 50.0}
+    cost = runs.costs(recorded)
+    assert cost["sawtooth"] == 33.0 and cost["steep"] == 4.0 and cost["collect"] == 50.0

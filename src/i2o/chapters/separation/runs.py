@@ -318,10 +318,11 @@ def collect(p: Any) -> dict[str, Any]:
 
 def costs(r: dict[str, Any]) -> dict[str, float]:
     """Seconds recorded in the cache by the runs that computed each section's models (wall time
-    of those runs, whichever process computed them), and of this collection."""
-    saw = r["sawtooth"]
-    out = {"sawtooth": float(sum(np.sum(saw[f"k{k}"]["seconds"]) for k in
-                                 (key.removeprefix("k") for key in saw if key.startswith("k")))),
+    of those runs, whichever process computed them; the sawtooth's Adam runs and its L-BFGS
+    restarts), and of this collection."""
+    targets = [value for key, value in r["sawtooth"].items() if key.startswith("k")]
+    out = {"sawtooth": float(sum(np.sum(t["seconds"]) + np.sum(t["lbfgs"]["seconds"])
+                                 for t in targets)),
            "steep": float(sum(np.sum(r["steep"][kind]["seconds"]) for kind in STEEP_MODELS)),
            "diagonal": float(r["diagonal"]["seconds"]),
            "gotu": float(sum(np.sum(r["gotu"][t][kind]["seconds"]) for t in r["gotu"]
