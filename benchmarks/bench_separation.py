@@ -11,6 +11,12 @@ Second workload, the chapter's own use of stacking (Section 2, the steep functio
 one quick-profile input dimension (d = 10, δ = 2^-10, width 10, 512 points), 400 of its Adam steps,
 by ``steep.train_stack`` against ``steep.train_model`` one seed after another, for the
 lower-triangular DEQ and for the FNN.
+
+Third workload, Section 4's ReLU DEQs (the contractive DEQ on the GOTU task f2, d = 10, the whole
+seen part, width 32, 100 Adam steps): 16 seeds by ``gotu.train_deq_stack`` against
+``gotu.train_model`` one seed after another (fixed-point iteration, the chapter's solver), and one
+model solved by fixed-point iteration against the same model solved by Anderson acceleration
+(m = 5, the solver until 2026-11-25; forward and IFT backward).
 """
 
 from __future__ import annotations
@@ -18,16 +24,20 @@ from __future__ import annotations
 import statistics
 import time
 
+import torch
+
 from i2o import runtime
 
 runtime.set_threads()
 
 from i2o.chapters.separation import (  # noqa: E402
     batched,
+    gotu,
     nets,
-    steep,  # noqa: E402
+    steep,
 )
 from i2o.chapters.separation.sawtooth import sawtooth_data  # noqa: E402
+from i2o.deq import DEQ, SolverSpec  # noqa: E402
 
 MODELS, WIDTH, DEPTH, PIECES, POINTS, STEPS, LR, ROUNDS = 16, 10, 4, 5, 256, 300, 1e-2, 3
 
@@ -93,5 +103,46 @@ def _stacked_fnns() -> list[dict]:
              "ratio": ours / chapter, "note": note}]
 
 
+GOTU_SEEDS, GOTU_STEPS = list(range(16)), 100
+
+
+def _gotu_alone(seed: int, anderson: bool = False) -> None:
+    x_np = gotu.training_points("f2", 10, 1024, seed)
+    x = torch.as_tensor(x_np, dtype=torch.float32)
+    y = torch.as_tensor(gotu.target("f2", x_np), dtype=torch.float32)
+    model = nets.make_model("deq_contractive", 10, 32, 1, seed, gamma=0.9)
+    if anderson:
+        spec = SolverSpec(method="anderson", max_iter=60, tol=1e-6, m=5)
+        model.deq = DEQ(forward=spec, backward="ift", backward_spec=spec)
+    nets.fit(model, x, y, GOTU_STEPS, 1e-2, seed)
+
+
+def _gotu() -> list[dict]:
+    times: dict[str, list[float]] = {"stacked": [], "alone": [], "picard": [], "anderson": []}
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        gotu.train_deq_stack("f2", 10, 1024, 32, GOTU_STEPS, 1e-2, GOTU_SEEDS, 0.9, 8)
+        times["stacked"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for seed in GOTU_SEEDS:
+            gotu.train_model("deq_contractive", "f2", 10, 1024, 32, 1, GOTU_STEPS, 1e-2, seed,
+                             0.01, 0.9, 8)
+        times["alone"].append(time.perf_counter() - start)
+        for arm, anderson in (("picard", False), ("anderson", True)):
+            start = time.perf_counter()
+            _gotu_alone(0, anderson)
+            times[arm].append(time.perf_counter() - start)
+    med = {arm: statistics.median(values) for arm, values in times.items()}
+    note = f"contractive ReLU DEQ, GOTU f2, d = 10, width 32, {GOTU_STEPS} Adam steps"
+    return [{"name": f"separation: GOTU DEQ, {len(GOTU_SEEDS)} seeds stacked",
+             "value": med["stacked"], "unit": "s",
+             "peer": "one seed at a time (gotu.train_model)", "peer_value": med["alone"],
+             "ratio": med["stacked"] / med["alone"], "note": note},
+            {"name": "separation: GOTU DEQ solved by fixed-point iteration", "value": med["picard"],
+             "unit": "s", "peer": "Anderson acceleration, m = 5 (one model)",
+             "peer_value": med["anderson"], "ratio": med["picard"] / med["anderson"],
+             "note": note}]
+
+
 def run() -> list[dict]:
-    return [*_stacked_fnns(), *_steep()]
+    return [*_stacked_fnns(), *_steep(), *_gotu()]

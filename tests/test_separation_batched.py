@@ -76,3 +76,52 @@ def test_the_stacked_lower_deq_needs_its_structure():
 
     with pytest.raises(ValueError, match="lower-triangular"):
         batched.stack_lower_deq([nets.make_model("deq_contractive", 3, 4, 1, 0)])
+
+
+def test_the_stacked_contractive_deq_needs_its_structure():
+    from i2o.chapters.separation import nets
+
+    with pytest.raises(ValueError, match="contractive"):
+        batched.stack_contractive_deq([nets.make_model("deq_lower", 3, 4, 1, 0)])
+
+
+def test_the_stacked_contractive_deq_gives_the_ift_gradient_of_the_modules():
+    from i2o.chapters.separation import nets
+
+    torch.manual_seed(0)
+    x, y = torch.rand(2, 11, 5, dtype=torch.float64), torch.rand(2, 11, dtype=torch.float64)
+    models = [nets.make_model("deq_contractive", 5, 7, 1, seed, gamma=0.9).double()
+              for seed in (0, 1)]
+    with torch.no_grad():
+        models[1].V.mul_(5.0)  # ‖V‖_F > 1: the rescaled branch of W
+    weights = batched.stack_contractive_deq(models)
+    out, z = batched.forward_contractive_deq(weights, x, 0.9, tol=1e-13, max_iter=500)
+    torch.mean((out - y) ** 2, dim=1).sum().backward()
+    for r, model in enumerate(models):
+        model.deq = nets.ReluDEQ(5, 7, "contractive", gamma=0.9, tol=1e-13, max_iter=500).deq
+        torch.mean((model(x[r]) - y[r]) ** 2).backward()
+        torch.testing.assert_close(out[r].detach(), model(x[r]).detach(), rtol=0, atol=1e-11)
+        torch.testing.assert_close(z[r].detach(), model.features(x[r]).detach(), rtol=0,
+                                   atol=1e-11)
+        for stacked, grad in ((weights[0], model.V.grad), (weights[1], model.U.grad.T),
+                              (weights[2], model.b.grad[None]),
+                              (weights[3], model.head.weight.grad.T),
+                              (weights[4], model.head.bias.grad[None])):
+            torch.testing.assert_close(stacked.grad[r], grad, rtol=1e-9, atol=1e-11)
+
+
+def test_stacked_gotu_deqs_match_the_deqs_alone():
+    from i2o.chapters.separation import gotu
+
+    seeds = [0, 2]
+    together = gotu.train_deq_stack("f2", 4, 16, 6, 60, 1e-2, seeds, 0.9, 4)
+    for r, seed in enumerate(seeds):
+        alone = gotu.train_model("deq_contractive", "f2", 4, 16, 6, 1, 60, 1e-2, seed, 0.01,
+                                 0.9, 4)
+        for key in ("train_mse", "seen_mse", "unseen_mse", "final_loss", "feature_density",
+                    "seen_variance"):
+            assert together[key][r] == pytest.approx(alone[key], rel=1e-3), key
+        assert together["parameters"][r] == alone["parameters"]
+        np_features = together["features"][r]
+        assert np_features.shape == alone["features"].shape
+        assert abs(np_features - alone["features"]).max() < 1e-3

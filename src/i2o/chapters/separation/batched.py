@@ -14,7 +14,7 @@ exactly the path it would follow if trained by itself (up to floating-point summ
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -92,6 +92,10 @@ def stack_lower_deq(models: Sequence[nets.ReluDEQ]) -> list[torch.Tensor]:
     for model in models:
         if model.structure != "lower" or not model.head_reads_input:
             raise ValueError("stack_lower_deq needs lower-triangular DEQs whose head reads x")
+    return _stack_deq(models)
+
+
+def _stack_deq(models: Sequence[nets.ReluDEQ]) -> list[torch.Tensor]:
     stacks = [torch.stack([m.V.detach() for m in models]),
               torch.stack([m.U.detach().T for m in models]),
               torch.stack([m.b.detach()[None] for m in models]),
@@ -127,3 +131,71 @@ def max_abs_weight(weights: list[torch.Tensor], lower_deq: bool = False) -> torc
         weights = [weights[0] * lower_mask(weights[0].shape[-1]).to(weights[0]), *weights[1:]]
     return torch.stack([w.detach().abs().flatten(1).amax(dim=1) for w in weights]).amax(dim=0)
 
+
+
+
+def stack_contractive_deq(models: Sequence[nets.ReluDEQ]) -> list[torch.Tensor]:
+    """The parameters ``[V, Uᵀ, b, headᵀ, head bias]`` of R contractive
+    :class:`~.nets.ReluDEQ` whose head reads ``z*`` alone, each with a leading model axis."""
+    for model in models:
+        if model.structure != "contractive" or model.head_reads_input:
+            raise ValueError("stack_contractive_deq needs contractive DEQs whose head reads z* "
+                             "alone")
+    return _stack_deq(models)
+
+
+def _relative_residuals(new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """Per model, ‖new − old‖ / ‖new‖ over its whole batch (the book's ``"rel"`` residual)."""
+    norms = torch.linalg.vector_norm(new.flatten(1), dim=1)
+    return torch.linalg.vector_norm((new - old).flatten(1), dim=1) / norms.clamp_min(1e-30)
+
+
+def _iterate(step: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor, tol: float,
+             max_iter: int) -> torch.Tensor:
+    """Fixed-point iteration of ``step`` from ``start`` until every model's relative residual is
+    below ``tol`` (or ``max_iter`` steps)."""
+    current = start
+    for _ in range(max_iter):
+        new = step(current)
+        done = bool((_relative_residuals(new, current) < tol).all())
+        current = new
+        if done:
+            break
+    return current
+
+
+def forward_contractive_deq(weights: list[torch.Tensor], x: torch.Tensor, gamma: float,
+                            tol: float = 1e-6, max_iter: int = 200
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Outputs (R, n) and fixed points (R, n, width) of every stacked contractive DEQ,
+    :math:`z^\star = \sigma(z^\star W^\top + x U^\top + b)` with
+    :math:`W = \gamma V / \max(1, \|V\|_F)`, then :math:`y = z^\star a + c`.
+
+    The fixed point is found by fixed-point iteration without a graph; one more application of
+    the map carries the graph, and its gradient is replaced by the implicit one: the cotangent
+    :math:`g` of :math:`z^\star` becomes :math:`u = (I - J)^{-\top} g`, solved by iterating
+    :math:`u \leftarrow g + J^\top u` with :math:`J^\top u = (D u) W`, where ``D`` is the
+    ReLU's active set at :math:`z^\star` (a contraction too: :math:`\|J\|_2 \le \gamma`).
+    Both solves stop when every model's relative residual is below ``tol``."""
+    v, u_t, b, head, bias = weights
+    x = x.expand(v.shape[0], *x.shape) if x.dim() == 2 else x
+    norms = torch.linalg.matrix_norm(v).clamp_min(1.0)
+    w = gamma * v / norms[:, None, None]
+    w_t = w.transpose(1, 2)
+    injection = torch.baddbmm(b, x, u_t)
+    with torch.no_grad():
+        z = _iterate(lambda z: torch.relu(torch.baddbmm(injection, z, w_t)),
+                     torch.zeros(*x.shape[:2], v.shape[-1], dtype=x.dtype,
+                                 device=x.device), tol, max_iter)
+    pre = torch.baddbmm(injection, z, w_t)
+    z_star = torch.relu(pre)
+    if z_star.requires_grad:
+        active = (pre > 0).to(pre.dtype).detach()
+        w_fixed = w.detach()
+
+        def implicit(g: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():
+                return _iterate(lambda u: g + torch.bmm(active * u, w_fixed), g, tol, max_iter)
+
+        z_star.register_hook(implicit)
+    return torch.baddbmm(bias, z_star, head).squeeze(-1), z_star

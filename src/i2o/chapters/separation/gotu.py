@@ -26,7 +26,9 @@ import time
 import numpy as np
 import torch
 
-from i2o.chapters.separation import nets
+from i2o import runtime
+from i2o.chapters.separation import batched, nets
+from i2o.train.schedule import cosine_lr
 
 TARGETS = ("f1", "f2")
 MODELS = ("linear_deq", "dln", "deq_contractive", "fnn")
@@ -137,3 +139,60 @@ def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth
             "seen_variance": float(torch.var(ys, unbiased=False)), "final_loss": losses[-1],
             "features": feats, "feature_density": density,
             "parameters": nets.count_parameters(model), "seconds": seconds}
+
+
+def train_deq_stack(name: str, d: int, train_size: int, width: int, steps: int, lr: float,
+                    seeds: list[int], gamma: float, heatmap_points: int) -> dict[str, np.ndarray]:
+    """:func:`train_model` of the contractive ReLU DEQ for every seed at once (stacked weights,
+    :func:`~.batched.forward_contractive_deq`): each model starts from the initialization
+    :func:`~.nets.make_model` gives it, sees its own training points and follows its own Adam
+    path (the loss is the sum of the per-model losses, Adam is elementwise), so the stack
+    computes what the models alone compute up to the solvers' tolerance and floating-point
+    summation order; on CUDA when PyTorch sees a GPU. Returns each of :func:`train_model`'s
+    numbers as an array over ``seeds`` (``features``: seeds × heatmap points × width);
+    ``seconds`` is the stack's wall time shared equally among its models."""
+    device = runtime.device()
+
+    def tensor(values: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(values, dtype=torch.float32, device=device)
+
+    train = [training_points(name, d, train_size, seed) for seed in seeds]
+    x, y = tensor(np.stack(train)), tensor(np.stack([target(name, t) for t in train]))
+    all_x = cube(d)
+    mask = seen(name, all_x)
+    xs, ys = tensor(all_x[mask]), tensor(target(name, all_x[mask]))
+    xu, yu = tensor(all_x[~mask]), tensor(target(name, all_x[~mask]))
+    models = [nets.make_model("deq_contractive", d, width, 1, seed, gamma=gamma)
+              for seed in seeds]
+    weights = [w.detach().to(device).requires_grad_(True)
+               for w in batched.stack_contractive_deq(models)]
+
+    def predict(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return batched.forward_contractive_deq(weights, inputs, gamma)
+
+    optimizer = torch.optim.Adam(weights, lr=lr)
+    last = torch.zeros(len(seeds), device=device)
+    start = time.perf_counter()
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = cosine_lr(step, steps, lr, lr / 100)
+        optimizer.zero_grad(set_to_none=True)
+        per_model = torch.mean((predict(x)[0] - y) ** 2, dim=1)
+        last = per_model.detach()
+        per_model.sum().backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        def mse(inputs: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
+            return torch.mean((predict(inputs)[0] - targets) ** 2, dim=1).cpu().numpy(
+            ).astype(float)
+
+        features = predict(x[:, :heatmap_points])[1].cpu().numpy()
+        seen_features = predict(xs)[1].cpu().numpy()
+        return {"train_mse": mse(x, y), "seen_mse": mse(xs, ys), "unseen_mse": mse(xu, yu),
+                "train_size": np.full(len(seeds), x.shape[1]),
+                "seen_variance": np.full(len(seeds), float(torch.var(ys, unbiased=False))),
+                "final_loss": last.cpu().numpy().astype(float), "features": features,
+                "feature_density": np.array([feature_density(f) for f in seen_features]),
+                "parameters": np.full(len(seeds), nets.count_parameters(models[0])),
+                "seconds": np.full(len(seeds), seconds / len(seeds))}

@@ -1,7 +1,8 @@
 """What the separation chapter computes, through the results cache.
 
-Every trained model (in Section 2, every stack of seeds trained together) is one cache entry (key:
-everything that determines it, and the source of the modules that compute it). The expensive
+Every trained model (in Section 2 and for the ReLU DEQs of Section 4, every stack of seeds trained
+together) is one cache entry (key: everything that determines it, and the source of the modules
+that compute it). The expensive
 parts are grouped in sweep jobs (``python -m i2o.sweep separation``): one per sawtooth target
 (every DEQ and FNN of Section 1, every seed); per GOTU target one for its ReLU DEQs and one for
 its other models (Section 4); one per input dimension for the DEQs of the steep functions and one
@@ -23,7 +24,7 @@ from i2o.chapters.separation import FIGURE
 
 _ENGINE = ("deq", "train.loop", "train.checkpoint", "train.schedule", "chapters.separation.nets")
 SAW_SOURCES = (*_ENGINE, "chapters.separation.sawtooth")
-GOTU_SOURCES = (*_ENGINE, "chapters.separation.gotu")
+GOTU_SOURCES = (*_ENGINE, "chapters.separation.batched", "chapters.separation.gotu")
 DIAGONAL_SOURCES = ("chapters.separation.diagonal",)
 FROZEN_SOURCES = ("chapters.separation.frozen",)
 STEEP_SOURCES = (*_ENGINE, "chapters.separation.batched", "chapters.separation.steep")
@@ -85,7 +86,7 @@ def flops_matched_widths(p: Any) -> dict[int, int]:
 
 def implicit_saw_model(p: Any) -> tuple[str, int, int]:
     """The genuinely implicit row of Section 1: a contractive (non-nilpotent) ReLU DEQ of the
-    FLOPs-matched width, solved to tolerance by Anderson acceleration."""
+    FLOPs-matched width, solved to tolerance by fixed-point iteration."""
     return ("deq_contractive", p.flops_deq_width, 1)
 
 
@@ -253,6 +254,22 @@ def gotu_model(p: Any, target: str, kind: str, seed: int) -> dict[str, Any]:
         p.gotu_lr, seed, p.dln_alpha, p.deq_gamma, p.heatmap_points), sources=GOTU_SOURCES)
 
 
+def _gotu_deq_key(p: Any, target: str) -> tuple[str, dict[str, Any]]:
+    name, key = _gotu_key(p, target, "deq_contractive", 0)
+    key.pop("seed")
+    return name.removesuffix("-s0"), {**key, "seeds": gotu_seeds(p)}
+
+
+def gotu_deqs(p: Any, target: str) -> dict[str, np.ndarray]:
+    """The ReLU DEQs of one GOTU target, every seed trained at once: arrays over seeds."""
+    from i2o.chapters.separation import gotu
+
+    name, key = _gotu_deq_key(p, target)
+    return results.cached(FIGURE, name, key, lambda: gotu.train_deq_stack(
+        target, p.gotu_dim, p.gotu_train_size, p.gotu_width, p.gotu_steps, p.gotu_lr,
+        gotu_seeds(p), p.deq_gamma, p.heatmap_points), sources=GOTU_SOURCES)
+
+
 def gotu_section(p: Any) -> dict[str, Any]:
     from i2o.chapters.separation import gotu
 
@@ -262,6 +279,11 @@ def gotu_section(p: Any) -> dict[str, Any]:
             "bias": gotu.affine_prediction(target, p.gotu_dim, bias=True),
             "no_bias": gotu.affine_prediction(target, p.gotu_dim, bias=False)}}
         for kind in gotu.MODELS:
+            if kind == "deq_contractive":
+                stack = gotu_deqs(p, target)
+                entry[kind] = {key: np.asarray(value) for key, value in stack.items()}
+                entry[kind]["features"] = entry[kind]["features"][0]
+                continue
             runs = [gotu_model(p, target, kind, seed) for seed in gotu_seeds(p)]
             entry[kind] = {key: np.array([r[key] for r in runs]) for key in runs[0]
                            if key != "features"}
@@ -359,7 +381,11 @@ def _job_entries(name: str, p: Any) -> list[tuple[Callable[[], dict], Callable[[
                                                                      STEEP_SOURCES)))
     elif name in gotu_jobs():
         target, kinds = gotu_jobs()[name]
-        for kind in kinds:
+        if kinds == ("deq_contractive",):
+            key_name, key = _gotu_deq_key(p, target)
+            entries.append((lambda: gotu_deqs(p, target),
+                            lambda: results.lookup(FIGURE, key_name, key, GOTU_SOURCES)))
+        for kind in (k for k in kinds if k != "deq_contractive"):
             for seed in gotu_seeds(p):
                 key_name, key = _gotu_key(p, target, kind, seed)
                 entries.append((lambda kind=kind, seed=seed: gotu_model(p, target, kind, seed),
