@@ -52,6 +52,7 @@ def test_imaml_sweep_reproduces_training_adaptation(problem):
     # continuing the iteration drives the inner objective towards stationarity
     assert np.median(curves["grad_norm"][:, 2]) < np.median(curves["grad_norm"][:, 0])
     assert np.all(np.isnan(curves["objective_reference"]))  # no reference asked for
+    assert np.all(np.isnan(curves["query_reference"]))
 
 
 def test_imaml_reference_is_a_lower_objective_from_the_last_iterate(problem):
@@ -67,6 +68,10 @@ def test_imaml_reference_is_a_lower_objective_from_the_last_iterate(problem):
     assert np.sum(gap > 1e-4) >= 3
     assert curves["grad_norm_0"].shape == (4,)
     assert np.all(curves["grad_norm_0"] > curves["grad_norm"][:, -1])
+    # the test MSE at the converged solution: one finite value per task, not the sweep's last
+    converged = curves["query_reference"]
+    assert np.all(np.isfinite(converged)) and np.all(converged == converged[:, :1])
+    assert np.any(np.abs(converged[:, 0] - curves["query"][:, -1]) > 1e-8)
 
 
 def test_maml_objective_is_the_support_loss_and_its_start_gradient_is_recorded(problem):

@@ -14,17 +14,27 @@ Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the 
 - *diverged tasks*: tasks whose MSE became non-finite at some step count are counted; above
   ``max_diverged_fraction`` of the tasks the verdict is ``None`` (no silent exclusion that
   flatters a curve); below it they are excluded at every step count and reported;
-- *converged* (the "before convergence" claim only): a task's inner problem has converged at k
-  when (MAML) the gradient of its support loss has fallen to ``grad_fraction`` of its value at
-  θ_meta, ‖∇ℓ(θ_k)‖ ≤ ``grad_fraction`` · ‖∇ℓ(θ_0)‖ — near an interpolating minimum ℓ ∝ ‖∇ℓ‖², so a
-  100-fold fall of the gradient is a 10⁴-fold fall of the loss — or (iMAML) its objective F is
-  within ``objective_rtol`` (relative) of the value a convergent solver reaches from the sweep's
-  last iterate, (F(θ_k) − F_ref) ≤ ``objective_rtol`` · |F_ref| (:mod:`.evaluate`; F has ReLU
-  kinks at its minimizers where no gradient tolerance is met, and this tells a stalled line search
-  from convergence). A relative change of the support loss cannot serve: a model that interpolates
-  its support set drives the loss towards 0, where its relative change stays large. The inner
-  problem *has converged at* k_conv, the first grid count at which at least
-  ``min_converged_fraction`` of the tasks have; without one the claim is undecided.
+- *converged* (the "before convergence" claim only): MAML — a task's inner problem has converged
+  at k when the gradient of its support loss has fallen to ``grad_fraction`` of its value at
+  θ_meta, ‖∇ℓ(θ_k)‖ ≤ ``grad_fraction`` · ‖∇ℓ(θ_0)‖ (near an interpolating minimum ℓ ∝ ‖∇ℓ‖², so
+  a 100-fold fall of the gradient is a 10⁴-fold fall of the loss; a relative change of the
+  support loss cannot serve, since a model that interpolates drives the loss towards 0, where its
+  relative change stays large), and the inner problem *has converged at* k_conv, the first grid
+  count at which at least ``min_converged_fraction`` of the tasks have (0.5 in every profile: the
+  median task); without one the claim is undecided. iMAML — the converged inner problem is the
+  one a convergent solver reaches (jaxopt's L-BFGS, float64, ``reference_iters`` iterations from
+  the sweep's last iterate, :mod:`.evaluate`), and the claim compares the test MSE at its solution
+  with the sweep's best: the paper's solver (gradient descent with line search) stalls on F's
+  ReLU kinks, so no count of its steps is "converged" (in quick, its F stays a median 5·10⁻⁴ to
+  4·10⁻³ above the reference from k ≈ 300 to 1,024).
+  Until 2026-11-25 MAML's k_conv needed 90 % of the tasks, and iMAML's converged point was the
+  first count where 90 % of the tasks had F within 10⁻⁴ of the reference. Both were replaced after
+  replicates 0–2 of quick had been read: 5–15 % of MAML's tasks hover at 1–7 % of their starting
+  gradient for thousands of steps, so the 90 % count fell anywhere from 46 to beyond 10,000
+  between replicates of one setup (the median's count: 15–46), which decided the verdict; and
+  iMAML's 90 % was never reached (18–44 % of tasks by 1,024) by a solver that had stalled, not one
+  that needed more steps. The new rules were checked on fresh replicates (the closing note of
+  session 11 gives them).
 
 Figure 3's comparisons are made on held-out tasks: the best step count k* is chosen on one half of
 the test tasks (even indices) and the difference is measured on the other half (odd indices), as
@@ -71,8 +81,7 @@ class Gates:
     plateau_window: float = 0.1
     plateau_rtol: float = float("inf")
     grad_fraction: float = 1e-2
-    objective_rtol: float = 1e-4
-    min_converged_fraction: float = 0.9
+    min_converged_fraction: float = 0.5
     min_seeds: int = 3
 
 
@@ -93,22 +102,14 @@ def finite_tasks(curves: dict[str, Any]) -> np.ndarray:
 
 
 def converged_tasks(curves: dict[str, Any], gates: Gates) -> np.ndarray:
-    """Per task and grid count (tasks × grid), whether the inner problem has converged there by
-    the rule of the module docstring (gradient for MAML, objective against its reference for
-    iMAML)."""
-    if curves["method"] == "maml":
-        start = np.asarray(curves["grad_norm_0"], dtype=float)[:, None]
-        return np.asarray(curves["grad_norm"], dtype=float) <= gates.grad_fraction * start
-    objective = np.asarray(curves["objective"], dtype=float)
-    reference = np.asarray(curves["objective_reference"], dtype=float)
-    return objective - reference <= gates.objective_rtol * np.abs(reference) + 1e-12
+    """Per task and grid count (tasks × grid), whether MAML's inner problem has converged there by
+    the rule of the module docstring."""
+    start = np.asarray(curves["grad_norm_0"], dtype=float)[:, None]
+    return np.asarray(curves["grad_norm"], dtype=float) <= gates.grad_fraction * start
 
 
-def convergence_rule(curves: dict[str, Any], gates: Gates) -> str:
-    if curves["method"] == "maml":
-        return f"‖∇ support loss‖ ≤ {gates.grad_fraction:g} × its value at θ_meta"
-    return (f"F within {gates.objective_rtol:g} (relative) of its L-BFGS reference from the last "
-            "iterate")
+def convergence_rule(gates: Gates) -> str:
+    return f"‖∇ support loss‖ ≤ {gates.grad_fraction:g} × its value at θ_meta"
 
 
 def _model_name(curves: dict[str, Any]) -> str:
@@ -223,11 +224,15 @@ def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
 
 
 def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
-    """*The best test MSE is reached before convergence*: decided only when the inner problem
-    converges within the grid, at k_conv (module docstring); k* = argmin of the mean test MSE over
-    the grid on the even tasks; holds when k* < k_conv and, on the odd tasks, MSE(k_conv) −
-    MSE(k*) has its interval above 0 (fails when k* ≥ k_conv or the interval lies at or below 0;
-    undecided when it contains 0)."""
+    """*The best test MSE is reached before convergence*: k* = argmin of the mean test MSE over
+    the grid on the even tasks, compared on the odd tasks with the converged inner problem
+    (module docstring). MAML: decided only when the inner problem converges within the grid, at
+    k_conv; holds when k* < k_conv and the interval of MSE(k_conv) − MSE(k*) lies above 0, fails
+    when k* ≥ k_conv or the interval lies at or below 0. iMAML: holds when the interval of
+    MSE(converged) − MSE(k*) lies above 0 and fails when it lies at or below 0, or when it
+    contains 0 and k* is the sweep's last count (the best is then the iterate nearest
+    convergence, and the converged solution is no worse: the analogue of MAML's k* ≥ k_conv).
+    Otherwise undecided when the interval contains 0."""
     name = _model_name(curves)
     claim = f"{name}: the best test MSE is reached before the inner problem converges"
     grid = list(curves["grid"])
@@ -236,22 +241,21 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
             return Verdict(claim, None, reason)
     note = _divergence_gate(curves, gates)[1]
     finite = finite_tasks(curves)
-    converged = converged_tasks(curves, gates)[finite]
-    share = converged.mean(axis=0)
-    rule = convergence_rule(curves, gates)
-    reached = np.flatnonzero(share >= gates.min_converged_fraction)
-    if curves["method"] != "maml" and not np.any(np.isfinite(curves["objective_reference"])):
-        return Verdict(claim, None, "no convergence reference was computed (reference_iters = 0)")
-    if reached.size == 0:
-        return Verdict(claim, None,
-                       f"the inner problem has not converged on {gates.min_converged_fraction:.0%}"
-                       f" of the tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: {rule}); "
-                       "a longer sweep would decide it")
-    at = int(reached[0])
-    convergence = (f"converged at k_conv = {grid[at]} ({share[at]:.0%} of tasks: {rule})")
     mse = curves["query"][finite]
     choose, test = _halves(len(mse))
     best = int(np.argmin(mse[choose].mean(axis=0)))
+    chosen = f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
+    if curves["method"] != "maml":
+        return _imaml_best_before(curves, finite, mse, test, best, claim, chosen, note)
+    converged = converged_tasks(curves, gates)[finite]
+    share = converged.mean(axis=0)
+    reached = np.flatnonzero(share >= gates.min_converged_fraction)
+    if reached.size == 0:
+        return Verdict(claim, None,
+                       f"the inner problem has not converged on {gates.min_converged_fraction:.0%}"
+                       f" of the tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: "
+                       f"{convergence_rule(gates)}); a longer sweep would decide it")
+    at = int(reached[0])
     if best >= at:  # the best count is not before convergence, whatever the difference
         gain, se = evaluate.paired_difference(mse[test], at, best)
         holds, interval = False, book_gates.from_se(gain, se, len(test),
@@ -259,9 +263,36 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
     else:
         holds, interval = _held_out_gain(mse[test], at, best)
     return Verdict(claim, holds,
-                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
-                   f"MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and the interval above "
-                   f"0); {convergence}{note}")
+                   f"{chosen}MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and the "
+                   f"interval above 0); converged at k_conv = {grid[at]} ({share[at]:.0%} of "
+                   f"tasks: {convergence_rule(gates)}){note}")
+
+
+def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarray,
+                       test: np.ndarray, best: int, claim: str, chosen: str,
+                       note: str) -> Verdict:
+    reference = np.asarray(curves.get("query_reference", np.full_like(mse, np.nan)),
+                           dtype=float)[finite]
+    if not np.all(np.isfinite(reference)):
+        return Verdict(claim, None, "no convergence reference was computed (reference_iters = 0)")
+    per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
+    if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
+        gain, se = evaluate.paired_difference(per_task[test], 0, best + 1)
+        ci = book_gates.from_se(gain, se, len(test), over="held-out tasks")
+        holds = book_gates.positive(ci)[0]
+        interval = ci.describe(digits=4)
+        if holds is None:
+            holds, interval = False, (interval + "; k* is the sweep's last count, nearest "
+                                      "convergence, and the converged solution is no worse")
+    else:
+        holds, interval = _held_out_gain(per_task[test], 0, best + 1)
+    objective = np.asarray(curves["objective"], dtype=float)[finite][:, best]
+    f_ref = np.asarray(curves["objective_reference"], dtype=float)[finite][:, best]
+    gap = float(np.median((objective - f_ref) / np.abs(f_ref)))
+    return Verdict(claim, holds,
+                   f"{chosen}MSE(converged) − MSE(k*) = {interval} (needs the interval above "
+                   f"0); converged: L-BFGS on F from the sweep's last iterate, whose F the median "
+                   f"task's k* iterate exceeds by {gap:.1e} (relative){note}")
 
 
 def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Verdict:
@@ -432,7 +463,6 @@ def gates_of(p: Any, floor: dict[str, float]) -> Gates:
                  max_diverged_fraction=p.max_diverged_fraction,
                  plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
                  grad_fraction=p.converged_grad_fraction,
-                 objective_rtol=p.converged_objective_rtol,
                  min_converged_fraction=p.min_converged_fraction)
 
 

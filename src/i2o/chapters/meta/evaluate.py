@@ -15,7 +15,10 @@ of a grid we record, per task,
   float64, ``reference_iters`` iterations) started from the sweep's last iterate, so in the same
   basin. F has ReLU kinks at its minimizers, where no gradient tolerance is ever met; its value
   does settle, and ``(F_k − F_ref) / |F_ref|`` says how far iterate k is from convergence, telling
-  a stalled line search (far above F_ref) from a converged one. NaN for MAML.
+  a stalled line search (far above F_ref) from a converged one. NaN for MAML;
+- ``query_reference`` (iMAML): the query MSE at that convergent solver's solution (of the two
+  points, the one with the lower F), the test MSE of the converged inner problem that "best
+  before convergence" compares the sweep against. NaN for MAML.
 
 The grid is swept with one scan over its segments, so a long sweep costs one pass of k_max steps.
 """
@@ -64,7 +67,7 @@ def _sweep(state0: Any, advance: Callable[[Any], Any], readout: Callable[[Any], 
 
 
 #: columns of one task's readout
-COLUMNS = ("query", "support", "grad_norm", "objective", "objective_reference")
+COLUMNS = ("query", "support", "grad_norm", "objective", "objective_reference", "query_reference")
 
 
 def _readout(params: Params, objective: Callable[[Params], jax.Array], x_s: jax.Array,
@@ -73,7 +76,7 @@ def _readout(params: Params, objective: Callable[[Params], jax.Array], x_s: jax.
     grad_norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree_util.tree_leaves(grads)))
     return jnp.stack([mse(params, x_q, y_q, normalization, x_s),
                       mse(params, x_s, y_s, normalization, x_q), grad_norm, value,
-                      jnp.nan])
+                      jnp.nan, jnp.nan])
 
 
 def _maml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Array,
@@ -114,8 +117,11 @@ def _imaml_task(meta_params: Params, x_s: jax.Array, y_s: jax.Array, x_q: jax.Ar
     reference = jaxopt.LBFGS(fun=lambda theta: objective(unravel(theta)),
                              maxiter=reference_iters, tol=1e-12)
     theta_ref = reference.run(last).params
-    f_ref = jnp.minimum(objective(unravel(theta_ref)), objective(unravel(last)))
-    return out.at[:, COLUMNS.index("objective_reference")].set(f_ref)
+    f_ref, f_last = objective(unravel(theta_ref)), objective(unravel(last))
+    solution = jnp.where(f_ref <= f_last, theta_ref, last)
+    out = out.at[:, COLUMNS.index("objective_reference")].set(jnp.minimum(f_ref, f_last))
+    return out.at[:, COLUMNS.index("query_reference")].set(
+        mse(unravel(solution), x_q, y_q, norm, x_s))
 
 
 @functools.partial(jax.jit, static_argnames=("method", "config", "reference_iters"))
@@ -140,11 +146,12 @@ def adaptation_curves(method: str, meta_params: Params, tasks: TaskBatch, grid: 
                       config: maml.MAMLConfig | imaml.IMAMLConfig,
                       chunk_size: int = 25, reference_iters: int = 0) -> dict[str, np.ndarray]:
     """Per-task curves over ``grid``: ``{"query", "support", "grad_norm", "objective",
-    "objective_reference"}``, each (tasks, grid), and ``grad_norm_0`` (tasks,), the gradient norm
-    at θ_meta (see the module docstring).
+    "objective_reference", "query_reference"}``, each (tasks, grid), and ``grad_norm_0``
+    (tasks,), the gradient norm at θ_meta (see the module docstring).
 
     ``method`` is ``"maml"`` (uses ``config.step_size``) or ``"imaml"`` (uses the jaxopt solver
-    of ``config``; ``reference_iters`` L-BFGS iterations give ``objective_reference``, 0: none).
+    of ``config``; ``reference_iters`` L-BFGS iterations give ``objective_reference`` and
+    ``query_reference``, 0: none).
     Tasks are processed ``chunk_size`` at a time (the last chunk padded by repeating tasks, whose
     rows are dropped), so every chunk shares one compiled program.
     """
