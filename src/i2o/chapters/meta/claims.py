@@ -190,11 +190,17 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return index[index % 2 == 0], index[index % 2 == 1]
 
 
-def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> tuple[bool | None, str]:
-    """:func:`i2o.gates.positive` on the paired difference MSE(reference) − MSE(best) over the
-    held-out tasks, and the interval as text (with the tasks that would decide it)."""
+def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> book_gates.Interval:
+    """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
+    tasks."""
     gain, se = evaluate.paired_difference(per_task, reference, best)
-    ci = book_gates.from_se(gain, se, len(per_task), over="held-out tasks")
+    return book_gates.from_se(gain, se, len(per_task), over="held-out tasks")
+
+
+def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> tuple[bool | None, str]:
+    """:func:`i2o.gates.positive` on :func:`_held_out_interval`, and the interval as text (with
+    the tasks that would decide it)."""
+    ci = _held_out_interval(per_task, reference, best)
     holds, reason = book_gates.positive(ci)
     return holds, ci.describe(digits=4) + ("" if holds is not None else f"; {reason}")
 
@@ -257,9 +263,7 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
                        f"{convergence_rule(gates)}); a longer sweep would decide it")
     at = int(reached[0])
     if best >= at:  # the best count is not before convergence, whatever the difference
-        gain, se = evaluate.paired_difference(mse[test], at, best)
-        holds, interval = False, book_gates.from_se(gain, se, len(test),
-                                                    over="held-out tasks").describe(digits=4)
+        holds, interval = False, _held_out_interval(mse[test], at, best).describe(digits=4)
     else:
         holds, interval = _held_out_gain(mse[test], at, best)
     return Verdict(claim, holds,
@@ -277,8 +281,7 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         return Verdict(claim, None, "no convergence reference was computed (reference_iters = 0)")
     per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
     if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
-        gain, se = evaluate.paired_difference(per_task[test], 0, best + 1)
-        ci = book_gates.from_se(gain, se, len(test), over="held-out tasks")
+        ci = _held_out_interval(per_task[test], 0, best + 1)
         holds = book_gates.positive(ci)[0]
         interval = ci.describe(digits=4)
         if holds is None:

@@ -14,11 +14,13 @@ exactly the path it would follow if trained by itself (up to floating-point summ
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 
 import torch
 
 from i2o.chapters.separation import nets
+from i2o.train.schedule import cosine_lr
 
 
 def init_stack(d_in: int, width: int, depth: int, seeds: list[int]
@@ -54,19 +56,26 @@ def per_model_mse(weights: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor)
     return torch.mean((forward(weights, x) - y) ** 2, dim=1)
 
 
-def fit_stack(weights: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, steps: int,
-              lr: float) -> torch.Tensor:
-    """Full-batch Adam on :math:`\\sum_r \\mathrm{MSE}_r` for ``steps`` steps, learning rate
-    cosine-annealed from ``lr`` to ``lr/100``; return the final training MSE of each model."""
+def adam_stack(weights: list[torch.Tensor], per_model_loss: Callable[[int], torch.Tensor],
+               steps: int, lr: float) -> float:
+    """Full-batch Adam on :math:`\\sum_r \\mathrm{loss}_r` for ``steps`` steps, learning rate
+    cosine-annealed from ``lr`` to ``lr/100``; ``per_model_loss(step)`` returns the (R,) losses
+    of that step (and may record them). Returns the wall seconds of the loop."""
     optimizer = torch.optim.Adam(weights, lr=lr)
-    lr_min = lr / 100
-
+    start = time.perf_counter()
     for step in range(steps):
         for group in optimizer.param_groups:
-            group["lr"] = lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * step / steps))
-        optimizer.zero_grad()
-        per_model_mse(weights, x, y).sum().backward()
+            group["lr"] = cosine_lr(step, steps, lr, lr / 100)
+        optimizer.zero_grad(set_to_none=True)
+        per_model_loss(step).sum().backward()
         optimizer.step()
+    return time.perf_counter() - start
+
+
+def fit_stack(weights: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, steps: int,
+              lr: float) -> torch.Tensor:
+    """:func:`adam_stack` on every model's MSE; return the final training MSE of each model."""
+    adam_stack(weights, lambda _: per_model_mse(weights, x, y), steps, lr)
     with torch.no_grad():
         return per_model_mse(weights, x, y)
 

@@ -28,7 +28,6 @@ import torch
 
 from i2o import runtime
 from i2o.chapters.separation import batched, nets
-from i2o.train.schedule import cosine_lr
 
 TARGETS = ("f1", "f2")
 MODELS = ("linear_deq", "dln", "deq_contractive", "fnn")
@@ -170,18 +169,15 @@ def train_deq_stack(name: str, d: int, train_size: int, width: int, steps: int, 
     def predict(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return batched.forward_contractive_deq(weights, inputs, gamma)
 
-    optimizer = torch.optim.Adam(weights, lr=lr)
     last = torch.zeros(len(seeds), device=device)
-    start = time.perf_counter()
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = cosine_lr(step, steps, lr, lr / 100)
-        optimizer.zero_grad(set_to_none=True)
+
+    def per_model_loss(_: int) -> torch.Tensor:
+        nonlocal last
         per_model = torch.mean((predict(x)[0] - y) ** 2, dim=1)
         last = per_model.detach()
-        per_model.sum().backward()
-        optimizer.step()
-    seconds = time.perf_counter() - start
+        return per_model
+
+    seconds = batched.adam_stack(weights, per_model_loss, steps, lr)
     with torch.no_grad():
         def mse(inputs: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
             return torch.mean((predict(inputs)[0] - targets) ** 2, dim=1).cpu().numpy(

@@ -24,7 +24,6 @@ import torch
 
 from i2o.chapters.separation import batched, nets
 from i2o.train.loop import Plan, train_steps
-from i2o.train.schedule import cosine_lr
 
 KINDS = ("deq_lower", "fnn")
 
@@ -92,20 +91,16 @@ def train_stack(kind: str, d: int, delta: float, width: int, depth: int, size: i
     lower = kind == "deq_lower"
     weights = batched.stack_lower_deq(models) if lower else batched.stack_fnn(models)
     predict = batched.forward_lower_deq if lower else batched.forward
-    optimizer = torch.optim.Adam(weights, lr=lr)
     losses = torch.empty(steps, len(seeds))
     max_weights = torch.empty(steps, len(seeds))
-    start = time.perf_counter()
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = cosine_lr(step, steps, lr, lr / 100)
-        optimizer.zero_grad(set_to_none=True)
+
+    def per_model_loss(step: int) -> torch.Tensor:
         per_model = torch.mean((predict(weights, x) - y) ** 2, dim=1)
         losses[step] = per_model.detach()
         max_weights[step] = batched.max_abs_weight(weights, lower)
-        per_model.sum().backward()
-        optimizer.step()
-    seconds = time.perf_counter() - start
+        return per_model
+
+    seconds = batched.adam_stack(weights, per_model_loss, steps, lr)
     with torch.no_grad():
         final_mse = torch.mean((predict(weights, x) - y) ** 2, dim=1)
     variance = torch.var(y, dim=1, unbiased=False)
