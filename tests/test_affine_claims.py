@@ -1,6 +1,7 @@
-"""Tests of i2o.chapters.affine (runs, claims, figures): the affine chapter's
+"""Tests of i2o.chapters.affine (jobs, runs, claims, figures): the affine chapter's
 computations, quoted numbers, claims verdicts and figures, on smoke-sized results (some doctored
-to make a claim fail). Budget: under 10 s."""
+to make a claim fail), and the gate its verdicts use (:func:`i2o.gates.compare`). Budget: under
+10 s."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from i2o import profiles
+from i2o import gates, profiles
 from i2o.chapters.affine import claims as affine_claims
 from i2o.chapters.affine import figures as affine_figures
+from i2o.chapters.affine import jobs as affine_jobs
 from i2o.chapters.affine import runs as affine_runs
+from i2o.job import Job
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "affine.ipynb"
 
@@ -39,27 +42,31 @@ def smoke(tmp_path_factory) -> tuple[profiles.Params, affine_runs.AffineResults]
 
 
 def _doctored(results: affine_runs.AffineResults, **changes) -> affine_runs.AffineResults:
-    """A deep copy of ``results`` with some entries replaced: ``field={"key": value}`` or
-    ``checks={"ift": {...}}``."""
-    copied = copy.deepcopy(results)
+    """``results`` with deep copies of some fields, some of their entries replaced:
+    ``field={"key": value}`` or ``checks={"ift": {...}}``."""
     replaced = {}
     for name, updates in changes.items():
-        value = getattr(copied, name)
+        value = copy.deepcopy(getattr(results, name))
         for key, new in updates.items():
             if isinstance(new, dict):
                 value[key] = {**value[key], **new}
             else:
                 value[key] = new
         replaced[name] = value
-    return dataclasses.replace(copied, **replaced)
+    return dataclasses.replace(results, **replaced)
 
 
-def _verdicts(params, results) -> list[bool | None]:
-    return [row.holds for row in affine_claims.claims(params, results).rows]
+def _with(results: affine_runs.AffineResults, **changes) -> affine_runs.AffineResults:
+    """``results`` with some parameters changed (only the claims read them)."""
+    return dataclasses.replace(results, params=results.params.with_(**changes))
 
 
-def _row(params, results, starts: str):
-    table = affine_claims.claims(params, results)
+def _verdicts(results) -> list[bool | None]:
+    return [row.holds for row in affine_claims.claims(results).rows]
+
+
+def _row(results, starts: str):
+    table = affine_claims.claims(results)
     rows = [row for row in table.rows if row.claim.startswith(starts)]
     assert len(rows) == 1, starts
     return rows[0]
@@ -74,20 +81,58 @@ def test_collect_returns_the_stored_form_and_reads_back_the_same(smoke, tmp_path
     assert results.right["nlb"].shape[:2] == (params.n_seeds, params.d_theta_max)
     assert results.g3["rank_C"] == min(params.g3_d_x, params.g3_rank_out)
     assert results.cor2["z_score"].shape == (params.cor2_instances,)
-    assert set(results.seconds) == {"corollary1", "corollary2", "figure-g3", "checks",
-                                    "corollary2-nonnormal"}
+    assert results.params is params and results.cost.jobs == 5
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     again = affine_runs.collect(params)
+    assert again.cost.computed == 5
+    assert affine_runs.collect(params).cost.computed == 0  # read back
     np.testing.assert_array_equal(again.right["nlb"], results.right["nlb"])
     np.testing.assert_array_equal(again.left["loss_increase"], results.left["loss_increase"])
+
+
+def test_jobs_are_keyed_by_the_parameters_they_use():
+    params = profiles.resolve("affine", "smoke")
+    jobs = affine_runs.jobs(params)
+    assert [job.name for job in jobs] == ["corollary1", "corollary2", "figure-g3", "checks",
+                                          "corollary2-nonnormal"]
+    assert all(isinstance(job, Job) and job.figure == "affine" for job in jobs)
+    left, right, g3, checks, cor2 = jobs
+    assert left.left_n_list == tuple(params.left_n_list) and "cor2_n" not in left.key()
+    assert right.key()["right_d_z"] == params.right_d_z and "g3_d_z" not in right.key()
+    assert cor2.key()["cor2_draws"] == params.cor2_draws and "n_seeds" not in cor2.key()
+    # a parameter enters the key of the jobs that use it, and only theirs
+    changed = affine_runs.jobs(params.with_(cor2_draws=params.cor2_draws + 1))
+    assert [a == b for a, b in zip(jobs, changed, strict=True)] == [True] * 4 + [False]
+    changed = affine_runs.jobs(params.with_(replicate=1))
+    assert not any(a == b for a, b in zip(jobs, changed, strict=True))
+    assert g3.draw_seed == right.draw_seed == params.seed and checks.ift_max_steps > 0
+    # the jobs' module does not import what plots or judges them (their cache key would)
+    assert affine_jobs.__name__ == left.module
+
+
+def test_compare_holds_and_fails():
+    assert gates.compare(1e-12, "<", 1e-9) == (True, "1e-12 < 1e-09")
+    assert gates.compare(2e-9, "<", 1e-9) == (False, "2e-09 is not < 1e-09")
+    assert gates.compare(-1.0, ">=", -1.0)[0] is True
+    assert gates.compare(3, "==", 3)[0] is True and gates.compare(2, "==", 3)[0] is False
+    assert gates.compare(np.array([1.0, 2.0]), ">", 0.5) == (True, "all 2 values > 0.5")
+    assert gates.compare(np.array([1.0, 0.0, 0.2]), ">", 0.5) == (
+        False, "2 of 3 values not > 0.5")
+    assert gates.compare(np.zeros((2, 0)), ">", 1.0)[0] is True  # nothing to violate it
+    assert gates.compare(float("nan"), "<", 1.0)[0] is False  # NaN satisfies no relation
+    assert gates.compare(np.array([1.0, np.nan]), "<=", 2.0)[0] is False
+    # as a gate: a failed comparison closes it
+    assert gates.decide(gates.compare(2, "==", 3), (True, "ok")) == (None, "2 is not = 3")
+    with pytest.raises(ValueError, match="relation"):
+        gates.compare(1.0, "≤", 2.0)
 
 
 # --- claims: the real smoke verdicts, then doctored results -----------------------------------
 
 
 def test_smoke_results_give_the_expected_verdicts(smoke):
-    params, results = smoke
-    table = affine_claims.claims(params, results)
+    _, results = smoke
+    table = affine_claims.claims(results)
     assert table.profile == "smoke" and table.figure == "affine"
     assert [row.holds for row in table.rows] == SMOKE_VERDICTS
     undecided = [row for row in table.rows if row.holds is None]
@@ -95,83 +140,88 @@ def test_smoke_results_give_the_expected_verdicts(smoke):
 
 
 def test_claims_are_written_as_json(smoke, tmp_path, monkeypatch):
-    params, results = smoke
+    _, results = smoke
     monkeypatch.setenv("I2O_BUILD_DIR", str(tmp_path))
-    path = affine_claims.claims(params, results).write()
+    path = affine_claims.claims(results).write()
     assert [row["holds"] for row in json.loads(path.read_text())] == SMOKE_VERDICTS
 
 
 def test_corollary1_fails_when_D_is_negative_with_U_surjective(smoke):
-    params, results = smoke
+    _, results = smoke
     assert results.left["rank_U"] == results.left["d_x"]
     increase = results.left["loss_increase"].copy()
     increase[0, -1] = -1e-6
-    row = _row(params, _doctored(results, left={"loss_increase": increase}), "Corollary 1")
+    row = _row(_doctored(results, left={"loss_increase": increase}), "Corollary 1")
     assert row.holds is False and "-1.0e-06" in row.value
 
 
 def test_corollary1_is_undecided_when_U_is_not_surjective(smoke):
-    params, results = smoke
-    row = _row(params, _doctored(results, left={"rank_U": results.left["d_x"] - 1}), "Corollary 1")
+    _, results = smoke
+    row = _row(_doctored(results, left={"rank_U": results.left["d_x"] - 1}), "Corollary 1")
     assert row.holds is None and "left_d_x" in row.decided_by
 
 
 def test_theorem1_and_lemma_A2_fail_beyond_rounding(smoke):
-    params, results = smoke
+    _, results = smoke
     doctored = _doctored(results, checks={"theorem1": {"min_margin": -1e-6},
                                           "lemma_a2": {"max_relative_error": 1e-6}})
-    assert _row(params, doctored, "Theorem 1").holds is False
-    assert _row(params, doctored, "Lemma A.2").holds is False
+    assert _row(doctored, "Theorem 1").holds is False
+    assert _row(doctored, "Lemma A.2").holds is False
     rounding = _doctored(results, checks={"theorem1": {"min_margin": -1e-12}})
-    assert _row(params, rounding, "Theorem 1").holds is True
+    assert _row(rounding, "Theorem 1").holds is True
 
 
 def test_enough_seeds_decides_the_seed_mean_claims_both_ways(smoke):
-    params, results = smoke
-    with_seeds = params.with_(n_seeds=affine_claims.MIN_SEEDS)  # only the decision reads n_seeds
-    verdicts = _verdicts(with_seeds, results)
+    _, results = smoke
+    with_seeds = _with(results, n_seeds=affine_claims.MIN_SEEDS)  # only the decision reads it
+    verdicts = _verdicts(with_seeds)
     # shrinks (Spearman −1 in smoke), flat for N ≥ n_reference (0.19), not flat over all N (1.34)
     assert verdicts[3:7] == [True, True, True, False]
     assert verdicts[7] is True  # Corollary 2 on Gaussian instances
     shuffled = results.right["nlb"][:, ::-1, :].copy()  # the bound now grows with d_θ
-    assert _verdicts(with_seeds, _doctored(results, right={"nlb": shuffled}))[3] is False
+    assert _verdicts(_doctored(with_seeds, right={"nlb": shuffled}))[3] is False
 
 
 def test_nonnormal_corollary2_fails_beyond_five_standard_errors(smoke):
-    params, results = smoke
-    with_draws = params.with_(cor2_draws=affine_claims.MIN_DRAWS)
+    _, results = smoke
+    with_draws = _with(results, cor2_draws=affine_claims.MIN_DRAWS)
     statement = "Corollary 2 holds when K_out is non-normal"
-    assert _row(params, results, statement).holds is None
-    assert _row(with_draws, results, statement).holds is True  # smoke's worst z is about −1.9
+    assert _row(results, statement).holds is None
+    assert _row(with_draws, statement).holds is True  # smoke's worst z is about −1.9
     z = results.cor2["z_score"].copy()
     z[1] = -6.0
-    doctored = _doctored(results, cor2={"z_score": z})
-    assert _row(with_draws, doctored, statement).holds is False
-    assert affine_claims.numbers(params, doctored)["affine-cor2nn-z"] == -6.0
+    assert _row(_doctored(with_draws, cor2={"z_score": z}), statement).holds is False
+    assert affine_claims.numbers(_doctored(results, cor2={"z_score": z}))[
+        "affine-cor2nn-z"] == -6.0
 
 
 def test_figure_g3_fails_when_the_bound_is_not_zero_from_rank_C_on(smoke):
-    params, results = smoke
+    _, results = smoke
+    assert _row(results, "Figure G.3").holds is True
     nlb = results.g3["nlb"].copy()
     nlb[:, results.g3["rank_C"] - 1, :] = nlb[:, 0, :]
-    assert _row(params, _doctored(results, g3={"nlb": nlb}), "Figure G.3").holds is False
+    assert _row(_doctored(results, g3={"nlb": nlb}), "Figure G.3").holds is False
     surjective_at_rank_C = _doctored(results, g3={"d_x": results.g3["rank_C"]})
-    assert _row(params, surjective_at_rank_C, "Figure G.3").holds is False
+    assert _row(surjective_at_rank_C, "Figure G.3").holds is False
+    nlb = results.g3["nlb"].copy()
+    nlb[0, 0, 0] = 0.0  # zero below rank C
+    row = _row(_doctored(results, g3={"nlb": nlb}), "Figure G.3")
+    assert row.holds is False and "positive below: False" in row.value
 
 
 def test_lemma1_fails_when_stability_is_lost_and_theorem2_undecided_without_convergence(smoke):
-    params, results = smoke
+    _, results = smoke
     ift = results.checks["ift"]
-    assert _row(params, results, "Lemma 1").holds is True
+    assert _row(results, "Lemma 1").holds is True
     too_few = np.full_like(ift["n_stable"], int(0.8 * ift["n_instances"]))  # monotone, < 90 %
     not_monotone = np.full_like(ift["n_stable"], ift["n_instances"])
     not_monotone[1] -= 1
     for stable in (too_few, not_monotone):
-        assert _row(params, _doctored(results, checks={"ift": {"n_stable": stable}}),
+        assert _row(_doctored(results, checks={"ift": {"n_stable": stable}}),
                     "Lemma 1").holds is False
     none_converged = {"n_converged": np.zeros_like(ift["n_converged"]),
                       "max_relative_error": np.full(ift["n"].shape, np.nan)}
-    row = _row(params, _doctored(results, checks={"ift": none_converged}), "Theorem 2")
+    row = _row(_doctored(results, checks={"ift": none_converged}), "Theorem 2")
     assert row.holds is None and row.decided_by == "quick"
 
 
@@ -183,7 +233,7 @@ def test_every_glue_name_of_the_chapter_is_provided(smoke):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     used = set(re.findall(r"\{glue:text\}`([^`:]+)", markdown))
-    numbers = affine_claims.numbers(params, results)
+    numbers = affine_claims.numbers(results)
     assert used and used <= set(numbers)
     assert all(isinstance(v, int | float) for v in numbers.values())
     assert numbers["affine-left-rank-u"] == params.left_d_x

@@ -13,6 +13,7 @@ from i2o.chapters.deq_gaps.curves import curve_from_sweep
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
+from i2o.prose import conclusions
 
 ITERS = [3, 9, 18, 25, 35]
 PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin_fraction": 0.25,
@@ -38,7 +39,13 @@ IMPROVING = [0.30, 0.50, 0.60, 0.66, 0.70]     # more iterations help
 
 
 def table(ift, unrolled):
-    return stability_claims.claims_table(PARAMS, {"ift": ift, "unrolled": unrolled})[1]
+    """The stability claims of two arms' job results (rows read back by id: ``table["fit"]``)."""
+    return stability_claims.claims_table(PARAMS, {"ift": ift, "unrolled": unrolled})
+
+
+def stability_text(rows: Claims) -> str:
+    """The chapter's conclusions, as the notebook writes them (:func:`i2o.prose.conclusions`)."""
+    return conclusions(rows, display=False)
 
 
 def seeds(curve, **kw):
@@ -53,8 +60,9 @@ def test_stability_claims_hold_on_the_papers_picture():
     assert "5+ fitting seeds per arm" in rows["not_more_stable"].check
     assert "discriminates" in rows["not_more_stable"].check
     assert "0.25 × the unrolled arm's mean" in rows["not_more_stable"].margin
-    text = stability_prose.conclusions(rows)
+    text = stability_text(rows)
     assert "not more stable" in text and "does not give a better classifier" in text
+    assert stability_prose.paragraphs(rows) == [text]  # one paragraph
 
 
 def test_stability_claims_fail_when_ift_is_more_stable_and_more_iterations_help():
@@ -63,7 +71,7 @@ def test_stability_claims_fail_when_ift_is_more_stable_and_more_iterations_help(
     assert rows["equally_stable"].holds is False
     rows = table(seeds(IMPROVING), seeds(IMPROVING))
     assert rows["ift_no_gain"].holds is False
-    assert "do improve" in stability_prose.conclusions(rows)
+    assert "do improve" in stability_text(rows)
     rows = table(seeds([0.70, 0.65, 0.60, 0.60, 0.60]), seeds(PLATEAU))
     assert rows["ift_fewer_hurt"].holds is False
 
@@ -83,7 +91,7 @@ def test_stability_claims_use_the_models_that_fit_when_a_quorum_does():
     for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_fewer_hurt"):
         assert rows[key].holds is True, (key, rows[key])
     assert "over 4 seeds" in rows["ift_no_gain"].value
-    assert "use those that do" in stability_prose.conclusions(rows)
+    assert "use those that do" in stability_text(rows)
 
 
 def test_stability_claims_undecided_when_too_few_models_fit_or_one_diverged():
@@ -96,19 +104,41 @@ def test_stability_claims_undecided_when_too_few_models_fit_or_one_diverged():
         assert rows[key].holds is None
         assert "too few models fit" in rows[key].check and "IFT 3/5" in rows[key].check
         assert "41.0" in rows[key].check
-    assert "not decided" in stability_prose.conclusions(rows)
+    assert "not decided" in stability_text(rows)
     broken = seeds(PLATEAU)
     broken[0]["diverged"] = "loss became non-finite at step 7"
     rows = table(broken, seeds(PLATEAU))
     assert rows["health"].holds is False and rows["ift_no_gain"].holds is None
     assert "non-finite" in rows["ift_no_gain"].check
-    assert "Warning" in stability_prose.conclusions(rows)
+    assert "Warning" in stability_text(rows)
+
+
+def test_stability_health_row_holds_without_a_flag_and_fails_with_one_on_any_model():
+    assert table(seeds(PLATEAU), seeds(PLATEAU))["health"].holds is True
+    unfit = seeds(PLATEAU)  # a model that does not fit is checked too
+    unfit[3] = stability_run(PLATEAU, 3, train_accuracy=0.41, diverged="chance-level accuracy")
+    health = table(seeds(PLATEAU), unfit)["health"]
+    assert health.holds is False and health.value == "unrolled seed 3: chance-level accuracy"
+
+
+def test_stability_memory_row_holds_when_unrolled_needs_more_and_fails_otherwise():
+    def memory(unrolled, ift):
+        costs = {"unrolled": {"peak_mb": unrolled}, "ift": {"peak_mb": ift}}
+        return stability_claims.claims_table(PARAMS, {"ift": seeds(PLATEAU),
+                                                      "unrolled": seeds(PLATEAU)}, costs)["memory"]
+
+    row = memory(412.0, 37.0)
+    assert row.holds is True and row.value == "peak +412 MB unrolled vs +37 MB IFT"
+    assert row.check == "one measurement per arm"
+    assert memory(20.0, 37.0).holds is False
+    assert memory(37.0, 37.0).holds is False  # as much is not more
+    assert "memory" not in table(seeds(PLATEAU), seeds(PLATEAU)).by_id  # not measured: no row
 
 
 def test_stability_one_seed_is_undecided():
     one = {**PARAMS, "fit_quorum": 1}
     rows = stability_claims.claims_table(one, {"ift": seeds(PLATEAU)[:1],
-                                               "unrolled": seeds(PLATEAU)[:1]})[1]
+                                               "unrolled": seeds(PLATEAU)[:1]})
     assert rows["not_more_stable"].holds is None and "needs ≥ 2" in rows["not_more_stable"].check
 
 
@@ -123,7 +153,7 @@ def test_stability_comparison_is_undecided_where_accuracy_does_not_move_with_n()
     # the same flat IFT against an unrolled arm that moves: decided, and IFT is more stable
     rows = table(seeds(FLAT), seeds(DROPPING))
     assert rows["not_more_stable"].holds is False
-    assert "cannot discriminate" in stability_prose.conclusions(table(seeds(FLAT), seeds(FLAT)))
+    assert "cannot discriminate" in stability_text(table(seeds(FLAT), seeds(FLAT)))
 
 
 def test_stability_resolution_is_the_paired_standard_error_of_an_accuracy_change():
@@ -197,10 +227,10 @@ def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False,
                         for r in results],
               "train_loss": [curve_from_sweep(r["train"], "loss", N_TRAIN, "t", "mean", "loss")
                              for r in results]}
-    table, rows = Claims("deq_gaps", "quick"), {}
-    gaps_claims.task_claims(table, rows, "classification", results, curves, params,
+    table = Claims("deq_gaps", "quick")
+    gaps_claims.task_claims(table, "classification", results, curves, params,
                             list(range(models)) if models > 1 else None)
-    return rows
+    return table  # rows read back by id: table["classification_gate"]
 
 
 def test_gap_claims_hold_and_fail():
@@ -280,6 +310,16 @@ def test_test_data_margin_needs_an_established_reference_effect():
     assert "reference effect is established" in rows["classification_test_no_gain"].check
 
 
+def test_reference_effect_is_established_only_where_fewer_iterations_hurt():
+    assert gaps_claims.reference_established((True, "CI above 0")) == (
+        True, "its reference effect is established (the fewest iterations cost)")
+    prefix = ("no scale for δ: its reference effect, what the fewest iterations cost on test "
+              "data, is not established")
+    assert gaps_claims.reference_established((False, "CI at or below 0")) == (
+        None, f"{prefix} (CI at or below 0)")
+    assert gaps_claims.reference_established((None, "")) == (None, f"{prefix} (undecided)")
+
+
 def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.7, 0.6, 0.6, 0.6])
     assert rows["classification_gate"].holds is False
@@ -299,6 +339,21 @@ def test_gap_prose_follows_the_rows():
     assert "Not in the regime" in gaps_prose.task_paragraph(rows, "classification")
     undecided = sentence(rows["classification_test_no_gain"], "yes", "no", "open")
     assert undecided.startswith("open (too few models fit")
+
+
+def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep():
+    table = Claims("deq_gaps", "quick")
+    for task in gaps_claims.NAMES:
+        table.add("gate", True, "fit", id=f"{task}_gate")
+        for split in ("test", "train"):
+            table.add("fewer", True, "v", id=f"{task}_{split}_fewer_hurt")
+            table.add("no gain", True, "v", id=f"{task}_{split}_no_gain")
+        table.add("residual", True, "r", id=f"{task}_residual")
+    table.add("overparam", None, "R", check="in the regime (≥ 90 %): 40 images; x",
+              id="overparam")
+    text = conclusions(table, display=False)
+    assert text == "\n\n".join(gaps_prose.paragraphs(table)) and text.count("\n\n") == 4
+    assert text.startswith("**CIFAR-10 MDEQ.**") and text.endswith("Sizes  (≥ 90 %): 40 images.")
 
 
 @pytest.mark.parametrize("task, fit", [("language", 1.2), ("deq", 3.0)])
@@ -339,9 +394,9 @@ def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():
         curves = {"test": [curve_from_sweep(result["test"], "neg_psnr", N_TRAIN, "t")],
                   "train": [curve_from_sweep(result["train"], "neg_psnr", N_TRAIN, "t")],
                   "train_loss": [curve_from_sweep(result["train"], "mse", N_TRAIN, "t")]}
-        table, rows = Claims("deq_gaps", "quick"), {}
-        gaps_claims.task_claims(table, rows, "deq", [result], curves, GAPS_PARAMS)
-        gate = rows["deq_gate"]
+        table = Claims("deq_gaps", "quick")
+        gaps_claims.task_claims(table, "deq", [result], curves, GAPS_PARAMS)
+        gate = table["deq_gate"]
         assert gate.holds is True and "has learned" in gate.claim
         expected = "regime reached" if reached else "regime not reached"
         assert expected in gate.value and expected in gate.check
@@ -369,9 +424,9 @@ def overparam_rows(r_best, r_worst, se=0.01, best_error=0.0, best_size=40, best_
 
 def test_overparametrization_claim_holds_fails_and_prints_the_power_it_needs():
     def decide(rows):
-        table, found = Claims("deq_gaps", "quick"), {}
-        gaps_claims.add_overparam_claim(table, found, rows, GAPS_PARAMS)
-        return found["overparam"]
+        table = Claims("deq_gaps", "quick")
+        gaps_claims.add_overparam_claim(table, rows, GAPS_PARAMS)
+        return table["overparam"]
 
     held = decide(overparam_rows(0.5, 0.0))
     assert held.holds is True and "in the regime" in held.check and "40 images" in held.check

@@ -17,7 +17,7 @@ import pytest
 
 from i2o import profiles, sweep
 
-#: Two small smoke jobs per chapter (names as its ``runs.all_jobs`` lists them).
+#: Two small smoke jobs per chapter (names of the jobs its ``runs.jobs`` lists).
 JOBS = {
     "stability": ["ift-N18-seed0", "unrolled-N18-seed0"],
     "deq_gaps": ["language", "inverse-deq"],
@@ -28,8 +28,8 @@ RUN_JOBS = """
 import json, sys
 from i2o import profiles, sweep
 figure, names, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-jobs = [(n, j) for n, j in sweep.chapter_runs(figure).all_jobs(profiles.resolve(figure, "smoke"))
-        if n in names]
+jobs = [job for job in sweep.chapter_runs(figure).jobs(profiles.resolve(figure, "smoke"))
+        if job.name in names]
 assert len(jobs) == len(names), (names, jobs)
 sweep.run_jobs(figure, jobs, "local", max_parallel=workers)
 """
@@ -77,7 +77,7 @@ def _run(script: str, args: list[str], results_dir: Path) -> None:
 @pytest.mark.parametrize("figure", list(JOBS))
 def test_jobs_are_bit_identical_in_fresh_processes_with_one_and_two_workers(figure, data_dir,
                                                                              tmp_path):
-    names = JOBS[figure] or [name for name, _ in sweep.chapter_runs(figure).all_jobs(
+    names = JOBS[figure] or [job.name for job in sweep.chapter_runs(figure).jobs(
         profiles.resolve(figure, "smoke"))][:2]
     for workers in (1, 2):
         _run(RUN_JOBS, [figure, json.dumps(names), str(workers)], tmp_path / f"w{workers}")

@@ -1,15 +1,19 @@
-"""The 'Test your own DEQ' chapter's claims and prose follow the verdicts (doctored curves, no
-training); the chapter itself runs at smoke in tests/test_book.py."""
+"""The 'Test your own DEQ' chapter's jobs, claims and prose: the claims and the prose follow the
+verdicts (doctored curves, no training); the chapter itself runs at smoke in tests/test_book.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from i2o import profiles
-from i2o.chapters.diagnose import claims, prose, runs
+from i2o import import_graph, profiles
+from i2o.chapter import Cost
+from i2o.chapters.diagnose import LABELS, MODELS, claims, runs
+from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
 from i2o.diagnose import Curves, from_curves
 from i2o.diagnose.metrics import resolve
+from i2o.job import Job
+from i2o.prose import conclusions
 
 GRID = np.arange(1, 13)
 
@@ -34,10 +38,12 @@ def training(level: float, n: int = 100) -> Curves:
 def results(shift: float, fits: bool = True) -> runs.DiagnoseResults:
     accuracy = resolve("accuracy")
     diagnoses = {m: from_curves(curves(shift), training(1.0 if fits else 0.3),
-                                name=runs.LABELS[m], metric=accuracy, train_iters=4, margin=0.02,
-                                fit=0.9) for m in runs.MODELS}
+                                name=LABELS[m], metric=accuracy, train_iters=4, margin=0.02,
+                                fit=0.9) for m in MODELS}
     record = {"parameters": 10, "train_seconds": 1.0, "sweep_seconds": 1.0, "solves": 2}
-    return runs.DiagnoseResults(diagnoses, {m: record for m in runs.MODELS}, 1.0)
+    return runs.DiagnoseResults(diagnoses=diagnoses, records={m: record for m in MODELS},
+                                params=profiles.resolve("diagnose", "smoke"),
+                                cost=Cost(1.0, 2, 0))
 
 
 @pytest.mark.parametrize(("shift", "says"), [
@@ -45,27 +51,51 @@ def results(shift: float, fits: bool = True) -> runs.DiagnoseResults:
     (-0.3, "They hurt it beyond the margin"),
 ])
 def test_the_prose_follows_the_verdicts(shift, says):
-    params = profiles.resolve("diagnose", "smoke")
-    table, rows = claims.claims(params, results(shift))
+    found = results(shift)
+    table = claims.claims(found)
     assert len(table.rows) == 2 * len(claims.ROWS)
-    text = prose.conclusions(rows, results(shift))
+    assert table.facts["recommended"] == {m: found.diagnoses[m].recommendation.n for m in MODELS}
+    text = conclusions(table, display=False)
     assert says in text and "It fits its training images" in text
-    assert set(claims.numbers(params, results(shift))) >= {"diagnose-torchdeq-rec",
-                                                           "diagnose-mdeq-more"}
+    assert set(claims.numbers(found)) >= {"diagnose-torchdeq-rec", "diagnose-mdeq-more"}
+
+
+def test_the_rows_are_the_diagnoses_rows_by_id():
+    found = results(+0.3)
+    table = claims.claims(found)
+    own = found.diagnoses["mdeq"].claims("diagnose", "smoke").rows
+    assert [table[f"mdeq_{key}"] for key in claims.ROWS] == own
+    assert table.rows == found.diagnoses["torchdeq"].claims("diagnose", "smoke").rows + own
 
 
 def test_a_model_that_does_not_fit_gets_no_verdict():
-    params = profiles.resolve("diagnose", "smoke")
-    table, rows = claims.claims(params, results(+0.3, fits=False))
-    assert rows["torchdeq_fit"].holds is None and rows["torchdeq_help"].holds is None
-    assert "does not fit its training images" in prose.conclusions(rows, results(+0.3, False))
+    table = claims.claims(results(+0.3, fits=False))
+    assert table["torchdeq_fit"].holds is None and table["torchdeq_help"].holds is None
+    assert "does not fit its training images" in conclusions(table, display=False)
 
 
 def test_jobs_and_grids_follow_the_parameters():
     params = profiles.resolve("diagnose", "smoke", replicate=2)
-    jobs = dict(runs.all_jobs(params))
-    assert set(jobs) == {"torchdeq-r2", "mdeq-r2"}
-    assert jobs["torchdeq-r2"]["grid"] == list(range(1, 2 * params["td_train_iters"] + 1))
-    assert all(job["replicate"] == 2 for job in jobs.values())
+    jobs = runs.jobs(params)
+    assert [job.name for job in jobs] == ["torchdeq-r2", "mdeq-r2"]
+    torchdeq, mdeq = jobs
+    assert isinstance(torchdeq, TorchDEQJob) and isinstance(mdeq, MDEQJob)
+    assert all(isinstance(job, Job) and job.figure == "diagnose" for job in jobs)
+    assert torchdeq.grid == tuple(range(1, 2 * params["td_train_iters"] + 1))
+    assert torchdeq.train_iters == params["td_train_iters"]
+    assert all(job.replicate == 2 for job in jobs)
+    # a model's parameters enter its own key only
+    assert "mdeq_lr" not in torchdeq.key() and "td_lr" not in mdeq.key()
+    changed = runs.jobs(params.with_(td_lr=params["td_lr"] / 2))
+    assert changed[0] != torchdeq and changed[1] == mdeq
+    assert [job.name for job in runs.jobs(profiles.resolve("diagnose", "smoke"))] == list(MODELS)
     with pytest.raises(profiles.ParameterError, match="td_channels"):
         runs.check_params(profiles.resolve("diagnose", "smoke", td_channels=6))
+
+
+def test_the_jobs_depend_on_what_trains_and_diagnoses_them():
+    closure = set(import_graph.closure(TorchDEQJob.__module__))
+    assert {"i2o.diagnose", "i2o.chapters.diagnose.torchdeq_net", "i2o.train.classifier",
+            "i2o.models.mdeq", "i2o.data.cifar10"} <= closure
+    assert not {f"i2o.chapters.diagnose.{face}" for face in ("runs", "claims", "figures",
+                                                             "prose")} & closure

@@ -239,35 +239,83 @@ def test_chapter_jobs_train_per_seed_to_the_regime_and_the_sweep_on_a_fixed_budg
     for job in jobs.overparam:  # a fixed budget: at least the cap's steps on every size
         assert job.fit_every == 0 and job.seed == main.seed
         assert job.epochs * math.ceil(job.train_size / job.batch_size) >= steps
-    for task, grid in jobs.grids.items():
+    for task in runs.TASKS:
         n = runs._train_iters(jobs, task)
+        grid = (getattr(jobs, task)[0] if task in ("classification", "language")
+                else getattr(jobs, task)).grid
         assert grid[0] == 1 and n in grid and grid[-1] >= 2 * n
 
 
-def test_jobs_round_trip_through_their_cache_description():
+def test_each_task_carries_its_solvers_built_once_from_the_manifest():
+    """N becomes ``max_iter`` in one place (:func:`runs.solver`); training and the sweep read
+    the job's specs (the classifier's training settings rebuild exactly them)."""
     from i2o import profiles
-    from i2o.chapters.deq_gaps import jobs, runs
+    from i2o.chapters.deq_gaps import runs
+
+    params = profiles.resolve("deq_gaps", "quick", cls_backward_iter=11, inv_backward_iter=13)
+    jobs = runs.build_jobs(params)
+    for job in (*jobs.classification, *jobs.overparam):
+        assert job.forward_spec == SolverSpec(method="broyden", max_iter=params["cls_train_iters"],
+                                              tol=0.0)
+        assert job.backward_spec.max_iter == 11 and job.train_iters == params["cls_train_iters"]
+        settings = job.settings()
+        assert (settings.forward_spec(), settings.backward_spec()) == (job.forward_spec,
+                                                                       job.backward_spec)
+    for job in jobs.language:
+        assert job.forward_spec == job.backward_spec == SolverSpec(
+            method=params["lm_method"], max_iter=params["lm_train_iters"], tol=0.0)
+        assert job.deq().forward_spec == job.forward_spec  # IFT: the spec as carried
+    for job in (jobs.deq, jobs.elder):
+        assert job.forward_spec == runs.solver("fixed_point", params["inv_train_iters"])
+        assert job.backward_spec.max_iter == 13
+        assert job.deq().backward_spec is job.backward_spec
+    unrolled = runs.build_jobs(params.with_(lm_backward="unrolled")).language[0]
+    assert unrolled.deq().forward_spec.return_best is False  # the sweep's rule is training's
+
+
+def test_a_classifier_refuses_solvers_its_training_cannot_run():
+    from i2o.chapters.deq_gaps.classification import ClassificationJob
+
+    forward = SolverSpec(method="broyden", max_iter=3, tol=0.0)
+    ClassificationJob(architecture="micro", forward_spec=forward, backward_spec=forward,
+                      train_size=20, grid=(1, 3), eval_size=10)
+    with pytest.raises(ValueError, match="TrainSettings"):
+        ClassificationJob(architecture="micro", forward_spec=forward,
+                          backward_spec=SolverSpec(method="anderson", max_iter=3, tol=0.0),
+                          train_size=20, grid=(1, 3), eval_size=10)
+
+
+def test_jobs_are_distinct_picklable_values_whose_modules_stay_out_of_plots_and_claims():
+    import pickle
+
+    from i2o import import_graph, profiles
+    from i2o.chapters.deq_gaps import runs
+    from i2o.job import Job
 
     params = profiles.resolve("deq_gaps", "smoke")
-    pairs = runs.all_jobs(params)
-    names = [name for name, _ in pairs]
-    assert {"classification", "language", "inverse-deq", "inverse-elder"} <= set(names)
-    assert len(pairs) == len({repr(p) for p in pairs})  # the main classifier listed once
-    for name, job in pairs:
-        rebuilt = jobs.job_of(name, job)
-        assert jobs.describe(rebuilt, job["grid"], **{k: job[k] for k in jobs.SIZES[name]}) \
-            == (name, job)
-        assert not jobs.is_cached(name, job)  # the tests' results folder starts empty
-    with pytest.raises(ValueError, match="job name"):
-        jobs.job_of("segmentation", {})
+    jobs = runs.jobs(params)
+    names = [job.name for job in jobs]
+    assert names[:3] == ["language", "inverse-elder", "inverse-deq"]  # the longest first
+    assert set(names) == {"classification", "language", "inverse-deq", "inverse-elder"}
+    assert len(jobs) == len(set(jobs)) == 6  # the main classifier listed once
+    for job in jobs:
+        assert isinstance(job, Job) and job.figure == "deq_gaps"
+        assert pickle.loads(pickle.dumps(job)) == job  # what the sweep sends to a worker
+        assert not job.is_cached()  # the tests' results folder starts empty
+        reached = import_graph.closure(job.module)
+        assert not {f"i2o.chapters.deq_gaps.{m}" for m in ("runs", "claims", "figures",
+                                                           "prose", "curves")} & set(reached)
+    assert len({repr(sorted(job.key().items())) for job in jobs}) == len(jobs)
 
 
 def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     from i2o.chapters.deq_gaps.classification import ClassificationJob, train_mdeq
     from i2o.train.evaluate import classification_probes
 
-    job = ClassificationJob(architecture="micro", train_iters=3, backward_iter=3, train_size=20,
-                            epochs=1, batch_size=10, pretrain_steps=1)
+    forward = SolverSpec(method="broyden", max_iter=3, tol=0.0)
+    job = ClassificationJob(architecture="micro", forward_spec=forward, backward_spec=forward,
+                            train_size=20, epochs=1, batch_size=10, pretrain_steps=1,
+                            grid=(0, 3, 6), eval_size=20)
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(20, 3, 32, 32, generator=generator)
     labels = torch.arange(20) % 10
@@ -279,7 +327,7 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     for a, b in zip(model.parameters(), again.parameters(), strict=True):
         torch.testing.assert_close(a, b)
     result = sweep_iterations(classification_probes(again, images, labels, batch_size=8),
-                              [0, 3, 6], job.sweep_spec())
+                              job.grid, job.forward_spec)
     errors = result["metrics"]["error"]
     assert errors.shape == (20, 3) and set(np.unique(errors)) <= {0.0, 1.0}
 
@@ -309,14 +357,22 @@ def _toy_corpus(length: int = 600):
     return CharCorpus(vocabulary="abcde", train=ids[:500], test=ids[500:], source="toy")
 
 
-def test_language_model_warms_up_shallow_then_trains_the_deq_on_its_text_slice(tmp_path):
-    from i2o.chapters.deq_gaps.language import LanguageJob, train_language_model
+def _language_job(**fields):
+    from i2o.chapters.deq_gaps.language import LanguageJob
 
-    job = LanguageJob(context=8, width=8, heads=2, ffn_width=8, train_iters=3, steps=4,
-                      pretrain_steps=2, train_chars=40, batch_size=4, jac_weight=0.1)
+    return LanguageJob(**{"grid": (1, 3), "eval_windows": 2, **fields})
+
+
+def test_language_model_warms_up_shallow_then_trains_the_deq_on_its_text_slice(tmp_path):
+    from i2o.chapters.deq_gaps.language import train_language_model
+
+    spec = SolverSpec(method="broyden", max_iter=3, tol=0.0)
+    job = _language_job(context=8, width=8, heads=2, ffn_width=8, forward_spec=spec,
+                        backward_spec=spec, steps=4, pretrain_steps=2, train_chars=40,
+                        batch_size=4, jac_weight=0.1)
     corpus = _toy_corpus()
     assert len(job.training_text(corpus)) == 40
-    assert len(LanguageJob(context=8).training_text(corpus)) == 500  # 0: the whole split
+    assert len(_language_job(context=8).training_text(corpus)) == 500  # 0: the whole split
     model, history = train_language_model(job, corpus, tmp_path)
     residuals, jacobian = history["residual_rel"], history["jacobian"]
     assert len(history["loss"]) == len(residuals) == len(jacobian) == 4
@@ -329,10 +385,9 @@ def test_language_model_warms_up_shallow_then_trains_the_deq_on_its_text_slice(t
 @pytest.mark.parametrize("change, message", [
     ({"pretrain_steps": 4}, "pretrain_steps"), ({"train_chars": 8}, "train_chars"),
     ({"train_chars": -1}, "train_chars"), ({"pretrain_layers": 0}, "pretrain_layers"),
+    ({"forward_spec": SolverSpec(max_iter=0, tol=0.0)}, "forward_spec.max_iter"),
 ])
 def test_language_job_refuses_a_warm_up_or_text_it_cannot_train(change, message):
-    from i2o.chapters.deq_gaps.language import LanguageJob
-
-    LanguageJob(context=8, steps=4, pretrain_steps=3, train_chars=9)  # the limits themselves
+    _language_job(context=8, steps=4, pretrain_steps=3, train_chars=9)  # the limits themselves
     with pytest.raises(ValueError, match=message):
-        LanguageJob(**{"context": 8, "steps": 4, **change})
+        _language_job(**{"context": 8, "steps": 4, **change})

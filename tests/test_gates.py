@@ -122,3 +122,76 @@ def test_powered_opens_with_headroom_and_names_the_seeds_it_needs():
     assert gates.powered(narrow, margin=1.0)[0] is True
     with pytest.raises(ValueError):
         gates.powered(narrow, margin=0.0)
+
+
+def test_enough_opens_at_the_count_needed_and_stays_closed_below():
+    assert gates.enough(2, 2, "2 seeds", "1 seed: needs ≥ 2") == (True, "2 seeds")
+    assert gates.enough(5, 2, "5 seeds", "") == (True, "5 seeds")
+    assert gates.enough(1, 2, "1 seed", "1 seed: needs ≥ 2") == (None, "1 seed: needs ≥ 2")
+    assert gates.enough(0, 2, "", "none")[0] is None
+
+
+def test_condition_opens_on_the_callers_criterion_and_closes_with_its_reason():
+    assert gates.condition(3 >= 2, "trained too little") == (True, "")
+    assert gates.condition(np.bool_(True), "x", "enough steps") == (True, "enough steps")
+    assert gates.condition(1 >= 2, "trained too little") == (None, "trained too little")
+    assert gates.condition(np.bool_(False), "no reference")[0] is None
+
+
+def test_gated_returns_the_first_closed_gate_or_the_predicate_as_it_is():
+    calls = []
+
+    def predicate():
+        calls.append(1)
+        return True, "measured"
+
+    assert gates.gated([(True, "open"), (True, "")], predicate) == (True, "measured")
+    assert gates.gated([], lambda: (False, "CI at or below 0")) == (False, "CI at or below 0")
+    calls.clear()
+
+    def checks():
+        yield None, "too few seeds"
+        raise AssertionError("a gate after a closed one is not evaluated")
+
+    assert gates.gated(checks(), predicate) == (None, "too few seeds") and not calls
+
+
+def test_rank_correlation_holds_fails_and_stays_undecided_between():
+    assert gates.rank_correlation(-0.9, -0.9)[0] is True  # at the threshold (rounding absorbed)
+    assert gates.rank_correlation(-1.0, -0.9)[0] is True
+    assert gates.rank_correlation(0.9, -0.9)[0] is False  # the opposite ordering
+    holds, reason = gates.rank_correlation(-0.8, -0.9)
+    assert holds is None and "random" in reason
+    assert gates.rank_correlation(0.95, 0.9)[0] is True  # a claimed increasing ordering
+    assert gates.rank_correlation(-0.95, 0.9)[0] is False
+    assert gates.rank_correlation(0.0, 0.9)[0] is None
+    with pytest.raises(ValueError):
+        gates.rank_correlation(0.5, 0.0)
+
+
+def test_symmetric_gate_decides_when_both_qualify_and_fails_a_subject_that_cannot():
+    calls = []
+
+    def predicate():
+        calls.append(1)
+        return True, "CI above +0.04"
+
+    texts = {"fails": "not trainable", "closed": "reference does not fit", "neither": "neither"}
+    assert gates.symmetric_gate(True, True, predicate, **texts) == (True, "CI above +0.04")
+    assert gates.symmetric_gate(True, True, lambda: (False, "CI below +0.04"), **texts) == (
+        False, "CI below +0.04")
+    calls.clear()
+    # the subject cannot qualify while the reference does: the claim fails, undecided otherwise
+    assert gates.symmetric_gate(False, True, predicate, **texts) == (False, "not trainable")
+    assert gates.symmetric_gate(True, False, predicate, **texts) == (
+        None, "reference does not fit")
+    assert gates.symmetric_gate(False, False, predicate, **texts) == (None, "neither")
+    assert not calls  # the predicate runs only when both qualify
+
+
+def test_all_of_holds_when_every_part_holds_and_fails_when_one_fails():
+    assert gates.all_of([(True, "a"), (True, "b")]) == (True, "a; b")
+    assert gates.all_of([(True, "a"), (False, "b"), (None, "c")]) == (False, "a; b; c")
+    assert gates.all_of([(True, "a"), (None, "b")]) == (None, "a; b")
+    assert gates.all_of(iter([(True, "a"), (None, "b")]), ", ") == (None, "a, b")
+    assert gates.all_of([]) == (True, "")

@@ -34,7 +34,7 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
     claims that depend on it are undecided, naming it."""
     from i2o import profiles
     from i2o.chapters.stability import claims as stability_claims
-    from i2o.chapters.stability import runs as stability
+    from i2o.chapters.stability.jobs import TrainJob
 
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     params = dict(profiles.resolve("stability", "smoke"))
@@ -42,11 +42,10 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
                   epochs=2, seeds=[0], eval_batch=20)
     results = {}
     for arm in ("ift", "unrolled"):
-        job = stability.job_params(params, 0, arm, 18)
-        results[arm] = [stability.train_job(job)]
+        results[arm] = [TrainJob.of(params, 0, arm, 18).compute(progress=False)]
     flags = [r[0]["diverged"] for r in results.values()]
     assert all(flags), flags
-    table, rows = stability_claims.claims_table(params, results)
+    rows = stability_claims.claims_table(params, results)
     assert rows["health"].holds is False  # the warning row names the diverged models
     assert "IFT seed 0" in rows["health"].value and "unrolled seed 0" in rows["health"].value
     # a diverged model does not fit (chance-level accuracy), so the claims it would feed are

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -101,7 +103,7 @@ def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="operator"):
         InverseConfig(operator="deblur")
     with pytest.raises(ValueError, match="crop"):
-        InverseJob(crop=5)
+        InverseJob(crop=5, grid=(1, 2), train_size=16, eval_size=4)
 
 
 def test_psnr_of_a_perfect_and_a_constant_estimate():
@@ -116,13 +118,15 @@ def test_short_training_improves_and_sweeps(variant):
     # smooth random images: upsampled noise, so that ×2 super-resolution is learnable
     images = torch.nn.functional.interpolate(torch.rand(16, 3, 8, 8, generator=generator),
                                              scale_factor=4, mode="bilinear").clamp(0, 1)
-    job = InverseJob(variant=variant, width=8, train_iters=3, backward_iter=5, steps=12,
-                     batch_size=8, crop=8, lr=1e-2)
+    forward = SolverSpec(method="fixed_point", max_iter=3, tol=0.0)
+    job = InverseJob(variant=variant, width=8, forward_spec=forward,
+                     backward_spec=replace(forward, max_iter=5), steps=12, batch_size=8, crop=8,
+                     lr=1e-2, grid=(0, 3, 6), train_size=16, eval_size=4)
     model, history = train_reconstruction(job, images)
     assert len(history["loss"]) == 12
     assert sum(history["loss"][-3:]) < sum(history["loss"][:3])
     y = noisy_measurements(model, images[:4], job.noise)
-    result = sweep_iterations(inverse_probes(model, images[:4], y, batch_size=2), [0, 3, 6],
-                              job.sweep_spec())
+    result = sweep_iterations(inverse_probes(model, images[:4], y, batch_size=2), job.grid,
+                              job.deq().forward_spec)
     assert result["metrics"]["neg_psnr"].shape == (4, 3)
     assert result["residual_rel"].shape == (4, 3)

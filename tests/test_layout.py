@@ -4,49 +4,24 @@ runtime), no chapter imports another, and every chapter of the manifest has its 
 
 from __future__ import annotations
 
-import ast
 import importlib
+import inspect
+import typing
 from pathlib import Path
 
 import pytest
 
-from i2o import profiles
+from i2o import import_graph, profiles
+from i2o.chapter import ChapterResults
+from i2o.claims import Claims
+from i2o.job import Job
+from i2o.profiles import Params
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "i2o"
 ENGINES = ("deq", "models", "data", "train")
 BASE = ("runtime",)
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
-
-
-def module_name(path: Path) -> str:
-    parts = ["i2o", *path.relative_to(PACKAGE_DIR).with_suffix("").parts]
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
-
-
-def imports_of(module: str) -> set[str]:
-    """The i2o modules ``module`` imports (at top level or inside functions)."""
-    path = MODULES[module]
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                origin = f"{base}.{node.module}" if node.module else base
-            else:
-                origin = node.module or ""
-            for alias in node.names:
-                found.add(f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in MODULES
-                          else origin)
-    return {name for name in found if name in MODULES and name != module}
-
-
-GRAPH = {module: imports_of(module) for module in MODULES}
+PACKAGE_DIR = import_graph.PACKAGE_DIR
+GRAPH = import_graph.graph()
 
 
 def chapter_of(module: str) -> str | None:
@@ -108,27 +83,83 @@ def test_no_chapter_imports_another():
     assert not crossing, "\n".join(crossing)
 
 
-def test_the_graph_sees_function_level_and_relative_imports():
-    assert "i2o.chapters.affine.sweeps" in GRAPH["i2o.chapters.affine.runs"]
-    assert "i2o.runtime" in GRAPH["i2o.profiles"]  # imported inside a function
+def hints(function) -> dict[str, object]:
+    """The resolved annotations of ``function`` (parameters and ``return``)."""
+    return typing.get_type_hints(function)
+
+
+def parameter_types(function) -> list[object]:
+    found = hints(function)
+    return [found.get(name) for name in inspect.signature(function).parameters]
 
 
 @pytest.mark.parametrize("figure", profiles.figures())
 def test_every_chapter_has_its_faces(figure):
-    """The manifest names each chapter's package; ``FIGURE`` agrees with the key, the notebook
-    stem with the package name, and ``runs`` has all of the sweep faces or none."""
+    """The manifest names each chapter's package; ``FIGURE`` agrees with the key and the
+    notebook stem with the package name; and the faces have the contract's signatures, checked
+    on their annotations: ``runs.check_params(Params) -> None``, ``runs.collect(Params) ->
+    <Chapter>Results`` (a :class:`i2o.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``
+    where the chapter has sweep jobs, ``claims.numbers(<Chapter>Results) -> dict``,
+    ``claims.claims(<Chapter>Results) -> Claims`` and ``prose.paragraphs(Claims, str) ->
+    list[str]``."""
     package = profiles.entry(figure)["package"]
     assert package == "i2o.chapters." + Path(profiles.entry(figure)["notebook"]).stem
     chapter = importlib.import_module(package)
     assert chapter.FIGURE == figure and chapter.__doc__
     runs = importlib.import_module(package + ".runs")
-    faces = [hasattr(runs, face) for face in ("all_jobs", "is_cached", "run_job")]
-    assert all(faces) or not any(faces)
-    assert callable(runs.collect)
-    assert callable(runs.check_params)
+    assert not any(hasattr(runs, old) for old in ("all_jobs", "is_cached", "run_job"))
+    assert parameter_types(runs.check_params) == [Params]
+    assert hints(runs.check_params)["return"] is type(None)
+    assert parameter_types(runs.collect) == [Params]
+    result_type = hints(runs.collect)["return"]
+    assert inspect.isclass(result_type) and issubclass(result_type, ChapterResults)
+    assert result_type is not ChapterResults
+    if hasattr(runs, "jobs"):
+        assert parameter_types(runs.jobs) == [Params]
+        assert hints(runs.jobs)["return"] == list[Job]
     assert importlib.import_module(package + ".figures")
     claims = importlib.import_module(package + ".claims")
-    assert callable(claims.numbers) and callable(claims.claims)
+    assert parameter_types(claims.numbers) == [result_type]
+    assert typing.get_origin(hints(claims.numbers)["return"]) is dict
+    assert parameter_types(claims.claims) == [result_type]
+    assert hints(claims.claims)["return"] is Claims
+    prose = importlib.import_module(package + ".prose")
+    assert parameter_types(prose.paragraphs) == [Claims, str]
+    assert hints(prose.paragraphs)["return"] == list[str]
+
+
+def test_the_signature_check_rejects_an_untyped_face():
+    def untyped(params):
+        return None
+
+    def typed(params: Params) -> None:
+        return None
+
+    assert parameter_types(untyped) == [None] != [Params]
+    assert parameter_types(typed) == [Params]
+
+
+@pytest.mark.parametrize("figure", profiles.figures())
+def test_job_classes_live_outside_the_chapter_faces(figure):
+    """A job's key hashes the import closure of the module that defines its class: that closure
+    must not reach the chapter's ``runs``, ``claims``, ``figures`` or ``prose`` (or every plot
+    edit would recompute the jobs)."""
+    package = profiles.entry(figure)["package"]
+    runs = importlib.import_module(package + ".runs")
+    if not hasattr(runs, "jobs"):
+        return
+    faces = {f"{package}.{face}" for face in ("runs", "claims", "figures", "prose")}
+    modules = {type(job).__module__ for job in runs.jobs(profiles.resolve(figure, "smoke"))}
+    assert modules
+    for module in modules:
+        reached = faces & set(import_graph.closure(module))
+        assert not reached, f"{module} reaches {sorted(reached)}"
+
+
+def test_no_source_list_is_written_by_hand():
+    written = [str(path.relative_to(PACKAGE_DIR)) for path in PACKAGE_DIR.rglob("*.py")
+               if "SOURCES =" in path.read_text() or "sources=" in path.read_text()]
+    assert not written, written
 
 
 MAX_NOTEBOOK_LOGIC_LINES = 35

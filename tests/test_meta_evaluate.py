@@ -104,22 +104,25 @@ def test_statistics():
 
 
 def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
-    """``python -m i2o.sweep meta`` runs ``runs.run_job`` per model; afterwards the
-    notebook's own recipe (``figure3``) finds the model and its sweep cached."""
+    """``python -m i2o.sweep meta`` runs each job of ``runs.jobs`` (a model's sweep, which trains
+    the model first); afterwards the notebook's jobs of the same parameters find the model and
+    its sweep cached."""
     from i2o import profiles, results
     from i2o.chapters.meta import runs
 
     p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
-    jobs = dict(runs.all_jobs(p))
-    names = [s.name for s in runs.all_specs(p)]
+    jobs = runs.jobs(p)
+    names = [job.model.label for job in jobs]
+    assert names == [m.label for m in runs.all_models(p)]
     assert "maml-N1-per_set_bn-online-seed0" in names  # the normalization ablation
-    assert list(jobs) == names and len(set(names)) == len(names)
-    maml_name = "maml-N1-online-seed0"
-    assert not runs.is_cached(maml_name, jobs[maml_name])
-    runs.run_job(maml_name, jobs[maml_name], log=None)
-    assert runs.is_cached(maml_name, jobs[maml_name])
-    other = "imaml-N4-lam8-set1-seed0"
-    assert not runs.is_cached(other, jobs[other])
+    assert len(set(names)) == len(names)
+    (maml_job,) = [job for job in jobs if job.name == "eval-maml-N1-online-seed0"]
+    assert not maml_job.is_cached() and not maml_job.model.is_cached()
+    maml_job.run()
+    assert maml_job.is_cached() and maml_job.model.is_cached()
+    (other,) = [job for job in jobs if job.model.label == "imaml-N4-lam8-set1-seed0"]
+    assert not other.is_cached()
     before = {path.name for path in results.results_dir().rglob("*")}
-    runs.train_and_sweep(p, runs.figure3_specs(p)[0])  # what figure3 runs per model
+    (again,) = [job for job in runs.jobs(p) if job == maml_job]  # what collect reads
+    assert again.run()["query"].shape == (4, len(again.grid))
     assert {path.name for path in results.results_dir().rglob("*")} == before

@@ -70,11 +70,11 @@ def _noise(imaml_noise, maml_noise=0.01, lam=8.0):
 
 
 def test_usable_meta_gradient_holds_fails_and_needs_its_rows():
-    assert claims.usable_meta_gradient(_noise(0.015), 8.0, 2.0).holds is True
-    failed = claims.usable_meta_gradient(_noise(0.25), 8.0, 2.0)
-    assert failed.holds is False and "25.00×" in failed.value
-    missing = claims.usable_meta_gradient(_noise(0.015), 2.0, 2.0)
-    assert missing.holds is None and "not measured" in missing.value
+    assert claims.usable_meta_gradient(_noise(0.015), 8.0, 2.0)[0] is True
+    holds, value = claims.usable_meta_gradient(_noise(0.25), 8.0, 2.0)
+    assert holds is False and "25.00×" in value
+    holds, value = claims.usable_meta_gradient(_noise(0.015), 2.0, 2.0)
+    assert holds is None and "not measured" in value
 
 
 def test_noise_table_lists_every_row_against_maml():

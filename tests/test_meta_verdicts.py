@@ -7,7 +7,7 @@ import pytest
 from i2o.chapters.meta import claims, floor
 
 GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
-GATES = claims.Gates(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
+LIMITS = claims.Thresholds(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
 
 
 def _curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=5000, seed=0,
@@ -36,28 +36,28 @@ RISING = np.geomspace(0.6, 1.2, len(GRID))
 
 
 def test_more_steps_help_holds_and_fails():
-    assert claims.more_steps_help(_curves(DECREASING), GATES).holds is True
-    assert claims.more_steps_help(_curves(RISING), GATES).holds is False
+    assert claims.more_steps_help(_curves(DECREASING), LIMITS)[0] is True
+    assert claims.more_steps_help(_curves(RISING), LIMITS)[0] is False
     flat = _curves(np.full(len(GRID), 0.5), noise=0.05)
-    verdict = claims.more_steps_help(flat, GATES)
-    assert verdict.holds is None and "would decide it" in verdict.value  # no power is not a fail
+    verdict = claims.more_steps_help(flat, LIMITS)
+    assert verdict[0] is None and "would decide it" in verdict[1]  # no power is not a fail
 
 
 def test_a_gain_below_the_noise_is_undecided_not_false():
     """A real but small gain (1 % of the level) under task noise ten times larger: the held-out
     interval contains 0; with 50 times the tasks it is decided."""
     small = np.r_[np.full(1, 0.5), np.full(len(GRID) - 1, 0.495)]
-    verdict = claims.more_steps_help(_curves(small, noise=0.05, seed=1), GATES)
-    assert verdict.holds is None and "contains 0" in verdict.value
-    many = claims.more_steps_help(_curves(small, noise=0.05, seed=1, n_tasks=10000), GATES)
-    assert many.holds is True
+    verdict = claims.more_steps_help(_curves(small, noise=0.05, seed=1), LIMITS)
+    assert verdict[0] is None and "contains 0" in verdict[1]
+    many = claims.more_steps_help(_curves(small, noise=0.05, seed=1, n_tasks=10000), LIMITS)
+    assert many[0] is True
 
 
 def test_best_before_convergence_holds_and_fails():
-    verdict = claims.best_before_convergence(_curves(U_SHAPE), GATES)
-    assert verdict.holds is True and "held-out" in verdict.value
-    late = claims.best_before_convergence(_curves(DECREASING), GATES)  # k* = k_max ≥ k_conv
-    assert late.holds is False and "too little power" not in late.value
+    verdict = claims.best_before_convergence(_curves(U_SHAPE), LIMITS)
+    assert verdict[0] is True and "held-out" in verdict[1]
+    late = claims.best_before_convergence(_curves(DECREASING), LIMITS)  # k* = k_max ≥ k_conv
+    assert late[0] is False and "too little power" not in late[1]
 
 
 def test_best_before_convergence_is_undecided_when_the_rise_is_within_the_noise():
@@ -67,14 +67,14 @@ def test_best_before_convergence_is_undecided_when_the_rise_is_within_the_noise(
     curves = _curves(shallow, noise=0.0)
     held_out = np.arange(len(curves["query"])) % 2 == 1
     curves["query"][held_out] += np.random.default_rng(0).normal(0, 0.05, (held_out.sum(), 10))
-    verdict = claims.best_before_convergence(curves, GATES)
-    assert verdict.holds is None and "k* = 100" in verdict.value and "contains 0" in verdict.value
+    verdict = claims.best_before_convergence(curves, LIMITS)
+    assert verdict[0] is None and "k* = 100" in verdict[1] and "contains 0" in verdict[1]
 
 
 def test_best_before_convergence_needs_a_converged_inner_problem():
     slow = np.geomspace(1.0, 1e-2, len(GRID))  # the gradient falls only 10-fold by k_max
-    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=slow), GATES)
-    assert verdict.holds is None and "has not converged" in verdict.value
+    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=slow), LIMITS)
+    assert verdict[0] is None and "has not converged" in verdict[1]
 
 
 def test_an_interpolating_maml_model_converges_by_its_gradient():
@@ -85,10 +85,10 @@ def test_an_interpolating_maml_model_converges_by_its_gradient():
     curves = _curves(U_SHAPE, mean_support=interpolating)
     assert np.all(np.abs(np.diff(curves["support"][:, -2:], axis=1)) >
                   0.3 * curves["support"][:, -2:-1])
-    converged = claims.converged_tasks(curves, GATES)
+    converged = claims.converged_tasks(curves, LIMITS)
     assert converged[:, -1].all() and not converged[:, 0].any()
-    verdict = claims.best_before_convergence(curves, GATES)
-    assert verdict.holds is True and "k_conv = 300" in verdict.value
+    verdict = claims.best_before_convergence(curves, LIMITS)
+    assert verdict[0] is True and "k_conv = 300" in verdict[1]
 
 
 def test_maml_converges_when_the_median_task_has():
@@ -96,10 +96,10 @@ def test_maml_converges_when_the_median_task_has():
     problem still converges, at the median task's count, and the claim is decided."""
     curves = _curves(U_SHAPE)
     curves["grad_norm"][:40] = np.maximum(curves["grad_norm"][:40], 0.03)
-    verdict = claims.best_before_convergence(curves, GATES)
-    assert verdict.holds is True and "k_conv = 300 (80% of tasks" in verdict.value
-    ninety = claims.Gates(**{**GATES.__dict__, "min_converged_fraction": 0.9})
-    assert claims.best_before_convergence(curves, ninety).holds is None
+    verdict = claims.best_before_convergence(curves, LIMITS)
+    assert verdict[0] is True and "k_conv = 300 (80% of tasks" in verdict[1]
+    ninety = claims.Thresholds(**{**LIMITS.__dict__, "min_converged_fraction": 0.9})
+    assert claims.best_before_convergence(curves, ninety)[0] is None
 
 
 def _imaml(converged_query):
@@ -115,58 +115,58 @@ def _imaml(converged_query):
 
 
 def test_imaml_best_before_convergence_compares_with_the_converged_solution():
-    verdict = claims.best_before_convergence(_imaml(0.45), GATES)  # rises to convergence
-    assert verdict.holds is True and "MSE(converged)" in verdict.value
-    assert "5.0e-04 (relative)" in verdict.value  # how far k* is from convergence, reported
-    verdict = claims.best_before_convergence(_imaml(0.05), GATES)  # converged is better
-    assert verdict.holds is False
+    verdict = claims.best_before_convergence(_imaml(0.45), LIMITS)  # rises to convergence
+    assert verdict[0] is True and "MSE(converged)" in verdict[1]
+    assert "5.0e-04 (relative)" in verdict[1]  # how far k* is from convergence, reported
+    verdict = claims.best_before_convergence(_imaml(0.05), LIMITS)  # converged is better
+    assert verdict[0] is False
     rising = _imaml(0.45)
     rising["query"][:, -1] = 0.05 * rising["query"][:, 5] / U_SHAPE[5]  # the best count is k_max
     rising["query_reference"] = rising["query"][:, -1:].repeat(len(GRID), axis=1) + np.random.\
         default_rng(1).normal(0, 0.05, (len(rising["query"]), 1))  # converged: no worse
-    verdict = claims.best_before_convergence(rising, GATES)
-    assert verdict.holds is False and "k* = 10000" in verdict.value
-    assert "nearest convergence" in verdict.value
+    verdict = claims.best_before_convergence(rising, LIMITS)
+    assert verdict[0] is False and "k* = 10000" in verdict[1]
+    assert "nearest convergence" in verdict[1]
     early = _imaml(0.45)  # k* = 100, and the converged MSE within the noise of it
     early["query_reference"] = early["query"][:, 5:6].repeat(len(GRID), axis=1) + np.random.\
         default_rng(2).normal(0, 0.05, (len(early["query"]), 1))
-    verdict = claims.best_before_convergence(early, GATES)
-    assert verdict.holds is None and "k* = 100" in verdict.value and "contains 0" in verdict.value
+    verdict = claims.best_before_convergence(early, LIMITS)
+    assert verdict[0] is None and "k* = 100" in verdict[1] and "contains 0" in verdict[1]
     missing = _imaml(0.45)
     missing["query_reference"][:] = np.nan
-    verdict = claims.best_before_convergence(missing, GATES)
-    assert verdict.holds is None and "reference_iters = 0" in verdict.value
+    verdict = claims.best_before_convergence(missing, LIMITS)
+    assert verdict[0] is None and "reference_iters = 0" in verdict[1]
 
 
 @pytest.mark.parametrize("predicate", [claims.more_steps_help,
                                        claims.best_before_convergence])
 def test_gates_leave_claims_undecided(predicate):
-    short = predicate(_curves(U_SHAPE, outer_steps=10), GATES)
-    assert short.holds is None and "outer steps" in short.value
-    unlearned = predicate(_curves(U_SHAPE * 10), GATES)
-    assert unlearned.holds is None and "not learned" in unlearned.value
+    short = predicate(_curves(U_SHAPE, outer_steps=10), LIMITS)
+    assert short[0] is None and "outer steps" in short[1]
+    unlearned = predicate(_curves(U_SHAPE * 10), LIMITS)
+    assert unlearned[0] is None and "not learned" in unlearned[1]
     diverging = _curves(U_SHAPE)
     diverging["query"][:20, -1] = np.nan  # 10 % of the tasks
-    verdict = predicate(diverging, GATES)
-    assert verdict.holds is None and "diverged" in verdict.value
+    verdict = predicate(diverging, LIMITS)
+    assert verdict[0] is None and "diverged" in verdict[1]
     few = _curves(U_SHAPE)
     few["query"][:3, -1] = np.inf  # 1.5 %: excluded and reported, still decided
-    verdict = predicate(few, GATES)
-    assert verdict.holds is not None and "3 of 200 tasks diverged" in verdict.value
+    verdict = predicate(few, LIMITS)
+    assert verdict[0] is not None and "3 of 200 tasks diverged" in verdict[1]
 
 
 def test_held_out_choice_is_not_fooled_by_noise():
     """A flat curve with large noise: picking k* on the same tasks would often find a 'gain';
     picking it on the other half rarely does."""
     decided = [claims.more_steps_help(_curves(np.full(len(GRID), 0.5), noise=0.2, seed=s),
-                                        GATES).holds for s in range(20)]
+                                        LIMITS)[0] for s in range(20)]
     assert sum(v is True for v in decided) <= 3
 
 
 def test_above_floor_holds_and_fails():
     curves = _curves(U_SHAPE + 2.0)
-    assert claims.above_floor(curves, floor=1.7, floor_se=0.02).holds is True
-    assert claims.above_floor(curves, floor=2.5, floor_se=0.02).holds is False
+    assert claims.above_floor(curves, floor=1.7, floor_se=0.02)[0] is True
+    assert claims.above_floor(curves, floor=2.5, floor_se=0.02)[0] is False
 
 
 def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
@@ -186,33 +186,33 @@ def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
 
 def test_fit_ordering_holds_fails_and_needs_power():
     loss = [0.1, 0.2, 0.4, 0.8, 1.2]
-    assert claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), GATES).holds is True
-    assert claims.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), GATES).holds is False
+    assert claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), LIMITS)[0] is True
+    assert claims.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), LIMITS)[0] is False
     one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # ρ = −0.9: still holds (false-positive rate 0.042)
-    assert claims.fit_ordering(_figure4(one_swap, loss), GATES).holds is True
+    assert claims.fit_ordering(_figure4(one_swap, loss), LIMITS)[0] is True
     two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8: not told from a random ordering
-    verdict = claims.fit_ordering(_figure4(two_swaps, loss), GATES)
-    assert verdict.holds is None and "would decide it" in verdict.value
+    verdict = claims.fit_ordering(_figure4(two_swaps, loss), LIMITS)
+    assert verdict[0] is None and "would decide it" in verdict[1]
     reversed_one_swap = [0.1, 0.2, 0.3, 0.5, 0.4]  # ρ = +0.9: the opposite ordering, decided
-    assert claims.fit_ordering(_figure4(reversed_one_swap, loss), GATES).holds is False
-    few_seeds = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), GATES)
-    assert few_seeds.holds is None and "seed" in few_seeds.value
-    three_sizes = claims.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), GATES)
-    assert three_sizes.holds is None and "false-positive rate" in three_sizes.value
+    assert claims.fit_ordering(_figure4(reversed_one_swap, loss), LIMITS)[0] is False
+    few_seeds = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), LIMITS)
+    assert few_seeds[0] is None and "seed" in few_seeds[1]
+    three_sizes = claims.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), LIMITS)
+    assert three_sizes[0] is None and "false-positive rate" in three_sizes[1]
     short = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, outer_steps=5),
-                                  GATES)
-    assert short.holds is None
+                                  LIMITS)
+    assert short[0] is None
 
 
 def test_fit_ordering_counts_only_models_that_meta_learned():
     """A model whose training loss at N is not below the task-agnostic MSE has not learned to use
     the support set: with fewer than 3 such seeds at a size the ordering is undecided."""
     decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
-    unlearned = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 3.5]), GATES)
-    assert unlearned.holds is None and "B = 25: 0 of 3" in unlearned.value
-    assert "meta-learned" in unlearned.value
-    increasing = claims.fit_ordering(_figure4(decreasing[::-1], [0.1, 0.2, 0.4, 0.8, 2.9]), GATES)
-    assert increasing.holds is False  # all below the baseline of 3.0: decided, and it fails
+    unlearned = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 3.5]), LIMITS)
+    assert unlearned[0] is None and "B = 25: 0 of 3" in unlearned[1]
+    assert "meta-learned" in unlearned[1]
+    increasing = claims.fit_ordering(_figure4(decreasing[::-1], [0.1, 0.2, 0.4, 0.8, 2.9]), LIMITS)
+    assert increasing[0] is False  # all below the baseline of 3.0: decided, and it fails
 
 
 def test_spearman_false_positive_rate():
@@ -255,24 +255,24 @@ def test_chapter_parameters_checked_before_compute(override, word):
 
     params = profiles.resolve("meta", "smoke", **override)
     with pytest.raises(profiles.ParameterError, match=word):
-        runs.all_jobs(params)
+        runs.jobs(params)
     with pytest.raises(profiles.ParameterError, match="normalization"):
         profiles.resolve("meta", "smoke", normalization="batch")
 
 
 def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
-    gates = claims.Gates(min_outer_steps=1000, baseline_mse=3.0, plateau_window=0.1,
-                         plateau_rtol=0.05)
+    limits = claims.Thresholds(min_outer_steps=1000, baseline_mse=3.0, plateau_window=0.1,
+                               plateau_rtol=0.05)
     settled = _curves(U_SHAPE)
     settled["train_losses"] = np.r_[np.linspace(4.0, 0.5, 4000), np.full(1000, 0.5)]
     assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
-    assert claims.best_before_convergence(settled, gates).holds is True
+    assert claims.best_before_convergence(settled, limits)[0] is True
     moving = _curves(U_SHAPE)
     moving["train_losses"] = np.linspace(4.0, 0.5, 5000)  # a tenth of its fall in each tenth
     assert claims.plateau(moving["train_losses"], 0.1) == pytest.approx(0.111, abs=1e-3)
-    verdict = claims.best_before_convergence(moving, gates)
-    assert verdict.holds is None and "has not settled" in verdict.value
-    assert "more outer steps would decide it" in verdict.value
+    verdict = claims.best_before_convergence(moving, limits)
+    assert verdict[0] is None and "has not settled" in verdict[1]
+    assert "more outer steps would decide it" in verdict[1]
 
 
 def test_a_loss_falling_towards_zero_along_a_power_law_settles():
@@ -288,3 +288,42 @@ def test_a_loss_falling_towards_zero_along_a_power_law_settles():
     assert claims.plateau(np.full(100, 4.2), 0.1) == 0.0  # stuck: settled, judged by the baseline
     rising_then_falling = np.r_[np.linspace(3, 5, 80), np.linspace(5, 4, 20)]
     assert claims.plateau(rising_then_falling, 0.1) > 0.1  # no whole fall: its level decides
+
+
+def test_one_claims_table_with_sections_and_its_conclusions():
+    """``claims.claims`` records every verdict as a row (the paper's claims, then the ablation's
+    and the check of λ), each section's ids in ``facts``; the chapter's prose writes one line per
+    row of a section, with the reason of an undecided one."""
+    from i2o import profiles, prose
+    from i2o.chapter import Cost
+    from i2o.chapters.meta import runs
+
+    params = profiles.resolve("meta", "smoke", min_outer_steps_to_decide=1000)
+    maml, imaml = _curves(U_SHAPE), _curves(U_SHAPE, outer_steps=10)
+    imaml["method"] = "imaml"
+    ablation = {**_curves(U_SHAPE + 2.0), "normalization": "per_set_bn"}
+    for curves in (maml, imaml, ablation):
+        curves["train_losses"] = np.full(100, 0.5)  # settled
+    row = {"signal": 0.02, "ratio": 1.5, "n_batches": 20}
+    results = runs.MetaResults(
+        params=params, cost=Cost(0.0, 0, 0),
+        figure3={"maml-N1-online-seed0": maml, "imaml-N1-lam8-online-seed0": imaml},
+        figure4={}, ablation={"maml-N1-per_set_bn-online-seed0": ablation},
+        floor={"centred": 1.7, "standard_error": 0.02, "task_agnostic": 3.0},
+        noise={"maml-N1": {**row, "noise": 0.01}, "imaml-lam8": {**row, "noise": 0.015}})
+    table = claims.claims(results)
+    assert [r.claim.split(":")[0] for r in table.rows] == [
+        "MAML (N = 1)", "MAML (N = 1)", "iMAML (N = 1)", "iMAML (N = 1)",
+        "MAML (N = 1, per_set_bn)", "MAML (N = 1, per_set_bn)", "MAML (N = 1, per_set_bn)",
+        "iMAML (λ = 8)"]
+    assert all(r.check == "" and r.margin == "" and r.decided_by == "" for r in table.rows)
+    assert table.facts["sections"]["figure4"] == []
+    assert table["ablation/maml-N1-per_set_bn-online-seed0/above-floor"].holds is True
+    assert table["noise/usable-meta-gradient"].holds is True
+    lines = prose.conclusions(table, "figure3", display=False).split("\n")
+    assert lines[0] == f"- *{table.rows[0].claim}*: **holds** in this run."
+    undecided = table.rows[2]  # iMAML trained 10 outer steps: not enough to decide
+    assert undecided.holds is None and "outer steps" in undecided.value
+    assert lines[2] == f"- *{undecided.claim}*: **is undecided** in this run ({undecided.value})."
+    assert prose.conclusions(table, "figure4", display=False) == (
+        "- (no claim in this section for these parameters)")

@@ -5,10 +5,12 @@ decoded CIFAR-10 arrays from the cache after its first run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from PIL import Image
 
 from i2o import book, preflight, runtime
 from i2o.data import CLASSES, fetch
+from i2o.job import Job
 
 REPO = runtime.repo_root()
 
@@ -245,6 +248,18 @@ def test_the_tiny_reference_says_when_where_how_and_which_peer():
 
 # --- 5. no sweep log and no library noise in the pages ------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class _Named(Job):
+    """A job that is only a name (never run: the executor below returns at once)."""
+
+    figure: ClassVar[str] = "stability"
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+
 class _InstantExecutor:
     """Stands in for submitit's local executor: every job is done at once."""
 
@@ -253,12 +268,12 @@ class _InstantExecutor:
 
     def submit(self, fn, *args):
         class Done:
-            job_id = f"4{len(args[1])}"
+            job_id = f"4{len(args[0].name)}"
 
             def done(self):
                 return True
 
-            def result(self, name=args[1]):
+            def result(self, name=args[0].name):
                 return name
 
         return Done()
@@ -272,8 +287,8 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: _InstantExecutor())
-    todo = [(f"ift-N18-seed{i}", {"seed": i}) for i in range(3)]
-    assert sweep.run_jobs("stability", todo, "local", max_parallel=2) == [n for n, _ in todo]
+    todo = [_Named(f"ift-N18-seed{i}") for i in range(3)]
+    assert sweep.run_jobs("stability", todo, "local", max_parallel=2) == [j.name for j in todo]
     shown = capsys.readouterr()
     for word in ("submitted", "finished", "local jobs"):
         assert word not in shown.out and word not in shown.err, shown

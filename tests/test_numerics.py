@@ -3,15 +3,18 @@ make real computations bit-identical from one fresh process to the next."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from i2o import book, profiles, results, runtime, sweep
+from i2o.job import Job
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -152,10 +155,19 @@ def test_a_notebook_kernel_starts_pinned(tmp_path, monkeypatch):
     assert facts["capability"] == "AVX2"
 
 
+@dataclasses.dataclass(frozen=True)
+class _Probe(Job):
+    figure: ClassVar[str] = "stability"
+
+    @property
+    def name(self) -> str:
+        return "probe"
+
+
 class _ReportEnvironment:
     """A stand-in sweep job: what the worker process was started with."""
 
-    def __call__(self, figure: str, name: str, job: dict, env: dict) -> dict:
+    def __call__(self, job, env: dict) -> dict:
         import os as worker_os
 
         names = (*runtime.PORTABLE_PINS, "XLA_FLAGS", "I2O_NUMERICS", "I2O_THREADS")
@@ -171,7 +183,7 @@ def test_a_local_sweep_worker_starts_pinned(monkeypatch):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(sweep, "ResumableJob", _ReportEnvironment)
     monkeypatch.setattr(sweep, "_wait", lambda job, *log: job.result())
-    (seen,) = sweep.run_jobs("stability", [("probe", {})], "local", max_parallel=1)
+    (seen,) = sweep.run_jobs("stability", [_Probe()], "local", max_parallel=1)
     assert {k: seen[k] for k in runtime.PORTABLE_PINS} == runtime.PORTABLE_PINS
     assert set(runtime.XLA_PORTABLE_FLAGS) <= set(seen["XLA_FLAGS"].split())
     assert not set(runtime.PORTABLE_PINS) & set(os.environ)  # the parent is left as it was

@@ -11,6 +11,7 @@ from i2o.chapters.deq_gaps import runs as deq_gaps
 from i2o.chapters.meta import runs as meta
 from i2o.chapters.separation import runs as separation
 from i2o.chapters.stability import runs as stability
+from i2o.chapters.stability.jobs import job_name
 
 
 def test_replicate_zero_keeps_every_seed():
@@ -53,18 +54,19 @@ def test_every_chapter_has_a_replicate_parameter_that_is_validated():
 
 
 def test_stability_jobs_redraw_training_seeds_and_data_subsets():
-    at = {r: stability.all_jobs(profiles.resolve("stability", "smoke", replicate=r, seeds=[0, 1]))
+    at = {r: stability.jobs(profiles.resolve("stability", "smoke", replicate=r, seeds=[0, 1]))
           for r in (0, 1, 2)}
     for r, jobs in at.items():
-        for name, job in jobs:
-            assert job["replicate"] == r
-            assert name == stability.job_name(job["seed"], job["arm"], job["train_iter"], r)
-            assert name.endswith(f"seed{job['seed']}{replicates.suffix(r)}")
-    trained = {r: {stability.settings_of(job).seed for _, job in jobs} for r, jobs in at.items()}
+        for job in jobs:
+            assert job.replicate == r
+            assert job.name == job_name(job.seed, job.arm, job.train_iter, r)
+            assert job.name.endswith(f"seed{job.seed}{replicates.suffix(r)}")
+    trained = {r: {job.settings().seed for job in jobs} for r, jobs in at.items()}
     assert trained[0] == {0, 1}
     assert trained[1] == set(replicates.seeds([0, 1], 1))
     assert not trained[1] & trained[0] and not trained[1] & trained[2]
-    keys = [results.key("stability", n, j) for jobs in at.values() for n, j in jobs]
+    keys = [results.key(job.figure, job.name, job.key(), module=job.module)
+            for jobs in at.values() for job in jobs]
     assert len(set(keys)) == len(keys)
 
 
@@ -74,13 +76,13 @@ def test_deq_gaps_jobs_redraw_training_seed_and_carry_the_replicate():
     assert zero.classification[0].seed == 0 and zero.language[0].seed == 0 and zero.deq.seed == 0
     assert one.classification[0].seed == replicates.seed(0, 1) == one.language[0].seed \
         == one.elder.seed
-    listed = dict(deq_gaps.all_jobs(profiles.resolve("deq_gaps", "smoke", replicate=1)))
-    assert all(job["replicate"] == 1 for job in listed.values())
+    listed = deq_gaps.jobs(profiles.resolve("deq_gaps", "smoke", replicate=1))
+    assert all(job.replicate == 1 for job in listed)
 
 
 def test_meta_models_and_test_tasks_are_redrawn():
     zero, one = (profiles.resolve("meta", "smoke", replicate=r) for r in (0, 1))
-    seeds = {r: {spec.seed for spec in meta.all_specs(p)} for r, p in ((0, zero), (1, one))}
+    seeds = {r: {model.seed for model in meta.all_models(p)} for r, p in ((0, zero), (1, one))}
     assert seeds[0] <= set(zero["fig4_seeds"]) | {zero["seed"]}
     assert not seeds[0] & seeds[1]
     assert meta.tasks_seed(zero) == zero["test_seed"] != meta.tasks_seed(one)

@@ -63,10 +63,10 @@ def test_failed_compute_leaves_no_entry():
 
 def test_key_depends_on_source_and_params():
     assert results.key("f", "n", {"a": 1}) != results.key("f", "n", {"a": 2})
-    assert results.key("f", "n", {"a": 1}, sources=["results"]) != results.key("f", "n", {"a": 1})
-    assert results.source_hash(["results"]) == results.source_hash(["results"])
+    assert results.key("f", "n", {"a": 1}, module="i2o.results") != results.key("f", "n", {"a": 1})
+    assert results.source_hash(["i2o.results"]) == results.source_hash(["i2o.results"])
     with pytest.raises(ValueError, match="not a module of i2o"):
-        results.source_hash(["no_such_module"])
+        results.source_hash(["i2o.no_such_module"])
 
 
 def test_checkpoint_dir_is_tied_to_key():

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from i2o import profiles
-from i2o.chapters.separation import diagonal, gotu, nets, runs, sawtooth
+from i2o import profiles, sweep
+from i2o.chapters.separation import diagonal, gotu, nets, runs, sawtooth, steep
+from i2o.chapters.separation.gotu import GotuModel
+from i2o.chapters.separation.jobs import Group
 
 
 @pytest.mark.parametrize("m", range(1, 13))
@@ -150,7 +152,7 @@ def test_check_params_refuses_what_the_schema_cannot_say():
     p = profiles.resolve("separation", "smoke")
     with pytest.raises(profiles.ParameterError, match="diag_n"):
         runs.check_params(p.with_(diag_n=20, diag_d=12))
-    with pytest.raises(profiles.ParameterError, match="must not repeat"):
+    with pytest.raises(profiles.ParameterError, match="'seeds'.*without repeated values"):
         runs.check_params(p.with_(seeds=[0, 0]))
     with pytest.raises(profiles.ParameterError, match="heatmap_points"):
         runs.check_params(p.with_(heatmap_points=100, gotu_train_size=50))
@@ -168,34 +170,49 @@ def test_flops_matched_widths_are_closest_in_cost():
 def test_jobs_are_listed_run_and_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     p = profiles.resolve("separation", "smoke", saw_steps=2, gotu_steps=2)
-    jobs = runs.all_jobs(p)
-    names = [name for name, _ in jobs]
-    assert names == ["gotu-f2-deq", "gotu-f1-deq", "sawtooth-k2", "diagonal",
-                     "steep-deq_lower-d3", "steep-deq_lower-d2", "gotu-f2-others",
-                     "gotu-f1-others", "steep-fnn", "frozen"]
+    jobs = {job.name: job for job in runs.jobs(p)}
+    assert list(jobs) == ["gotu-f2-deq_contractive", "gotu-f1-deq_contractive", "sawtooth-k2",
+                          "diagonal", "steep-deq_lower-d3", "steep-deq_lower-d2",
+                          "gotu-f2-others", "gotu-f1-others", "steep-fnn", "frozen"]
     for name in ("sawtooth-k2", "steep-deq_lower-d3", "diagonal", "frozen"):
-        job = dict(jobs)[name]
-        assert not runs.is_cached(name, job)
-        runs.run_job(name, job)
-        assert runs.is_cached(name, job)
-    assert not runs.is_cached("steep-deq_lower-d2", job)
-    with pytest.raises(ValueError, match="unknown job"):
-        runs.run_job("nothing", job)
+        assert not jobs[name].is_cached()
+        jobs[name].run()
+        assert jobs[name].is_cached()
+    assert not jobs["steep-deq_lower-d2"].is_cached()
+    group = jobs["sawtooth-k2"]
+    assert isinstance(group, Group) and all(member.is_cached() for member in group.members)
+    found = group.run()  # a group's result is its members', by entry name
+    assert list(found) == [member.name for member in group.members]
+    width = runs.flops_matched_widths(p)[2]
+    assert "saw-k2-deq_lower-w4-L1-s0" in found and f"saw-lbfgs-k2-fnn-w{width}-L2-s0" in found
+    with pytest.raises(TypeError, match="not a cache entry"):
+        group.key()
+
+
+def test_a_jobs_key_holds_what_its_model_uses():
+    p = profiles.resolve("separation", "smoke")
+    dln = runs.gotu_job(p, "f1", "dln", 0)
+    assert dln == GotuModel("f1", "dln", 0, p.gotu_dim, p.gotu_train_size, p.gotu_steps,
+                            p.gotu_lr, p.heatmap_points, alpha=p.dln_alpha)
+    assert runs.gotu_job(p.with_(gotu_width=16, gotu_depth=3), "f1", "dln", 0) == dln
+    fnn = runs.gotu_job(p, "f1", "fnn", 0)
+    assert (fnn.width, fnn.depth, fnn.gamma, fnn.alpha) == (p.gotu_width, p.gotu_depth, None, None)
+    assert runs.gotu_job(p.with_(gotu_width=16), "f1", "fnn", 0) != fnn
+    assert runs.steep_job(p, "fnn", 3) == steep.SteepStack(
+        "fnn", 3, tuple(runs.steep_seeds(p)), p.steep_width, p.steep_depth, p.steep_train_size,
+        p.steep_steps, p.steep_lr, p.steep_level)
 
 
 def test_the_sweep_finds_the_chapter_through_the_manifest():
-    from i2o import sweep
-
     assert sweep.has_jobs("separation")
     listed = sweep.list_jobs("separation", profiles.resolve("separation", "smoke"))
-    assert {name for name, _, _ in listed} == {
+    assert {job.name for job, _ in listed} == {
         "steep-deq_lower-d2", "steep-deq_lower-d3", "steep-fnn", "sawtooth-k2", "diagonal",
-        "frozen", "gotu-f1-deq", "gotu-f2-deq", "gotu-f1-others", "gotu-f2-others"}
+        "frozen", "gotu-f1-deq_contractive", "gotu-f2-deq_contractive", "gotu-f1-others",
+        "gotu-f2-others"}
 
 
 def test_steep_target_weights_and_slope():
-    from i2o.chapters.separation import steep
-
     x, y = steep.steep_data(5, 2.0 ** -6, 200, seed=0)
     assert x.shape == (200, 5) and float(x[:, 0].min()) >= 2.0 ** -8 - 1e-9
     torch.testing.assert_close(y, 2.0 ** -6 / (x[:, 0] + 2.0 ** -6))
@@ -210,8 +227,6 @@ def test_steep_target_weights_and_slope():
 
 
 def test_spread_kinks_puts_every_first_layer_kink_inside_the_data_interval():
-    from i2o.chapters.separation import sawtooth
-
     for model in (nets.make_model("fnn", 1, 64, 2, seed=0),
                   nets.make_model("deq_lower", 1, 16, 1, seed=0)):
         sawtooth.spread_kinks(model, seed=3)
@@ -222,13 +237,3 @@ def test_spread_kinks_puts_every_first_layer_kink_inside_the_data_interval():
         assert torch.any(weight > 0) and torch.any(weight < 0)  # both orientations
     with pytest.raises(ValueError, match="1-D"):
         sawtooth.spread_kinks(nets.make_model("fnn", 3, 8, 1, seed=0), seed=0)
-
-
-def test_costs_count_the_sawtooths_lbfgs_restarts():
-    seconds = {"seconds": np.array([[1.0, 2.0]]), "lbfgs": {"seconds": np.array([[10.0, 20.0]])}}
-    recorded = {"sawtooth": {"k5": seconds, "models": {}}, "steep": {
-        kind: {"seconds": np.ones((1, 2))} for kind in runs.STEEP_MODELS},
-        "diagonal": {"seconds": 4.0}, "gotu": {}, "frozen": {"c0": {"seconds": 5.0}},
-        "seconds": 50.0}
-    cost = runs.costs(recorded)
-    assert cost["sawtooth"] == 33.0 and cost["steep"] == 4.0 and cost["collect"] == 50.0

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from i2o import profiles
-from i2o.chapters.separation import claims, runs
+from i2o import gates, profiles
+from i2o.chapters.separation import claims, prose, runs
+from i2o.claims import Claims
 
 
 @pytest.fixture
@@ -16,11 +17,48 @@ def p():
 
 
 def test_lower_than_holds_fails_and_needs_power():
-    assert claims.lower_than([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])[0] is True
-    assert claims.lower_than([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])[0] is False
-    assert claims.lower_than([5.0, 5.0], [5.0, 5.0])[0] is False  # equal: not lower
-    assert claims.lower_than([1.0, 3.0], [1.5, 3.5])[0] is None  # too noisy
-    assert claims.lower_than([1.0], [2.0])[0] is None  # one seed
+    """The chapter's "A is lower than B" (:func:`i2o.gates.lower_than`, margin ``MARGIN``); the
+    texts are those of the chapter's own rule before it moved to :mod:`i2o.gates`."""
+    lower, higher = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
+    assert gates.lower_than(lower, higher, claims.MARGIN) == (
+        True, "1 vs 2 (difference +1.000, 90 % CI [+0.826, +1.174] over 3 seeds, margin 0.04)")
+    assert gates.lower_than(higher, lower, claims.MARGIN) == (
+        False, "2 vs 1 (difference -1.000, 90 % CI [-1.174, -0.826] over 3 seeds, margin 0.04)")
+    assert gates.lower_than([5.0, 5.0], [5.0, 5.0], claims.MARGIN) == (  # equal: not lower
+        False, "5 vs 5 (difference +0.00, 90 % CI [+0.00, +0.00] over 2 seeds, margin 0.1)")
+    assert gates.lower_than([1.0, 3.0], [1.5, 3.5], claims.MARGIN) == (  # too noisy
+        None, "2 vs 2.5 (difference +0.50, 90 % CI [-3.63, +4.63] over 2 seeds, margin 0.05); "
+              "too little power: CI [-3.63, +4.63] contains +0.05; at this spread about 169 "
+              "seeds (now 2) would decide it")
+    assert gates.lower_than([1.0], [2.0], claims.MARGIN) == (None, "1 vs 2; needs ≥ 2 seeds")
+    # both means 0: no relative margin, the interval must lie above 0
+    assert gates.lower_than([0.0, 0.0], [0.0, 0.0], claims.MARGIN) == (
+        False, "0 vs 0 (difference +0.00, 90 % CI [+0.00, +0.00] over 2 seeds, margin 0)")
+    assert gates.lower_than([-1.0, 1.0], [1.0, -1.0], claims.MARGIN)[0] is None
+
+
+def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
+    assert gates.describe_significant(gates.Interval(1.0, 0.8321, 1.1679, 3, "seeds")) == (
+        "+1.000, 90 % CI [+0.832, +1.168] over 3 seeds")
+    assert gates.describe_significant(gates.Interval(-0.0017, -0.05264, 0.04924, 3, "seeds")) \
+        == "-0.0017, 90 % CI [-0.0526, +0.0492] over 3 seeds"
+    # no spread (a deterministic comparison): to the third digit of the mean
+    assert gates.describe_significant(gates.Interval(250.0, 250.0, 250.0, 2, "seeds")) == (
+        "+250, 90 % CI [+250, +250] over 2 seeds")
+
+
+def test_the_prose_gives_each_section_its_claims_as_bullets():
+    table = Claims("separation", "quick")
+    table.add("A", True, "1 vs 2", id="sawtooth/a")
+    table.add("B", None, "too noisy", decided_by="quick", id="sawtooth/b")
+    table.add("C", False, "3 vs 1", id="gotu/c")
+    assert prose.paragraphs(table, "sawtooth") == [
+        "- A: **holds** — 1 vs 2.\n- B: is **undecided** — too noisy."]
+    assert prose.paragraphs(table, "gotu") == ["- C: **fails** — 3 vs 1."]
+    assert prose.paragraphs(table) == [*prose.paragraphs(table, "sawtooth"), "",
+                                       "", *prose.paragraphs(table, "gotu")]
+    with pytest.raises(ValueError, match="section must be one of"):
+        prose.paragraphs(table, "appendix")
 
 
 def test_construction_claim(p):
@@ -29,6 +67,9 @@ def test_construction_claim(p):
     assert claims.construction_claim(good)[0] is True
     bad = {**good, "pieces": np.array([2, 4, 8, 16, 31])}
     assert claims.construction_claim(bad)[0] is False
+    assert claims.construction_claim({**good, "max_error": np.full(5, 2e-9)})[0] is False
+    holds, value = claims.construction_claim({**good, "n_steps": np.array([1, 2, 3, 4, 6])})
+    assert holds is False and "solver steps = m: False" in value
 
 
 def _saw(p, deq_train, deq_test, fnn_train, fnn_test):
@@ -92,13 +133,22 @@ def test_lbfgs_restarts_fit_a_small_sawtooth():
 
 
 @pytest.mark.parametrize("deq_fits, other_fits, expected", [
-    (True, True, "decide"), (False, True, False), (True, False, None), (False, False, None)])
+    (True, True, (False, "measured")),
+    (False, True, (False, f"{claims.UNTRAINABLE}: the DEQ's a, while the FNN fits")),
+    (True, False, (None, "the FNN does not fit: b")),
+    (False, False, (None, "neither fits: the DEQ's a; the FNN's b"))])
 def test_symmetric_gate_every_branch(deq_fits, other_fits, expected):
-    gated = claims.symmetric_gate((deq_fits, "a"), (other_fits, "b"), "the FNN")
-    if expected == "decide":
-        assert gated is None
-    else:
-        assert gated[0] is expected
+    gated = claims.symmetric_gate((deq_fits, "a"), (other_fits, "b"), "the FNN",
+                                  lambda: (False, "measured"))
+    assert gated == expected
+
+
+def test_fit_gate_holds_at_the_fraction_of_the_variance_and_fails_above_it():
+    assert claims.fits({"train_mse": np.array([0.004, 0.006])}, 0.1, 0.05) == (
+        True, "training MSE 0.005 (fit needs ≤ 0.005)")
+    assert claims.fits({"train_mse": np.array([0.2, 0.2])}, 0.1, 0.05) == (
+        False, "training MSE 0.2 (fit needs ≤ 0.005)")
+    assert claims.fits({"train_mse": np.array([np.nan])}, 0.1, 0.05)[0] is False
 
 
 def _diag(distance, stationarity=1e-15, found=True, residual=1e-14):
@@ -116,6 +166,11 @@ def test_argmin_claim(p):
     assert claims.argmin_claim(_diag(0.5), "plus", p)[0] is False
     assert claims.argmin_claim(_diag(np.inf, 0.6, found=False), "plus", p)[0] is False
     assert claims.argmin_claim(_diag(np.inf, 1e-12, found=False), "plus", p)[0] is None
+    one_unfound = _diag(1e-11)  # a problem without minimizer whose limit is a KKT point
+    one_unfound["s1"] = {**one_unfound["s1"], "plus": {**one_unfound["s1"]["plus"],
+                                                       "found": False, "stationarity": 1e-12}}
+    holds, value = claims.argmin_claim(one_unfound, "plus", p)
+    assert holds is None and value.startswith("s0: distance 1.0e-11")
     holds, value = claims.argmin_claim(_diag(1e-11, residual=1e-3), "plus", p)
     assert holds is None and "did not interpolate" in value
 
@@ -124,6 +179,8 @@ def test_density_claim(p):
     assert claims.density_claim(_diag(0.0), p)[0] is True
     doctored = _diag(0.0)
     doctored["s1"] = {**doctored["s1"], "density_deq": 0.1}
+    assert claims.density_claim(doctored, p)[0] is False
+    doctored["s1"] = {**doctored["s1"], "density_deq": 0.3}  # as dense as the DLN: not denser
     assert claims.density_claim(doctored, p)[0] is False
 
 
@@ -144,6 +201,10 @@ def test_prediction_claim(p):
     assert claims.prediction_claim(_gotu(at), "f1", "linear_deq", p)[0] is True
     off = {"linear_deq": [10.0, 11.0, 10.5]}
     assert claims.prediction_claim(_gotu(off), "f1", "linear_deq", p)[0] is False
+    at_tolerance = {"linear_deq": [19.25 * (1 + claims.PREDICTION_RTOL) - 1e-9] * 3}
+    assert claims.prediction_claim(_gotu(at_tolerance), "f1", "linear_deq", p)[0] is True
+    beyond = {"linear_deq": [19.25 * (1 + claims.PREDICTION_RTOL) + 1e-9] * 3}
+    assert claims.prediction_claim(_gotu(beyond), "f1", "linear_deq", p)[0] is False
     unfit = _gotu(at, train=(3.0, 3.0, 3.0))
     assert claims.prediction_claim(unfit, "f1", "linear_deq", p)[0] is None
     none = _gotu(at, interpolates=False)

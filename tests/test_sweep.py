@@ -1,10 +1,12 @@
-"""i2o.sweep and the stability chapter's runs: jobs land in the cache under the notebook's keys.
-Budget: ~25 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor; the
-first CIFAR-10 decode of the offline copy adds ~10 s once)."""
+"""i2o.sweep and the stability chapter's jobs: jobs land in the cache under the notebook's keys.
+Budget: ~30 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor, one
+through the debug executor; the first CIFAR-10 decode of the offline copy adds ~10 s once)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 import subprocess
 import sys
 
@@ -13,20 +15,56 @@ import pytest
 
 from i2o import profiles, results, sweep
 from i2o.chapters.stability import runs as stability
+from i2o.chapters.stability.jobs import TrainJob
+from i2o.job import Job
 
 TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,
             "pretrain_steps": 1, "train_iters": [4], "backward_iter": 4, "seeds": [0],
             "test_iters": [1, 4, 8], "eval_batch": 20}
 
 
+def _entry(job: Job):
+    """The job's entry in the results cache, found by its key (``None`` when absent)."""
+    return results.lookup(job.figure, job.name, job.key(), module=job.module)
+
+
 def test_jobs_cover_seeds_arms_and_training_n_with_distinct_keys():
     params = profiles.resolve("stability", "smoke", seeds=[0, 1], train_iters=[9, 18])
-    jobs = stability.all_jobs(params)
-    assert len(jobs) == 8
-    names = {name for name, _ in jobs}
+    jobs = stability.jobs(params)
+    assert len(jobs) == 8 and all(isinstance(job, TrainJob) for job in jobs)
+    names = {job.name for job in jobs}
     assert "ift-N18-seed1" in names and "unrolled-N9-seed0" in names
-    keys = {results.key(stability.FIGURE, n, j, stability.SOURCES) for n, j in jobs}
+    keys = {results.key(job.figure, job.name, job.key(), module=job.module) for job in jobs}
     assert len(keys) == 8
+
+
+def test_the_sweep_and_the_notebook_build_the_same_keys():
+    """The sweep lists the chapter's jobs and pickles each one to its worker; the notebook builds
+    them again from the same parameters: the same values, hence the same entries."""
+    params = profiles.resolve("stability", "smoke", seeds=[0, 1])
+    listed = [job for job, _ in sweep.list_jobs("stability", params)]
+    built = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0, 1]))
+    assert listed == built
+    for job, again in zip(listed, built, strict=True):
+        shipped = pickle.loads(pickle.dumps(job))
+        assert shipped == again and hash(shipped) == hash(again)
+        assert results.entry_dir(shipped.figure, shipped.name, shipped.key(),
+                                 module=shipped.module) == results.entry_dir(
+            again.figure, again.name, again.key(), module=again.module)
+    # the key is every field, the module the one defining the job (its closure is hashed)
+    job = built[0]
+    assert job.module == "i2o.chapters.stability.jobs"
+    assert set(job.key()) == {field.name for field in dataclasses.fields(TrainJob)}
+    assert job.key()["test_iters"] == tuple(params["test_iters"])
+
+
+def test_step_costs_are_jobs_keyed_by_the_module_that_measures_them():
+    params = profiles.resolve("stability", "smoke")
+    costs = stability.step_cost_jobs(params, 18)
+    assert [job.name for job in costs] == ["step-cost-ift-N18", "step-cost-unrolled-N18"]
+    assert {job.module for job in costs} == {"i2o.chapters.stability.stepcost"}
+    assert stability.step_cost_jobs(profiles.resolve("stability", "smoke", cost_steps=0), 18) \
+        == []
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -43,14 +81,27 @@ def test_cli_sweep_fills_the_cache_the_notebook_reads(data_dir):
     assert first.returncode == 0, first.stderr[-3000:]
     assert "2 to run" in first.stdout
     params = profiles.resolve("stability", "smoke", **TINY_RUN)
-    for name, job in stability.all_jobs(params):
-        found = results.lookup(stability.FIGURE, name, job, sources=stability.SOURCES)
-        assert found is not None, name
+    for job in stability.jobs(params):
+        found = _entry(job)
+        assert found is not None, job.name
         accuracy = found["test"]["accuracy"]
         assert accuracy.shape == (3,) and np.all((0 <= accuracy) & (accuracy <= 1))
         assert found["history"]["loss"].shape == (2,)
     again = _cli("--executor", "local")
     assert again.returncode == 0 and "0 to run" in again.stdout
+
+
+def test_the_debug_executor_computes_a_job_into_the_cache(data_dir):
+    """submitit's debug executor runs the pickled job in this process; afterwards the notebook's
+    job of the same parameters is cached and reads the same entry."""
+    params = profiles.resolve("stability", "smoke", **TINY_RUN)
+    job, other = stability.jobs(params)
+    assert _entry(job) is None
+    assert sweep.run_jobs(stability.FIGURE, [job], "debug") == [job.name]
+    (again, _) = stability.jobs(profiles.resolve("stability", "smoke", **TINY_RUN))
+    assert again.is_cached() and not other.is_cached()
+    found = _entry(again)
+    assert found["test"]["accuracy"].shape == (3,) and found["history"]["loss"].shape == (2,)
 
 
 def test_bad_options_fail_before_submitting(capsys):
@@ -110,7 +161,7 @@ class _RecordingExecutor:
             def done(self):
                 return True
 
-            def result(self, name=args[1]):
+            def result(self, name=args[0].name):
                 return name
 
         assert isinstance(fn, sweep.ResumableJob)
@@ -127,8 +178,9 @@ def test_local_jobs_never_hide_a_visible_gpu(monkeypatch, count):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     recorder = _RecordingExecutor()
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: recorder)
-    todo = [(f"job{i}", {"i": i}) for i in range(4)]
-    assert sweep.run_jobs("stability", todo, "local", max_parallel=4) == [n for n, _ in todo]
+    todo = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0, 1]))  # never run
+    assert len(todo) == 4
+    assert sweep.run_jobs("stability", todo, "local", max_parallel=4) == [j.name for j in todo]
     assert all(recorder.devices), f"a local job would run with CUDA_VISIBLE_DEVICES='': " \
                                   f"{recorder.devices}"
     assert {int(d) for d in recorder.devices} == set(range(count))
@@ -139,5 +191,7 @@ def test_slurm_jobs_requeue_through_checkpointable():
 
     job = sweep.ResumableJob()
     assert isinstance(job, submitit.helpers.Checkpointable)
-    again = job.checkpoint("stability", "ift-N18-seed0", {"seed": 0}, {})
-    assert again.args == ("stability", "ift-N18-seed0", {"seed": 0}, {})
+    (train,) = [j for j in stability.jobs(profiles.resolve("stability", "smoke"))
+                if j.name == "ift-N18-seed0"]
+    again = job.checkpoint(train, {"I2O_THREADS": "1"})
+    assert again.args == (train, {"I2O_THREADS": "1"})

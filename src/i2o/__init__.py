@@ -7,7 +7,10 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4),
   ``separation`` (the companion paper), ``diagnose`` (Test your own DEQ);
 - book machinery, which knows the chapters only through ``figures.yaml``: :mod:`i2o.profiles`
-  (the manifest and parameter validation), :mod:`i2o.results` (the results cache),
+  (the manifest and parameter validation), :mod:`i2o.job` (a cached computation as a frozen,
+  typed value), :mod:`i2o.results` (the results cache, keyed by a job's fields and the source of
+  its module's import closure, :mod:`i2o.import_graph`), :mod:`i2o.chapter` (the base of every
+  chapter's results: parameters, cost, provenance),
   :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
   equivalence margins, fit and health gates), :mod:`i2o.prose` (conclusions written from claims),
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
@@ -27,7 +30,8 @@ Glossary (one name per quantity, from the manifest to the solver):
   (meta, the papers' "inner steps");
 - ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
 - ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside
-  :mod:`i2o.deq`, where :class:`i2o.deq.SolverSpec` translates;
+  :mod:`i2o.deq`: a chapter's job turns N and ``backward_iter`` into its forward and backward
+  :class:`i2o.deq.SolverSpec` once, where it is built, and carries them;
 - ``pretrain_steps`` the optimiser steps of a shallow weight-tied warm-up before the DEQ is
   trained (stability, ``cls_``/``lm_pretrain_steps`` in deq_gaps);
 - ``replicate`` the draw of a chapter's random choices: 0 is the book's, r > 0 passes every seed

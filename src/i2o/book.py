@@ -41,10 +41,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import numbers, profiles, results, robustness, runtime, site
+from i2o import numbers, preflight, profiles, results, robustness, runtime, site
 
 STAMP_KEY = "i2o"
 
@@ -143,7 +144,7 @@ def _progress_bar() -> bool | dict[str, Any]:
 
 def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profiles.Params,
              stamp: str, source: Path, target: Path) -> Path:
-    import papermill
+    import papermill  # lazy: papermill loads only when a notebook is executed
 
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{target.stem}.*.partial.ipynb"):  # from killed runs
@@ -214,7 +215,6 @@ def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
     missing is not started. A figure whose notebook fails does not stop the others. Each failure
     is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for the HTML build.
     """
-    from i2o import preflight
 
     figures = profiles.figures()
     for figure in figures:  # parameter errors stop everything, before any compute
@@ -289,8 +289,6 @@ def stage() -> Path:
 
 def _write_not_built(path: Path, figure: str, reason: str) -> None:
     """A one-page notebook saying the chapter was not built, and why."""
-    import nbformat
-
     title = profiles.entry(figure)["title"]
     shown = reason.replace("`", "'")
     text = (f"# {title}\n\n:::{{error}}\n**Not built**: {shown}\n:::\n\n"
@@ -364,8 +362,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            from i2o import preflight
-
             profiles.resolve(args.figure, args.profile, **_parse_overrides(args.parameter))
             if reason := preflight.check([args.figure])[args.figure]:
                 print(f"error: {args.figure} cannot run: {reason}", file=sys.stderr)

@@ -41,22 +41,34 @@ class Claims:
     figure: str
     profile: str
     rows: list[Claim] = field(default_factory=list)
+    #: rows recorded with an ``id``, for the chapter's prose (:func:`i2o.prose.conclusions`)
+    by_id: dict[str, Claim] = field(default_factory=dict)
+    #: what the prose needs besides the rows (counts, sizes); never written to the JSON
+    facts: dict[str, object] = field(default_factory=dict)
 
     def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "",
-            check: str = "", margin: str = "") -> Claim:
+            check: str = "", margin: str = "", id: str = "") -> Claim:
         """Record a claim. ``holds=None`` says the profile that ran cannot decide it; then name
-        the profile that does in ``decided_by`` and/or the reason in ``check``."""
+        the profile that does in ``decided_by`` and/or the reason in ``check``. ``id`` names
+        the row for the prose (``claims[id]``); it is not part of the row."""
         if holds is not None:
             holds = bool(holds)
         row = Claim(claim, holds, str(value), self.profile, decided_by, str(check), str(margin))
         self.rows.append(row)
+        if id:
+            if id in self.by_id:
+                raise ValueError(f"claim id {id!r} recorded twice in {self.figure!r}")
+            self.by_id[id] = row
         return row
 
     def decide(self, claim: str, decision: tuple[bool | None, str], value: str,
-               margin: str = "", decided_by: str = "") -> Claim:
+               margin: str = "", decided_by: str = "", id: str = "") -> Claim:
         """Record a claim from a ``(verdict, reason)`` pair of :mod:`i2o.gates`."""
         holds, reason = decision
-        return self.add(claim, holds, value, decided_by, reason, margin)
+        return self.add(claim, holds, value, decided_by, reason, margin, id)
+
+    def __getitem__(self, id: str) -> Claim:
+        return self.by_id[id]
 
     def path(self) -> Path:
         return claims_dir() / f"{self.figure}.json"
@@ -98,7 +110,7 @@ class Claims:
         """Write the JSON and show the table (HTML in a notebook, text elsewhere)."""
         self.write()
         try:
-            from IPython import get_ipython
+            from IPython import get_ipython  # lazy: IPython only inside a notebook
             from IPython.display import HTML, display
 
             if get_ipython() is not None:

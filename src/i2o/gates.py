@@ -30,7 +30,7 @@ a difference of two means is Welch's, with Welch–Satterthwaite degrees of free
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -331,3 +331,138 @@ def decide(gate: Decision, predicate: Decision) -> Decision:
         return None, why
     holds, because = predicate
     return holds, f"{why}; {because}"
+
+
+def enough(count: int, needed: int, opened: str, closed: str) -> Decision:
+    """Open when there are at least ``needed`` independent values to decide on (e.g. two seeds
+    for an interval over seeds): ``(True, opened)`` when ``count ≥ needed``, else
+    ``(None, closed)``; the caller's texts say what was counted."""
+    return condition(count >= needed, closed, opened)
+
+
+_RELATIONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+              "==": np.equal}
+_RELATION_SIGNS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
+
+
+def compare(value: float | Sequence[float] | np.ndarray, relation: str,
+            bound: float) -> Decision:
+    """A quantity without sampling noise (a float64 residual, a rank, a count, a statistic
+    computed once on fixed data) against a bound fixed before the run: holds when ``value
+    relation bound`` is true (``relation`` one of ``<``, ``<=``, ``>``, ``>=``, ``==``; for an
+    array, for every element, so an empty one holds), fails otherwise. A NaN satisfies no
+    relation, so it fails. Never undecided: whether the run can decide is a gate's question
+    (:func:`enough`; a ``compare`` used as the gate of :func:`decide` closes it when it fails)."""
+    if relation not in _RELATIONS:
+        raise ValueError(f"relation must be one of {', '.join(_RELATIONS)}; got {relation!r}")
+    values = np.asarray(value)
+    met = _RELATIONS[relation](values, bound)
+    sign = _RELATION_SIGNS[relation]
+    if values.ndim == 0:
+        shown = f"{values.item():.3g}"
+        return (True, f"{shown} {sign} {bound:g}") if bool(met) else (
+            False, f"{shown} is not {sign} {bound:g}")
+    failing = int(values.size - np.count_nonzero(met))
+    if failing == 0:
+        return True, f"all {values.size} values {sign} {bound:g}"
+    return False, f"{failing} of {values.size} values not {sign} {bound:g}"
+
+
+def describe_significant(ci: Interval) -> str:
+    """:meth:`Interval.describe` to the third significant digit of the interval's half-width (of
+    its mean when it has none: a deterministic comparison), with at most 6 decimals."""
+    half = (ci.hi - ci.lo) / 2
+    scale = half if half > 1e-9 * abs(ci.mean) else (abs(ci.mean) or 1.0)
+    return ci.describe(digits=int(np.clip(2 - np.floor(np.log10(scale)), 0, 6)))
+
+
+def lower_than(a: Iterable[float], b: Iterable[float], fraction: float,
+               over: str = "seeds") -> Decision:
+    """Is the mean of ``a`` lower than the mean of ``b`` (independent groups, e.g. a model's test
+    errors over seeds against another's)? The rule: the Welch interval of ``mean(b) − mean(a)``
+    (:func:`difference`) against the margin δ = ``fraction`` × the larger |mean|
+    (:func:`relative_margin`) holds when it lies above δ and fails when it lies below (so equal
+    means fail: :func:`above`; :func:`positive` when δ = 0, both means 0); undecided when it
+    contains δ or when a group has fewer than 2 values (:func:`enough`). The reason gives both
+    means, the interval (:func:`describe_significant`) and δ, then why an undecided one is."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    means = f"{np.mean(x):.4g} vs {np.mean(y):.4g}"
+    opened, closed = enough(min(len(x), len(y)), 2, "", f"{means}; needs ≥ 2 {over}")
+    if opened is not True:
+        return None, closed
+    ci = difference(y, x, over)
+    margin = relative_margin(fraction, max(abs(float(np.mean(x))), abs(float(np.mean(y)))))
+    text = f"{means} (difference {describe_significant(ci)}, margin {margin:.2g})"
+    holds, reason = above(ci, margin) if margin > 0 else positive(ci)
+    return holds, text if holds is not None else f"{text}; {reason}"
+
+
+def condition(ok: bool, closed: str, opened: str = "") -> Decision:
+    """The general gate: open ``(True, opened)`` when the caller's condition ``ok`` holds,
+    closed ``(None, closed)`` otherwise; for a criterion none of the gates above states (a
+    training budget, a share of diverged runs, a reference that was computed). The caller's texts
+    say what was required."""
+    return (True, opened) if bool(ok) else (None, closed)
+
+
+def gated(checks: Iterable[Decision], predicate: Callable[[], Decision]) -> Decision:
+    """A claim behind gates checked in order: the first closed gate's ``(None, reason)``; when
+    every gate is open, ``predicate()``'s decision as it is (unlike :func:`decide`, whose reason
+    starts with the gate's, for a claim whose text states only what was measured). ``checks`` may
+    be a generator: a gate after a closed one is not evaluated, nor is the predicate, which may
+    rely on what the gates guarantee (finite values, a reached count)."""
+    for opened, reason in checks:
+        if opened is not True:
+            return None, reason
+    return predicate()
+
+
+def rank_correlation(rho: float, threshold: float, tolerance: float = 1e-9) -> Decision:
+    """An ordering claimed from a rank correlation ρ (Spearman's, Kendall's) across a few settings,
+    with a threshold ``t`` on the predicted side (``t < 0``: the claimed ordering is decreasing):
+    holds when ρ reaches ``t`` (ρ ≤ t for t < 0, ρ ≥ t for t > 0), fails when ρ reaches ``−t`` (the
+    opposite ordering, at the same false-positive rate under a random ordering), undecided in
+    between, where the ordering is not told from a random one. ``tolerance`` absorbs rounding
+    at the thresholds (ρ of n values is a multiple of 6 / (n(n² − 1)))."""
+    if not 0 < abs(threshold) <= 1:
+        raise ValueError(f"threshold must be in [−1, 0) or (0, 1]; got {threshold!r}")
+    if threshold < 0:
+        holds, fails = rho <= threshold + tolerance, rho >= -threshold - tolerance
+    else:
+        holds, fails = rho >= threshold - tolerance, rho <= -threshold + tolerance
+    if holds:
+        return True, f"ρ = {rho:.2f} reaches {threshold:g}"
+    if fails:
+        return False, f"ρ = {rho:.2f} reaches {-threshold:g}, the opposite ordering"
+    return None, (f"ρ = {rho:.2f} is between {threshold:g} and {-threshold:g}: the ordering is "
+                  "not told from a random one")
+
+
+def symmetric_gate(subject: bool, reference: bool, predicate: Callable[[], Decision],
+                   fails: str, closed: str, neither: str) -> Decision:
+    """The gate of a claim "the subject does better than the reference" that needs both to
+    qualify (e.g. to fit their training set) before they are compared, symmetric in what it
+    requires but not in what it concludes: when both qualify, ``predicate()``'s decision as it is;
+    when only the reference does, ``(False, fails)`` (a subject that cannot qualify counts against
+    the claim, never for it); when only the subject does, ``(None, closed)``; when neither,
+    ``(None, neither)``. Unlike the other gates it can fail a claim, so it comes last, around the
+    predicate (a :func:`gated` gate before it closes with ``None``); the predicate is called only
+    when both qualify."""
+    if subject and reference:
+        return predicate()
+    if reference:
+        return False, fails
+    return None, closed if subject else neither
+
+
+def all_of(decisions: Iterable[Decision], separator: str = "; ") -> Decision:
+    """A claim made of several parts (one comparison per comparator, per problem, per setting):
+    fails when one part fails, holds when every part holds (so a claim of no parts holds),
+    undecided otherwise; the reason is the parts' reasons joined by ``separator``, in order."""
+    verdicts, reasons = [], []
+    for holds, reason in decisions:
+        verdicts.append(holds)
+        reasons.append(reason)
+    if any(v is False for v in verdicts):
+        return False, separator.join(reasons)
+    return (True if all(v is True for v in verdicts) else None), separator.join(reasons)

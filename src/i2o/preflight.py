@@ -9,14 +9,15 @@ and the variable to set (``I2O_DATA_DIR``, or ``DATA_DIR`` with make) when it ca
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 
 from i2o import profiles
+from i2o.data.fetch import DATASETS, ensure_all
 
 
 def needs(figure: str) -> list[str]:
     """The data sets figure ``figure`` reads (``data:`` in the manifest; ``[]`` when absent)."""
-    from i2o.data.fetch import DATASETS
 
     names = list(profiles.entry(figure).get("data") or [])
     unknown = [name for name in names if name not in DATASETS]
@@ -34,7 +35,7 @@ def check(figures: Iterable[str], download: bool = True,
     reason one is missing.
     """
     if ensure is None:
-        from i2o.data.fetch import ensure_all as ensure
+        ensure = ensure_all
     figures = list(figures)
     wanted = list(dict.fromkeys(name for figure in figures for name in needs(figure)))
     problems = ensure(wanted, download=download) if wanted else {}
@@ -44,7 +45,6 @@ def check(figures: Iterable[str], download: bool = True,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.preflight [figure ...]``: exit 1 with one line per figure that cannot run."""
-    import sys
 
     figures = list(argv if argv is not None else sys.argv[1:]) or profiles.figures()
     try:

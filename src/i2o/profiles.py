@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from i2o import runtime
+
 PROFILES = ("smoke", "quick", "paper")
 MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
@@ -171,8 +173,8 @@ class Params(dict):
         try:
             return self[name]
         except KeyError:
-            raise AttributeError(
-                f"figure {self.figure!r} has no parameter {name!r}") from None
+            figure = self.__dict__.get("figure", "?")  # not yet set while a copy is unpickled
+            raise AttributeError(f"figure {figure!r} has no parameter {name!r}") from None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self)
@@ -238,7 +240,6 @@ def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
 
 def show(params: Params) -> None:
     """Print the profile and every size used: no reader mistakes a reduced run for the paper's."""
-    from i2o import runtime
 
     spec = entry(params.figure)
     note = {"smoke": "proves the code path, not the science",
@@ -259,7 +260,7 @@ def show(params: Params) -> None:
 def _record_provenance(facts: dict[str, Any]) -> None:
     """Inside a notebook kernel, leave ``facts`` as a hidden record for the build to read."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # lazy: IPython only inside a notebook
         from IPython.display import display
     except ImportError:
         return

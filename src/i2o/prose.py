@@ -1,16 +1,21 @@
 """Conclusion sentences generated from claim rows, never written by hand.
 
-A chapter states a conclusion through :func:`sentence`: one text for a claim that holds, one for a
-claim that fails, and for an undecided claim a sentence that says so and gives the reason the
-claim row carries (its ``check``). Chapters join the sentences with :func:`paragraph` and show them
-with :func:`show` (Markdown in a notebook, text elsewhere).
+Every chapter's conclusions are written by :func:`conclusions` from its claims table: the
+chapter's ``prose`` module (``<package>.prose``, found through the manifest like
+:mod:`i2o.sweep` finds ``runs``) has ``paragraphs(claims, section) -> list[str]``, each sentence
+built with :func:`sentence`: one text for a claim that holds, one for a claim that fails, and for
+an undecided claim a sentence that says so and gives the reason the claim row carries (its
+``check``). Sentences are joined with :func:`paragraph`; :func:`conclusions` shows the result
+(Markdown in a notebook, text elsewhere).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 
-from i2o.claims import Claim
+from i2o import profiles
+from i2o.claims import Claim, Claims
 
 
 def sentence(row: Claim, holds: str, fails: str, undecided: str) -> str:
@@ -31,7 +36,7 @@ def paragraph(sentences: Iterable[str]) -> str:
 def show(text: str) -> str:
     """Display ``text`` as Markdown in a notebook (print it elsewhere); return it."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # lazy: IPython only inside a notebook
         from IPython.display import Markdown, display
 
         if get_ipython() is not None:
@@ -41,3 +46,13 @@ def show(text: str) -> str:
         pass
     print(text)
     return text
+
+
+def conclusions(claims: Claims, section: str = "", display: bool = True) -> str:
+    """The conclusions of ``claims``'s chapter (of one ``section`` of it, for a chapter that
+    concludes each section), written by the chapter's ``prose.paragraphs``; shown when
+    ``display``; returned."""
+    package = profiles.entry(claims.figure)["package"]
+    writer = importlib.import_module(f"{package}.prose")
+    text = "\n\n".join(p for p in writer.paragraphs(claims, section) if p and p.strip())
+    return show(text) if display else text

@@ -3,9 +3,14 @@
 An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics mode)``:
 changing a parameter, the code that computes a result or the numerics mode (``I2O_NUMERICS``)
 recomputes it; rerunning the book does not. Each entry's ``meta.json`` records its provenance
-(:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The source
-hash covers the whole package unless the caller names the modules the result depends on
-(``sources=("meta",)``), so that a long run is not invalidated by edits to unrelated chapters.
+(:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The source hashed is
+the import closure of the module that computes the result (``module=``, for a job the module
+that defines its class, :class:`i2o.job.Job`; :func:`i2o.import_graph.closure`): the modules the
+computation can reach, found from the code and never listed by hand, so that an edit to one of
+them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's own
+plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.import_graph`) stores and
+finds results without computing them, so it is left out. Without ``module`` it is the whole
+package.
 
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,
@@ -24,6 +29,7 @@ next process that uses the figure's cache.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import secrets
@@ -39,7 +45,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from i2o import runtime
+from i2o import import_graph, runtime
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ARRAYS = "arrays.npz"
@@ -73,7 +79,7 @@ def jax_compilation_cache() -> Path | None:
     ``None`` when off."""
     if os.environ.get("I2O_JAX_CACHE", "1").strip().lower() in ("0", "off", "false", "no", ""):
         return None
-    import jax
+    import jax  # lazy: JAX only for the chapters that use it
 
     directory = results_dir() / JAX_CACHE
     directory.mkdir(parents=True, exist_ok=True)
@@ -85,24 +91,47 @@ def jax_compilation_cache() -> Path | None:
     return directory
 
 
-def source_hash(sources: Iterable[str] | None = None) -> str:
-    """SHA-256 of the package's Python source (every module, or those named, e.g. ``"meta"``)."""
-    if sources is None:
-        files = sorted(PACKAGE_DIR.rglob("*.py"))
+def source_hash(modules: Iterable[str] | None = None,
+                root: Path = import_graph.PACKAGE_DIR) -> str:
+    """SHA-256 of the source of the named i2o modules (dotted names, e.g. ``"i2o.deq.broyden"``;
+    a package's name is its ``__init__``), or of every module of the package."""
+    if modules is None:
+        files = sorted(root.rglob("*.py"))
     else:
-        files = []
-        for source in sources:
-            path = PACKAGE_DIR / source.replace(".", "/")
-            if path.is_dir():
-                files += sorted(path.rglob("*.py"))
-            elif path.with_suffix(".py").is_file():
-                files.append(path.with_suffix(".py"))
-            else:
-                raise ValueError(f"source {source!r} is not a module of i2o ({path}[.py])")
+        files = sorted({import_graph.path_of(module, root) for module in modules})
     digest = hashlib.sha256()
     for file in files:
-        digest.update(str(file.relative_to(PACKAGE_DIR)).encode())
+        digest.update(str(file.relative_to(root)).encode())
         digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+#: The cache's own plumbing: how a result is stored and found, never what it is. A job's
+#: closure neither includes nor follows them, so that fixing the cache does not discard results.
+CACHE_MACHINERY = frozenset({"i2o.job", "i2o.results", "i2o.import_graph"})
+
+
+def dependencies(module: str) -> tuple[str, ...]:
+    """The i2o modules a result computed by ``module`` depends on: its import closure, without
+    the cache machinery (:data:`CACHE_MACHINERY`)."""
+    return import_graph.closure(module, stop=CACHE_MACHINERY)
+
+
+def module_source_hash(module: str | None) -> str:
+    """:func:`source_hash` of ``module``'s :func:`dependencies` (the whole package when
+    ``None``). A module outside i2o (a researcher's own job, a test) is hashed with the
+    dependencies of the i2o modules it imports."""
+    if module is None:
+        return source_hash()
+    if module in import_graph.modules():
+        return source_hash(dependencies(module))
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ValueError(f"module {module!r}: no Python source to hash")
+    path = Path(spec.origin)
+    digest = hashlib.sha256(path.read_bytes())
+    imported = import_graph.imports_in(path)
+    digest.update(source_hash(import_graph.reach(imported, stop=CACHE_MACHINERY)).encode())
     return digest.hexdigest()
 
 
@@ -110,26 +139,26 @@ def _canonical(params: Mapping[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=repr, separators=(",", ":"))
 
 
-def key(figure: str, name: str, params: Mapping[str, Any],
-        sources: Iterable[str] | None = None) -> str:
-    """The entry's key. A result computed in another numerics mode is another entry; native
-    mode's keys are those of the entries computed before the modes existed (they are native)."""
+def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = None) -> str:
+    """The entry's key: ``params`` and the source of ``module``'s import closure. A result
+    computed in another numerics mode is another entry; native mode's keys are those of the
+    entries computed before the modes existed (they are native)."""
     what = {"figure": figure, "name": name, "params": dict(params),
-            "source": source_hash(sources)}
+            "source": module_source_hash(module)}
     if (mode := runtime.numerics_mode()) != "native":
         what["numerics"] = mode
     return hashlib.sha256(_canonical(what).encode()).hexdigest()
 
 
 def entry_dir(figure: str, name: str, params: Mapping[str, Any],
-              sources: Iterable[str] | None = None) -> Path:
-    return results_dir() / figure / f"{name}-{key(figure, name, params, sources)[:20]}"
+              module: str | None = None) -> Path:
+    return results_dir() / figure / f"{name}-{key(figure, name, params, module)[:20]}"
 
 
 def checkpoint_dir(figure: str, name: str, params: Mapping[str, Any],
-                   sources: Iterable[str] | None = None) -> Path:
+                   module: str | None = None) -> Path:
     """A directory, tied to the same key as the result, where a long run keeps its checkpoints."""
-    path = entry_dir(figure, name, params, sources).with_suffix(".ckpt")
+    path = entry_dir(figure, name, params, module).with_suffix(".ckpt")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -332,14 +361,14 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def lookup(figure: str, name: str, params: Mapping[str, Any],
-           sources: Iterable[str] | None = None) -> dict[str, Any] | None:
+           module: str | None = None) -> dict[str, Any] | None:
     """The cached result, or ``None`` when absent or corrupted (a corrupted entry is deleted)."""
-    return _read(entry_dir(figure, name, params, sources))
+    return _read(entry_dir(figure, name, params, module))
 
 
 def cached(figure: str, name: str, params: Mapping[str, Any],
            compute: Callable[[], Mapping[str, Any]],
-           sources: Iterable[str] | None = None) -> dict[str, Any]:
+           module: str | None = None) -> dict[str, Any]:
     """Return the stored result of ``compute()`` for this key, computing and storing it if needed.
 
     ``compute`` returns a (nested) dict of arrays, numbers and strings. What comes back is always
@@ -348,7 +377,7 @@ def cached(figure: str, name: str, params: Mapping[str, Any],
     is held: another process asking for the same entry waits for it instead of computing it too.
     """
     params = dict(params)
-    path = entry_dir(figure, name, params, sources)
+    path = entry_dir(figure, name, params, module)
     found = _read(path)
     if found is not None:
         return found
@@ -361,7 +390,7 @@ def cached(figure: str, name: str, params: Mapping[str, Any],
             return found
         result = compute()
         store(path, result, {"figure": figure, "name": name, "params": params,
-                             "source": source_hash(sources)})
+                             "source": module_source_hash(module), "module": module})
         return load(path)
 
 

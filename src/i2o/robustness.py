@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i2o import profiles, runtime
+from i2o import preflight, profiles, runtime
 
 DEFAULT_REPLICATES = (0, 1, 2)
 PAGE = "book/robustness.md"
@@ -148,7 +148,6 @@ def run(profile: str = "quick", replicates: Sequence[int] = DEFAULT_REPLICATES,
     replicates = check_request(profile, list(replicates), figures)
     if workers < 1:
         raise profiles.ParameterError(f"--workers must be an integer ≥ 1; got {workers}")
-    from i2o import preflight
 
     for figure, reason in preflight.check(figures).items():
         if reason:

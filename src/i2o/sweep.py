@@ -1,12 +1,15 @@
 """Run a figure's training jobs with submitit, into the results cache.
 
-Jobs: ``stability`` one per (seed, arm, training N); ``deq_gaps`` one per trained DEQ (the
-three tasks, the two inverse-problem variants, the overparametrization subsets); ``meta`` one per
-meta-learned model (Figures 3 and 4). Each job computes one result with
-:func:`i2o.results.cached` under the key the figure's notebook uses, resuming from its
-checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
-are not submitted. The notebook, run afterwards with the same profile and parameters, then only
-reads and plots.
+A chapter's jobs are the values ``<package>.runs.jobs(params)`` returns (:class:`i2o.job.Job`):
+``affine`` one per figure or check; ``stability`` one per (seed, arm, training N); ``deq_gaps``
+one per trained DEQ (the three tasks, the two inverse-problem variants, the overparametrization
+subsets); ``meta`` one per meta-learned and evaluated model (Figures 3 and 4, the ablation);
+``separation`` one per trained stack of small networks (or group of small models); ``diagnose``
+one per model checked. Each job is pickled as it is and computes one result with
+:meth:`i2o.job.Job.run`, under the key the figure's notebook uses, resuming from its checkpoint
+directory when a previous attempt was interrupted; jobs whose result is already cached are not
+submitted. The notebook, run afterwards with the same profile and parameters, then only reads and
+plots.
 
 Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
 
@@ -33,26 +36,28 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import submitit
 import submitit.helpers
 import yaml
 
 from i2o import profiles, results, runtime
+from i2o.job import Job
 
 EXECUTORS = ("local", "slurm", "debug")
-JOB_FACES = ("all_jobs", "is_cached", "run_job")
 
 
 def chapter_runs(figure: str) -> ModuleType:
     """The ``runs`` module of ``figure``'s chapter package (the manifest's ``package``).
 
-    A chapter with sweep jobs exposes ``all_jobs(params) -> [(name, job)]``,
-    ``is_cached(name, job) -> bool`` and ``run_job(name, job)``. The machinery finds the chapter
-    by name, never by import, so a new chapter only edits the manifest and its own folder.
+    A chapter with sweep jobs exposes ``jobs(params) -> list[Job]``. The machinery finds the
+    chapter by name, never by import, so a new chapter only edits the manifest and its own
+    folder.
     """
     package = profiles.entry(figure)["package"]
     runtime.jax_single_thread()  # before a chapter imports JAX
@@ -61,8 +66,7 @@ def chapter_runs(figure: str) -> ModuleType:
 
 def has_jobs(figure: str) -> bool:
     """Whether ``figure``'s chapter has sweep jobs."""
-    runs = chapter_runs(figure)
-    return all(hasattr(runs, face) for face in JOB_FACES)
+    return callable(getattr(chapter_runs(figure), "jobs", None))
 
 
 def sweepable() -> list[str]:
@@ -70,13 +74,12 @@ def sweepable() -> list[str]:
     return [figure for figure in profiles.load_manifest() if has_jobs(figure)]
 
 
-def list_jobs(figure: str, params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    """Every job of ``figure`` for these parameters, as (name, job parameters, cached?)."""
-    runs = chapter_runs(figure)
-    return [(name, job, bool(runs.is_cached(name, job))) for name, job in runs.all_jobs(params)]
+def list_jobs(figure: str, params: Mapping[str, Any]) -> list[tuple[Job, bool]]:
+    """Every job of ``figure`` for these parameters, with whether it is cached."""
+    return [(job, job.is_cached()) for job in chapter_runs(figure).jobs(params)]
 
 
-def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
+def run_one(job: Job, env: dict[str, str]) -> str:
     """What a submitted job runs: set the caller's results/data paths and threads, compute.
 
     The environment is restored afterwards, so a job run in the caller's process (the debug
@@ -85,8 +88,8 @@ def run_one(figure: str, name: str, job: dict[str, Any], env: dict[str, str]) ->
     with runtime.environment(env):
         runtime.jax_single_thread()
         runtime.set_threads()
-        chapter_runs(figure).run_job(name, job)
-    return name
+        job.run()
+    return job.name
 
 
 class ResumableJob(submitit.helpers.Checkpointable):
@@ -94,8 +97,8 @@ class ResumableJob(submitit.helpers.Checkpointable):
     :meth:`checkpoint`, which resubmits the same call; the job then resumes from the training
     checkpoints it wrote under the results cache (nothing else needs saving)."""
 
-    def __call__(self, figure: str, name: str, job: dict[str, Any], env: dict[str, str]) -> str:
-        return run_one(figure, name, job, env)
+    def __call__(self, job: Job, env: dict[str, str]) -> str:
+        return run_one(job, env)
 
 
 def local_gpus(device_count: int | None = None, visible: str | None = None) -> list[int]:
@@ -106,7 +109,7 @@ def local_gpus(device_count: int | None = None, visible: str | None = None) -> l
     given id ``k`` sees the same physical GPU as this process); otherwise ``0 … count − 1``.
     """
     if device_count is None:
-        import torch
+        import torch  # lazy: the sweep's command line starts without loading torch
 
         device_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if device_count <= 0:
@@ -151,42 +154,39 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     params = profiles.resolve(figure, profile, **dict(overrides or {}))
     listing = list_jobs(figure, params)
-    todo = [(name, job) for name, job, done in listing if not done]
+    todo = [job for job, done in listing if not done]
     print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
           f"{len(todo)} to run with the {executor} executor (log: {log_path(figure)})",
           flush=True)
     if dry_run or not todo:
-        for name, _ in todo:
-            print(f"  would run {name}")
+        for job in todo:
+            print(f"  would run {job.name}")
         return []
     return run_jobs(figure, todo, executor, max_parallel, partition, time_min, gpus, cpus,
                     slurm_args)
 
 
-def run_missing(figure: str, jobs: list[tuple[str, dict[str, Any]]],
-                is_cached: Callable[[str, dict[str, Any]], bool], workers: int) -> None:
+def run_missing(figure: str, jobs: Sequence[Job], workers: int) -> None:
     """Before a notebook reads ``figure``'s ``jobs``: say how many are cached, and compute the
     missing ones in ``workers`` local processes (with one worker the caller computes each one
     as it reads it, in its own process)."""
-    missing = [(name, job) for name, job in jobs if not is_cached(name, job)]
+    missing = [job for job in jobs if not job.is_cached()]
     print(f"{figure}: {len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
           f"{len(missing)} to compute", flush=True)
     if missing and workers > 1:
         run_jobs(figure, missing, "local", max_parallel=workers)
 
 
-def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str = "local",
+def run_jobs(figure: str, todo: Sequence[Job], executor: str = "local",
              max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
              gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None
              ) -> list[str]:
-    """Run the given (name, job parameters) of ``figure`` with submitit; return their names.
+    """Run the given jobs of ``figure`` with submitit; return their names.
 
     Used by :func:`sweep` and by notebooks that compute their missing jobs in parallel.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    import submitit
-
     folder = results.results_dir() / "_submitit" / figure
     ex = submitit.AutoExecutor(folder=folder, cluster=executor)
     common: dict[str, Any] = {"timeout_min": time_min, "cpus_per_task": cpus,
@@ -205,20 +205,18 @@ def run_jobs(figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str 
         return _submit(ex, figure, todo, executor, max_parallel, env)
 
 
-def _submit(ex, figure: str, todo: list[tuple[str, dict[str, Any]]], executor: str,
+def _submit(ex, figure: str, todo: Sequence[Job], executor: str,
             max_parallel: int, env: dict[str, str]) -> list[str]:
     """Submit ``todo`` to the configured executor ``ex`` and wait for every job."""
-    names = [n for n, _ in todo]
     if executor == "slurm":  # one array job; SLURM enforces the parallelism
-        jobs = ex.map_array(ResumableJob(), [figure] * len(todo), names, [j for _, j in todo],
-                            [env] * len(todo))
-        for job, name in zip(jobs, names, strict=True):
-            _log(figure, f"submitted {name}: job {job.job_id}")
+        jobs = ex.map_array(ResumableJob(), list(todo), [env] * len(todo))
+        for submitted, job in zip(jobs, todo, strict=True):
+            _log(figure, f"submitted {job.name}: job {submitted.job_id}")
         return [_wait(job, figure)
                 for job in runtime.Progress.over(jobs, f"{figure} sweep", unit="job")]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
-        return [_wait(ex.submit(run_one, figure, name, job, env), figure)
-                for name, job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
+        return [_wait(ex.submit(run_one, job, env), figure)
+                for job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
     gpu_ids = local_gpus()
     if gpu_ids:
         max_parallel = min(max_parallel, len(gpu_ids))
@@ -249,7 +247,7 @@ def _wait(job, figure: str) -> str:
     return name
 
 
-def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
+def _sliding_window(ex, figure: str, todo: Sequence[Job],
                     env: dict[str, str], max_parallel: int,
                     gpu_ids: list[int] | None = None) -> list[str]:
     """Keep ``max_parallel`` jobs running; start the next one as soon as one ends.
@@ -257,25 +255,23 @@ def _sliding_window(ex, figure: str, todo: list[tuple[str, dict[str, Any]]],
     With ``gpu_ids``, each running job holds one of them (``gpus_per_node=1``,
     ``visible_gpus=[id]``) and a job starts only when a GPU is free.
     """
-    import time
-
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
     pending, running, done = list(todo), [], []
     bar = runtime.Progress(len(todo), f"{figure} sweep", unit="job")
     while pending or running:
         while pending and len(running) < max_parallel and (free or not gpu_ids):
-            name, job = pending.pop(0)
+            job = pending.pop(0)
             gpu = None
             if gpu_ids:
                 gpu = free.pop(0)
                 ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
-            submitted = ex.submit(ResumableJob(), figure, name, job, env)
+            submitted = ex.submit(ResumableJob(), job, env)
             running.append(submitted)
             if gpu is not None:
                 holder[id(submitted)] = gpu
             where = f" on GPU {gpu}" if gpu is not None else ""
-            _log(figure, f"submitted {name}{where}: job {submitted.job_id}")
+            _log(figure, f"submitted {job.name}{where}: job {submitted.job_id}")
         finished = [job for job in running if job.done()]
         for job in finished:
             running.remove(job)

@@ -1,18 +1,29 @@
 """The book's chapters: one package per notebook, ``i2o.chapters.<name>`` for ``book/<name>.ipynb``.
 
-Every chapter package has the same faces:
+Every chapter package has the same faces, with the same signatures (``tests/test_layout.py``
+checks their annotations):
 
 - ``__init__.py``: ``FIGURE`` (its key in ``figures.yaml``), a docstring naming the paper's figures;
-- ``runs.py``: what is computed, through :func:`i2o.results.cached` (the only module of the chapter
-  that calls the cache): ``check_params(params)`` (raises :class:`i2o.profiles.ParameterError`),
-  ``collect(params)``, and ``all_jobs``/``is_cached``/``run_job`` when the chapter has sweep jobs;
+- ``runs.py``: what is computed. ``check_params(params: Params) -> None`` raises
+  :class:`i2o.profiles.ParameterError` through :func:`i2o.profiles.require`;
+  ``jobs(params: Params) -> list[Job]`` lists the chapter's sweep jobs (:class:`i2o.job.Job`,
+  frozen values whose fields are their cache key), when it has any; ``collect(params: Params) ->
+  <Chapter>Results`` returns everything the notebook shows, a dataclass deriving from
+  :class:`i2o.chapter.ChapterResults` (the parameters, the run's :class:`i2o.chapter.Cost`, its
+  provenance);
+- job classes in chapter-private modules that never import ``runs``, ``claims``, ``figures`` or
+  ``prose`` (a job's key hashes the import closure of the module that defines it);
 - ``figures.py``: one function per paper figure, reading results and never computing;
-- ``claims.py``: ``numbers(params, results)`` (for ``glue``) and ``claims(params, results)``, the
-  paper's claims as a :class:`i2o.claims.Claims` table;
+- ``claims.py``: ``numbers(results) -> dict`` (for ``glue``) and ``claims(results) -> Claims``,
+  the paper's claims as a :class:`i2o.claims.Claims` table, every predicate through
+  :mod:`i2o.gates`;
+- ``prose.py``: ``paragraphs(claims: Claims, section: str) -> list[str]``, the conclusions, shown by
+  :func:`i2o.prose.conclusions`;
 - chapter-private modules beside them.
 
-Imports run one way: chapters → book machinery (``book``, ``profiles``, ``results``, ``claims``,
-``plotting``, ``sweep``) → engines (``deq``, ``models``, ``data``, ``train``) → ``runtime``. The
-machinery finds a chapter through the manifest's ``package``, never by import, and no chapter
-imports another (``tests/test_layout.py`` checks the import graph).
+Imports run one way: chapters → book machinery (``book``, ``profiles``, ``job``, ``results``,
+``chapter``, ``claims``, ``gates``, ``prose``, ``plotting``, ``sweep``) → engines (``deq``,
+``models``, ``data``, ``train``) → ``runtime``. The machinery finds a chapter through the
+manifest's ``package``, never by import, and no chapter imports another (``tests/test_layout.py``
+checks the import graph, :mod:`i2o.import_graph`).
 """

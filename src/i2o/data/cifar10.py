@@ -111,7 +111,7 @@ def read_manifest(path: Path, split: str) -> dict[str, str]:
 
 def _decode(data: bytes, file: Path) -> np.ndarray | str:
     """The 32×32 RGB array of an encoded image, or what is wrong with it."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL only to read the image-folder copy
 
     try:
         with Image.open(io.BytesIO(data)) as image:
@@ -184,7 +184,7 @@ def _damaged(folder: Path, problems: list[tuple[Path, str, str]],
 
 
 def _read_official(root: Path, split: str, download: bool) -> tuple[np.ndarray, np.ndarray]:
-    from torchvision.datasets import CIFAR10
+    from torchvision.datasets import CIFAR10  # lazy: torchvision only to download
 
     dataset = CIFAR10(str(root), train=(split == "train"), download=download)
     return np.asarray(dataset.data, dtype=np.uint8), np.asarray(dataset.targets, dtype=np.int64)
@@ -289,7 +289,7 @@ def balanced_subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
 
 def to_tensor(images: np.ndarray, dtype=None):
     """Images (n, 32, 32, 3) uint8 → float tensor (n, 3, 32, 32), standardised with MEAN and STD."""
-    import torch
+    import torch  # lazy: the JAX chapters read CIFAR-10 without loading torch
 
     dtype = dtype or torch.float32
     x = torch.from_numpy(np.ascontiguousarray(images)).to(dtype).div_(255.0).permute(0, 3, 1, 2)

@@ -21,6 +21,9 @@ import sys
 from collections.abc import Iterable
 
 from i2o import runtime
+from i2o.data.cifar10 import load_cifar10
+from i2o.data.errors import DataCorruptError, DataNotFoundError
+from i2o.data.shakespeare import load_shakespeare
 
 DATASETS = ("cifar10", "shakespeare")
 VARIABLE_HINT = ("set I2O_DATA_DIR (or DATA_DIR=... with make) to a folder holding a copy, "
@@ -33,13 +36,9 @@ def ensure(name: str, download: bool = True) -> str:
     Raises the loaders' :class:`~i2o.data.DataNotFoundError` / :class:`~i2o.data.DataCorruptError`.
     """
     if name == "cifar10":
-        from i2o.data.cifar10 import load_cifar10
-
         sets = [load_cifar10(split, download=download) for split in ("train", "test")]
         return f"CIFAR-10: {len(sets[0]):,} + {len(sets[1]):,} images from {sets[0].source}"
     if name == "shakespeare":
-        from i2o.data.shakespeare import load_shakespeare
-
         corpus = load_shakespeare(download=download)
         return f"Tiny Shakespeare: {len(corpus.train) + len(corpus.test):,} characters from " \
                f"{corpus.source} (SHA-256 checked)"
@@ -51,7 +50,6 @@ def one_line(name: str, error: BaseException) -> str:
     looked for and the variable to set; for a damaged copy, the count of bad files, the first few
     of them and the command that checks or repairs it (:meth:`DataCorruptError.summary`). The
     loaders' full messages, with every path, are for their own tracebacks."""
-    from i2o.data.errors import DataCorruptError, DataNotFoundError
 
     if isinstance(error, DataNotFoundError):
         cause = error.__cause__
@@ -67,7 +65,6 @@ def one_line(name: str, error: BaseException) -> str:
 
 def ensure_all(names: Iterable[str] = DATASETS, download: bool = True) -> dict[str, str | None]:
     """``{name: None}`` for each ready data set, ``{name: one-line reason}`` for the others."""
-    from i2o.data.errors import DataCorruptError, DataNotFoundError
 
     problems: dict[str, str | None] = {}
     for name in names:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from i2o import runtime
+from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 
 FOLDER = "tinyshakespeare"
@@ -101,8 +102,6 @@ def find_text(data_dir: Path | str | None = None, download: bool = True) -> Path
             "off. Set I2O_DATA_DIR to a folder holding tinyshakespeare/input.txt "
             "(e.g. ../shared/data).")
     try:
-        from i2o.data.download import download_lock
-
         with download_lock(root):  # one download at a time; the waiter finds the file
             if not path.is_file():
                 _download(path)

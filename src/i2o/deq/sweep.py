@@ -10,8 +10,8 @@ solver returns after ``n`` steps and its fixed-point residuals
 A task plugs in through :class:`Probe` — for one batch: the map ``g(z) = f(z, x)``, the initial
 state, and a ``score(z, f(z))`` returning per-example metric values (lower is better by the
 book's convention, but the sweep does not care). Nothing here knows about images, text or models:
-the stability chapter (:func:`i2o.train.evaluate.evaluate_iterations`) and the DEQ chapter
-(:mod:`i2o.chapters.deq_gaps.jobs`) both evaluate their networks through :func:`sweep_iterations`.
+the stability chapter (:func:`i2o.train.evaluate.evaluate_iterations`) and the deq_gaps chapter's
+jobs (:mod:`i2o.chapters.deq_gaps`) both evaluate their networks through :func:`sweep_iterations`.
 
 **One solve per batch.** With ``tol = 0`` a solver's first ``n`` steps do not depend on its budget
 (fixed-point iteration, Anderson, and Broyden with unbounded memory), so one solve of ``max(grid)``

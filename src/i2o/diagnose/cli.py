@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from i2o import runtime
 from i2o.diagnose.metrics import NAMED
 from i2o.diagnose.run import DEFAULT_MARGINS, check_inputs, diagnose
 
@@ -170,7 +171,6 @@ def parse_fit(text: str | None) -> float | bool | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from i2o import runtime
 
     runtime.set_threads(args.threads)
     try:
@@ -198,10 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     print(result.summary())
     out = Path(args.out)
     json_path = result.save_json(out / "diagnosis.json")
-    import matplotlib
+    import matplotlib  # lazy: matplotlib only when a figure is asked for
 
     matplotlib.use("Agg")
-    from i2o import plotting
+    from i2o import plotting  # lazy: with matplotlib
 
     plotting.use_style()
     fig = result.figure()

@@ -177,6 +177,6 @@ class Diagnosis:
 
     def figure(self):
         """:func:`i2o.diagnose.plot.figure` of this diagnosis."""
-        from i2o.diagnose.plot import figure
+        from i2o.diagnose.plot import figure  # lazy: matplotlib only when a figure is asked for
 
         return figure(self)

@@ -39,7 +39,7 @@ def adapt(model: Any, name: str | None = None) -> Adapter:
     if isinstance(model, torch.nn.Module):
         if callable(getattr(model, "prepare", None)) and callable(getattr(model, "classify", None)):
             return BookMDEQ(model, name=name or "MDEQ (i2o.models)")
-        from i2o.diagnose.torchdeq_model import TorchDEQModel
+        from i2o.diagnose.torchdeq_model import TorchDEQModel  # lazy: torchdeq is optional
 
         return TorchDEQModel(model, name=name or type(model).__name__)
     raise ValueError(

@@ -54,7 +54,7 @@ def _fill_unvisited(trajectory: list[Any], z0: Any, count: int) -> list[Any]:
 def find_deqs(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
     """The torchdeq DEQ modules (``torchdeq.core.DEQBase``) inside ``model``, by name."""
     try:
-        from torchdeq.core import DEQBase
+        from torchdeq.core import DEQBase  # lazy: torchdeq is optional
     except ImportError as error:  # pragma: no cover - torchdeq is a declared extra
         raise ImportError("the torchdeq adapter needs torchdeq (pip install torchdeq==0.1.0)"
                           ) from error

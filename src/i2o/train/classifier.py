@@ -6,7 +6,6 @@ One training step on a batch (the recipe of the paper's Figure 5, Appendix F.2):
   applications of ``f_θ`` from ``z = 0`` is trained (the MDEQ warm-up, ``PRETRAIN_STEPS``);
 - afterwards ``z*`` solves ``z = f_θ(z, x)`` with ``train_iter`` Broyden steps (no line search) and
   the head classifies ``f_θ(z*, x)``. The two arms differ only in the gradient:
-
   * ``"ift"``: implicit differentiation, the adjoint ``u = (∂f/∂z)ᵀ u + ∂ℓ/∂z`` solved with
     ``backward_iter`` Broyden steps (the paper's Eq. 3; Bai et al. 2019);
   * ``"unrolled"``: backpropagation through every Broyden iterate and low-rank update.
@@ -36,9 +35,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from i2o import runtime
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
-from i2o.train.allocator import keep_freed_memory
+from i2o.runtime import keep_freed_memory
+from i2o.train.evaluate import evaluate_iterations
 from i2o.train.loop import OnStep, Plan, StepLoss, UntilFit, train_steps
 from i2o.train.seeding import epoch_order, seed_everything
 
@@ -130,7 +131,6 @@ def accuracy_criterion(model: MDEQClassifier, images: torch.Tensor, labels: torc
     """``criterion()`` → ``(accuracy ≥ threshold, accuracy)``: the model's accuracy on
     ``(images, labels)`` with ``train_iter`` Broyden steps (:func:`i2o.train.evaluate.
     evaluate_iterations`, the measurement of the chapters' fit criterion)."""
-    from i2o.train.evaluate import evaluate_iterations
 
     def criterion() -> tuple[bool, float]:
         accuracy = float(evaluate_iterations(model, images, labels, [train_iter],
@@ -245,7 +245,6 @@ def build_and_train(config, images: torch.Tensor, labels: torch.Tensor,
                     progress: bool | None = None, device: str | None = None,
                     on_step: OnStep | None = None) -> tuple[MDEQClassifier, dict[str, list]]:
     """Seed, build an :class:`MDEQClassifier` of ``config``, train it (resuming if possible)."""
-    from i2o import runtime
 
     seed_everything(settings.seed)
     model = MDEQClassifier(config).to(device or runtime.device())

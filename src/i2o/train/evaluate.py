@@ -23,7 +23,6 @@ import torch.nn.functional as F
 from i2o import runtime
 from i2o.deq import Probe, SolverSpec, sweep_iterations
 from i2o.models.mdeq import MDEQClassifier
-from i2o.train.allocator import keep_freed_memory
 
 
 def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,
@@ -64,7 +63,6 @@ def evaluate_iterations(
     """Test accuracy and residuals of ``model`` for every inner-iteration count in ``iterations``.
 
     Returns arrays indexed like ``iterations``:
-
     - ``accuracy``: fraction of ``labels`` predicted right with ``head(z_N)``;
     - ``loss``: mean cross-entropy;
     - ``residual_rel`` / ``residual_abs``: per-batch ``‖f(z_N) − z_N‖ / ‖f(z_N)‖`` and
@@ -76,7 +74,7 @@ def evaluate_iterations(
     """
     device = next(model.parameters()).device
     if device.type == "cpu":
-        keep_freed_memory()
+        runtime.keep_freed_memory()
     spec = SolverSpec(method=method, max_iter=1, tol=0.0, stop_mode=stop_mode,
                       return_best=return_best)
     swept = sweep_iterations(classification_probes(model, images, labels, batch_size),

@@ -1,7 +1,8 @@
 """What the affine-theory chapter says about its results: the numbers its text quotes, the tables
 it prints, and its claims table (Section 3, Appendices A and C of the paper).
 
-All functions take the chapter's parameters and an :class:`.runs.AffineResults`.
+:func:`numbers` and :func:`claims` take an :class:`.runs.AffineResults` (which holds the
+parameters); every verdict is a decision of :mod:`i2o.gates`.
 
 Tolerances of the claims (stated in the chapter):
 
@@ -22,9 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from i2o import gates
+from i2o.chapters.affine import FIGURE
 from i2o.chapters.affine.runs import AffineResults
 from i2o.chapters.affine.sweeps import lower_bound_summary
 from i2o.claims import Claims
+from i2o.gates import Decision
 
 SCALE_TOL = 1e-9
 ZERO_RTOL = 1e-12
@@ -45,8 +49,9 @@ def nonnormal_order(cor2: Mapping[str, Any]) -> np.ndarray:
     return np.argsort(cor2["z_score"])
 
 
-def numbers(params: Mapping[str, Any], results: AffineResults) -> dict[str, int | float]:
+def numbers(results: AffineResults) -> dict[str, Any]:
     """Every number the chapter's text quotes, by glue name (``affine-…``)."""
+    params = results.params
     left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
                                      results.cor2)
     right_summary, g3_summary = lower_bound_summary(right), lower_bound_summary(g3)
@@ -134,93 +139,114 @@ def checks_table(checks: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def claims(params: Any, results: AffineResults) -> Claims:
-    """The chapter's claims table for ``params`` (a :class:`i2o.profiles.Params`, which names the
-    profile) on ``results``; call ``.report()`` on it to show and write it."""
-    p = params
+def claims(results: AffineResults) -> Claims:
+    """The chapter's claims table on ``results`` (its parameters name the profile); call
+    ``.report()`` on it to show and write it. Every verdict is a :mod:`i2o.gates` decision: the
+    chapter's tolerances through :func:`i2o.gates.compare`, its minimum counts of seeds and
+    draws through :func:`i2o.gates.enough` (the rows carry no check text)."""
+    p = results.params
     left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
                                      results.cor2)
     right_summary, g3_summary = lower_bound_summary(right), lower_bound_summary(g3)
     mean_ref = right_summary["mean_at_reference"]
-    table = Claims("affine", p.profile)
-    enough_seeds = p["n_seeds"] >= MIN_SEEDS
-    seeds_decide = "" if enough_seeds else "quick"
+    table = Claims(FIGURE, p.profile)
+    seeds = gates.enough(p["n_seeds"], MIN_SEEDS, f"{p['n_seeds']} seeds",
+                         f"{p['n_seeds']} seeds, needs {MIN_SEEDS}")
+    seeds_decide = "" if seeds[0] else "quick"
 
     error = checks["lemma_a2"]["max_relative_error"]
-    table.add("Lemma A.2: the closed form of z_N equals the iterated z_N", error < CLOSED_FORM_RTOL,
-              f"max relative error {error:.1e} on {p['n_check_instances']} instances, N ≤ 60")
+    table.add("Lemma A.2: the closed form of z_N equals the iterated z_N",
+              _verdict(gates.compare(error, "<", CLOSED_FORM_RTOL)),
+              f"max relative error {error:.1e} on {p['n_check_instances']} instances, N ≤ 60",
+              id="lemma_a2")
 
     t1 = checks["theorem1"]
     table.add("Theorem 1: D(N, ΔN) ≥ −½‖(P(C) − P(CE_NU))(K_out r_N − ω)‖² for every ΔN",
-              t1["min_margin"] >= -SCALE_TOL * max(1.0, abs(t1["min_loss_increase"])),
+              _verdict(gates.compare(t1["min_margin"], ">=",
+                                     -SCALE_TOL * max(1.0, abs(t1["min_loss_increase"])))),
               f"min of D + bound {t1['min_margin']:.1e} over {t1['n_pairs']} (instance, N) pairs "
-              f"(min D {t1['min_loss_increase']:.3g})")
+              f"(min D {t1['min_loss_increase']:.3g})", id="theorem1")
 
     left_min_d = float(np.nanmin(left["loss_increase"]))
     random_min_d = checks["corollary1"]["min_loss_increase"]
-    surjective = left["rank_U"] == left["d_x"]
+    surjective = gates.compare(left["rank_U"], "==", left["d_x"])
     table.add("Corollary 1 (Figure 1 left): U surjective ⇒ D(N, ΔN) ≥ 0 for all ΔN",
-              min(left_min_d, random_min_d) >= -SURJECTIVE_D_ATOL if surjective else None,
+              _verdict(gates.decide(surjective, gates.compare(
+                  min(left_min_d, random_min_d), ">=", -SURJECTIVE_D_ATOL))),
               f"min D {left_min_d:.1e} on the figure's instance, "
               f"{random_min_d:.1e} on {p['n_check_instances']} random ones",
-              decided_by="" if surjective else "left_d_theta ≥ left_d_x")
+              decided_by="" if surjective[0] else "left_d_theta ≥ left_d_x", id="corollary1")
 
     table.add(f"Figure 1 right: the bound at N = {p['n_reference']} shrinks as d_θ grows",
-              right_summary["spearman"] < SHRINK_SPEARMAN if enough_seeds else None,
+              _verdict(gates.decide(seeds, gates.compare(right_summary["spearman"], "<",
+                                                         SHRINK_SPEARMAN))),
               f"seed mean {mean_ref[0]:.3g} at d_θ = 1 → {mean_ref[right['rank_C'] - 2]:.3g} at "
               f"d_θ = {right['rank_C'] - 1}; Spearman {right_summary['spearman']:.3f}",
-              decided_by=seeds_decide)
+              decided_by=seeds_decide, id="right_shrinks")
     table.add("Figure 1 right: the bound is 0 for d_θ ≥ d_x",
-              right_summary["zero_region_relative"] < ZERO_RTOL,
-              f"max over seeds and N {right_summary['zero_region_max']:.1e}")
+              _verdict(gates.compare(right_summary["zero_region_relative"], "<", ZERO_RTOL)),
+              f"max over seeds and N {right_summary['zero_region_max']:.1e}", id="right_zero")
     table.add(f"Figure 1 right: the bound is roughly flat in N, for N ≥ {p['n_reference']}",
-              right_summary["spread_large_n"] < FLAT_SPREAD if enough_seeds else None,
+              _verdict(gates.decide(seeds, gates.compare(right_summary["spread_large_n"], "<",
+                                                         FLAT_SPREAD))),
               f"median relative spread {right_summary['spread_large_n']:.2f}",
-              decided_by=seeds_decide)
+              decided_by=seeds_decide, id="right_flat_large_n")
     table.add(f"Figure 1 right: the bound is roughly flat in N, over 1 ≤ N ≤ {p['n_max']}",
-              right_summary["spread_all_n"] < FLAT_SPREAD if enough_seeds else None,
+              _verdict(gates.decide(seeds, gates.compare(right_summary["spread_all_n"], "<",
+                                                         FLAT_SPREAD))),
               f"median relative spread {right_summary['spread_all_n']:.2f}",
-              decided_by=seeds_decide)
+              decided_by=seeds_decide, id="right_flat_all_n")
 
     below_d_x = slice(None, right["d_x"] - 1)
     cor2_margin = float(np.min(
         (right["mean_min_loss_increase"] - right["corollary2_bound"])[below_d_x]))
     table.add(f"Corollary 2: E_U[D(N, ΔN)] ≥ −½(1 − min(d_x, d_θ)/d_x)(ρ(K_out)‖r_max‖² + ‖ω‖²) "
               f"on the Figure 1 right instances (seed means, N = {p['n_reference']}, worst ΔN)",
-              cor2_margin >= -SCALE_TOL if enough_seeds else None,
+              _verdict(gates.decide(seeds, gates.compare(cor2_margin, ">=", -SCALE_TOL))),
               f"at d_θ = 1: seed mean of min_ΔN D {right['mean_min_loss_increase'][0]:.3g} vs "
               f"seed-mean constant {right['corollary2_bound'][0]:.3g}; smallest margin over "
-              f"d_θ < d_x {cor2_margin:.3g}", decided_by=seeds_decide)
+              f"d_θ < d_x {cor2_margin:.3g}", decided_by=seeds_decide, id="corollary2")
 
-    enough_draws = p["cor2_draws"] >= MIN_DRAWS
+    draws = gates.enough(p["cor2_draws"], MIN_DRAWS, f"{p['cor2_draws']} draws",
+                         f"{p['cor2_draws']} draws, needs {MIN_DRAWS}")
     worst = int(nonnormal_order(cor2)[0])
     table.add("Corollary 2 holds when K_out is non-normal (ρ(K_out) = 1e-3 ≪ ‖K_out‖²; "
               f"d_θ = 1, N = {p['cor2_n']}, E_U by {p['cor2_draws']} draws)",
-              bool(np.min(cor2["z_score"]) >= -FAIL_Z) if enough_draws else None,
+              _verdict(gates.decide(draws, gates.compare(np.min(cor2["z_score"]), ">=",
+                                                         -FAIL_Z))),
               f"worst instance: min_ΔN mean D {cor2['mean_d'][worst]:.3g} ± "
               f"{cor2['standard_error'][worst]:.2g} vs bound {cor2['bound'][worst]:.3g}",
-              decided_by="" if enough_draws else "quick")
+              decided_by="" if draws[0] else "quick", id="corollary2_nonnormal")
 
-    g3_positive = bool((g3["nlb"][:, : g3["rank_C"] - 1, :] > POSITIVE_BOUND).all())
+    g3_zero, g3_positive, g3_early = (
+        gates.compare(g3_summary["zero_region_relative"], "<", ZERO_RTOL),
+        gates.compare(g3["nlb"][:, : g3["rank_C"] - 1, :], ">", POSITIVE_BOUND)[0],
+        gates.compare(g3["rank_C"], "<", g3["d_x"]))
     table.add(f"Figure G.3: not strongly convex ⇒ the bound reaches 0 before U is surjective "
               f"(at d_θ = rank C = {g3['rank_C']} < d_x = {g3['d_x']})",
-              (g3_summary["zero_region_relative"] < ZERO_RTOL) and g3_positive
-              and g3["rank_C"] < g3["d_x"],
+              _verdict(g3_zero) and g3_positive and _verdict(g3_early),
               f"max bound for d_θ ≥ {g3['rank_C']}: {g3_summary['zero_region_max']:.1e}; "
-              f"positive below: {g3_positive}")
+              f"positive below: {g3_positive}", id="figure_g3")
 
     ift = checks["ift"]
     stable = ift["n_stable"]
     table.add("Lemma 1: for N large enough, Eq. 12 converges (no eigenvalue of X_N with negative "
               "real part)",
-              bool(np.all(np.diff(stable) >= 0)
-                   and stable[-1] >= STABLE_FRACTION * ift["n_instances"]),
+              _verdict(gates.compare(np.diff(stable), ">=", 0)) and _verdict(
+                  gates.compare(stable[-1], ">=", STABLE_FRACTION * ift["n_instances"])),
               "instances with X_N stable at N = " + ", ".join(
-                  f"{n}: {s}/{ift['n_instances']}" for n, s in zip(ift["n"], stable, strict=True)))
+                  f"{n}: {s}/{ift['n_instances']}" for n, s in zip(ift["n"], stable, strict=True)),
+              id="lemma1")
     converged = int(ift["n_converged"].sum())
+    ran = gates.enough(converged, 1, f"{converged} converged runs", "no run converged")
     max_error = float(np.nanmax(ift["max_relative_error"])) if converged else float("nan")
     table.add("Theorem 2: U surjective, ℓ strongly convex ⇒ Eq. 12 converges to θ^{*,N}",
-              max_error < IFT_RTOL if converged else None,
+              _verdict(gates.decide(ran, gates.compare(max_error, "<", IFT_RTOL))),
               f"max relative error {max_error:.1e} over {converged} converged runs",
-              decided_by="" if converged else "quick")
+              decided_by="" if ran[0] else "quick", id="theorem2")
     return table
+
+
+def _verdict(decision: Decision) -> bool | None:
+    """The verdict of a :mod:`i2o.gates` decision (the chapter's rows carry no check text)."""
+    return decision[0]

@@ -166,7 +166,7 @@ def lower_bound_summary(sweep: dict) -> dict:
     - ``spread_all_n`` / ``spread_large_n``: median over seeds and d_θ < rank(C) of the relative
       spread (max − min)/mean of the bound over all N of the grid / over N ≥ n_reference.
     """
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # lazy: scipy.stats takes a second to import
 
     n, nlb, d_theta = sweep["n"], sweep["nlb"], sweep["d_theta"]
     reference = int(np.searchsorted(n, sweep["n_reference"]))

@@ -50,7 +50,9 @@ from typing import Any
 import numpy as np
 
 from i2o import gates
+from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.curves import GapCurve, pool_seeds
+from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.claims import Claim, Claims
 from i2o.train import health
 
@@ -177,17 +179,18 @@ def reference_established(fewer_hurt: gates.Decision) -> gates.Decision:
     """On test data the margin is a fraction of what the fewest iterations cost: it has a scale
     only where that cost is established (the "fewer iterations hurt" interval lies above 0).
     Where the fewest iterations cost nothing measurable, or help, a fraction of it is no margin and
-    "no improvement beyond δ" stays undecided with that reason."""
-    if fewer_hurt[0] is True:
-        return True, "its reference effect is established (the fewest iterations cost)"
-    return None, ("no scale for δ: its reference effect, what the fewest iterations cost on test "
-                  "data, is not established (" + (fewer_hurt[1] or "undecided") + ")")
+    "no improvement beyond δ" stays undecided with that reason (:func:`i2o.gates.condition`)."""
+    return gates.condition(
+        fewer_hurt[0] is True,
+        "no scale for δ: its reference effect, what the fewest iterations cost on test data, is "
+        "not established (" + (fewer_hurt[1] or "undecided") + ")",
+        "its reference effect is established (the fewest iterations cost)")
 
 
-def task_claims(table: Claims, rows: dict[str, Claim], task: str,
-                results: Sequence[Mapping[str, Any]], curves: Mapping[str, Sequence[GapCurve]],
-                params: Mapping[str, Any], seeds: Sequence[int] | None = None) -> None:
-    """Add one task's rows (both splits) to ``table`` and ``rows`` (keys ``<task>_<what>``).
+def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
+                curves: Mapping[str, Sequence[GapCurve]], params: Mapping[str, Any],
+                seeds: Sequence[int] | None = None) -> None:
+    """Add one task's rows (both splits) to ``table`` (ids ``<task>_<what>``).
 
     ``results``: the task's job results, one per model; ``curves``: ``"test"`` (task metric on
     test data), ``"train"`` (task metric on training data, for the fit) and ``"train_loss"``
@@ -214,10 +217,10 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
     what = (f"has learned (training PSNR ≥ A⁺y + {params['inv_fit_db']:g} dB, did not diverge; "
             "whether it is in the overparametrized regime is stated with it)" if task in INVERSE
             else "in the regime of the claims (fits its training set, did not diverge)")
-    rows[f"{task}_gate"] = table.add(
+    table.add(
         f"{name}: {what}", gate[0] is True,
         f"fit score at N = {curves['test'][0].train_iters} per model: {shown}"
-        + (f"; {regime}" if regime else ""), check=gate[1])
+        + (f"; {regime}" if regime else ""), check=gate[1], id=f"{task}_gate")
     for split, data, key, unit in (("test", "test data", "test", metric_unit),
                                    ("train", "training data (training loss)", "train_loss",
                                     loss_unit)):
@@ -250,19 +253,22 @@ def task_claims(table: Claims, rows: dict[str, Claim], task: str,
                           f"{more.describe(digits=digits(curve))} ({curve.metric})")
             else:
                 more_d, more_v = (None, "no count above N"), "not computed"
-        rows[f"{task}_{split}_fewer_hurt"] = table.decide(
+        table.decide(
             f"{name}, {data}: fewer iterations ({int(curve.iterations[0])}) than in training "
-            f"(N = {curve.train_iters}) hurt", gates.decide(gate, few_d), few_v, "0")
-        rows[f"{task}_{split}_no_gain"] = table.decide(
+            f"(N = {curve.train_iters}) hurt", gates.decide(gate, few_d), few_v, "0",
+            id=f"{task}_{split}_fewer_hurt")
+        table.decide(
             f"{name}, {data}: more iterations than N bring no improvement beyond δ",
-            gates.decide(gates.combine(gate, resolved), more_d), more_v, delta_text)
-    rows[f"{task}_residual"] = residual_claim(table, name, [results[i] for i in used or [0]],
-                                              [labels[i] for i in used or [0]],
-                                              curves["test"][0], healthy)
+            gates.decide(gates.combine(gate, resolved), more_d), more_v, delta_text,
+            id=f"{task}_{split}_no_gain")
+    residual_claim(table, name, [results[i] for i in used or [0]],
+                   [labels[i] for i in used or [0]], curves["test"][0], healthy,
+                   id=f"{task}_residual")
 
 
 def residual_claim(table: Claims, name: str, results: Sequence[Mapping[str, Any]],
-                   labels: Sequence[str], curve: GapCurve, healthy: gates.Decision) -> Claim:
+                   labels: Sequence[str], curve: GapCurve, healthy: gates.Decision,
+                   id: str = "") -> Claim:
     """The sanity check: log10 of the last-iterate residual at the largest count over its value
     at N, negative (the solver keeps converging). With several models the interval is over the
     models (each model's ratio of mean residuals; the models whose residual rose are named); with
@@ -289,25 +295,25 @@ def residual_claim(table: Claims, name: str, results: Sequence[Mapping[str, Any]
     return table.decide(
         f"Sanity check, {name}: the residual of the last iterate keeps decreasing beyond N",
         decision, f"log10(last-iterate residual at {top} / at N = {n}): {value}"
-        + (f"; rose for {', '.join(rose)}" if rose else ""))
+        + (f"; rose for {', '.join(rose)}" if rose else ""),
+        id=id)
 
 
 def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
                  by_seed: Mapping[str, Mapping[str, Sequence[GapCurve]]],
-                 overparam: Sequence[Mapping[str, Any]] = ()) -> tuple[Claims, dict[str, Claim]]:
-    """The chapter's claims table and its rows by key (for :mod:`.prose`). ``by_seed``: split
-    (``test``, ``train``, ``train_loss``) → task → one curve per model."""
-    table = Claims("deq_gaps", str(getattr(params, "profile", params.get("profile", ""))))
-    rows: dict[str, Claim] = {}
+                 overparam: Sequence[Mapping[str, Any]] = ()) -> Claims:
+    """The chapter's claims table, its rows recorded with ids (for :mod:`.prose`). ``by_seed``:
+    split (``test``, ``train``, ``train_loss``) → task → one curve per model."""
+    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
     for task in NAMES:
         found = results[task]
         per_model = list(found) if isinstance(found, list | tuple) else [found]
         seeds = list(params.get("seeds", []))[:len(per_model)] or None
-        task_claims(table, rows, task, per_model,
+        task_claims(table, task, per_model,
                     {k: by_seed[k][task] for k in ("test", "train", "train_loss")}, params, seeds)
     if len(overparam) > 1:
-        add_overparam_claim(table, rows, overparam, params)
-    return table, rows
+        add_overparam_claim(table, overparam, params)
+    return table
 
 
 def examples_needed(ci: gates.Interval) -> float:
@@ -328,8 +334,8 @@ def relative_increase(row: Mapping[str, Any]) -> tuple[float, float, int]:
     return float(curve.gap[-1]) / level, float(curve.gap_se[-1]) / level, n
 
 
-def add_overparam_claim(table: Claims, rows: dict[str, Claim],
-                        overparam: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> None:
+def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
+                        params: Mapping[str, Any]) -> None:
     """Beyond the paper: the DEQ that fits its training set best (lowest training loss at N) loses
     a larger share of its fit to extra iterations than the one that fits it worst:
     ``R_best − R_worst > 0``, with ``R = D / L(N)`` (:func:`relative_increase`; ``D`` the
@@ -382,12 +388,12 @@ def add_overparam_claim(table: Claims, rows: dict[str, Claim],
         f"{r['size']} images: loss at N {r['loss_at_n']:.3g}, D = {r['train_loss'].gap[-1]:+.2g}"
         f" ± {r['train_loss'].gap_se[-1]:.1g}, R = D / L(N) = {relative_increase(r)[0]:+.3g}"
         for r in ordered))
-    rows["overparam"] = table.decide(
+    table.decide(
         "DEQs that fit their training set better lose a larger share of their fit to extra "
         "iterations: the training-loss increase at the largest ΔN relative to the training loss "
         f"at N, R = D(N, ΔN) / L(N), is larger for the best-fitting model ({best['size']} images) "
         f"than for the worst-fitting one ({worst['size']} images)",
-        gates.decide(gates.combine(gate, (True, regime)), decision), text, "0")
+        gates.decide(gates.combine(gate, (True, regime)), decision), text, "0", id="overparam")
 
 
 def _task_numbers(prefix: str, curve: GapCurve) -> dict[str, str]:
@@ -404,19 +410,18 @@ def _task_numbers(prefix: str, curve: GapCurve) -> dict[str, str]:
             f"{prefix}-res-max": f"{s['residual_at_max']:.2g}"}
 
 
-def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
-    """The numbers the chapter's text quotes (``glue`` names → formatted values), from a
-    :class:`.runs.GapsResults`."""
-    out: dict[str, str] = {}
+def numbers(results: GapsResults) -> dict[str, Any]:
+    """The numbers the chapter's text quotes (``glue`` names → formatted values)."""
+    out: dict[str, Any] = {}
     for prefix, curves in (("gaps", results.test), ("gaps-train", results.train),
                            ("gaps-trainloss", results.train_loss)):
         for task, curve in curves.items():
             out.update(_task_numbers(f"{prefix}-{task}", curve))
     out["gaps-baseline"] = f"{results.results['deq']['test_baseline_neg_psnr']:.2f}"
-    out["gaps-seeds"] = str(len(params["seeds"]))
+    out["gaps-seeds"] = str(len(results.params["seeds"]))
     return out
 
 
-def claims(params: Mapping[str, Any], results: Any) -> tuple[Claims, dict[str, Claim]]:
-    """:func:`claims_table` for a :class:`.runs.GapsResults`."""
-    return claims_table(params, results.results, results.by_seed, results.overparam)
+def claims(results: GapsResults) -> Claims:
+    """The chapter's claims table (:func:`claims_table`), its rows recorded with ids."""
+    return claims_table(results.params, results.results, results.by_seed, results.overparam)

@@ -207,6 +207,7 @@ def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,
 
     Returns the residual axis (or ``None``).
     """
+    # lazy: matplotlib only when drawing (runs and claims import this module for GapCurve)
     from matplotlib.ticker import FuncFormatter
 
     from i2o.plotting import TRAIN_N_LINE, ZERO_LINE

@@ -8,11 +8,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import cm, colors
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
+from i2o import profiles
+from i2o.chapters.deq_gaps.authors_csv import read_curve
 from i2o.chapters.deq_gaps.curves import GapCurve, plot_gap
-from i2o.chapters.deq_gaps.runs import GapsResults, Jobs
+from i2o.chapters.deq_gaps.runs import ChapterJobs, GapsResults
+from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
 
 PANELS = ("classification", "language", "deq")
 #: file names of the authors' README commands, by kind of :mod:`i2o.chapters.deq_gaps.authors_csv`
@@ -27,34 +33,34 @@ def _titled(fig: Figure, title: str, p: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def figure_2(r: GapsResults, p: Mapping[str, Any]) -> Figure:
+def figure_2(r: GapsResults) -> Figure:
     """Test-performance gap of the three tasks."""
-    return _titled(gap_figure([r.test[t] for t in PANELS]), "Test-performance gap", p)
+    return _titled(gap_figure([r.test[t] for t in PANELS]), "Test-performance gap", r.params)
 
 
-def figure_g1(r: GapsResults, p: Mapping[str, Any]) -> Figure:
+def figure_g1(r: GapsResults) -> Figure:
     """Training-performance gap of the three tasks."""
     return _titled(gap_figure([r.train[t] for t in PANELS]),
-                   "Training-performance gap", p)
+                   "Training-performance gap", r.params)
 
 
-def figure_g2(r: GapsResults, p: Mapping[str, Any]) -> Figure:
+def figure_g2(r: GapsResults) -> Figure:
     """Loss gap on test (top row) and training data (bottom row)."""
     fig = gap_figure([r.test_loss[t] for t in PANELS] + [r.train_loss[t] for t in PANELS],
-                             columns=3)
-    return _titled(fig, "Loss gap, test (top) and training data (bottom)", p)
+                     columns=3)
+    return _titled(fig, "Loss gap, test (top) and training data (bottom)", r.params)
 
 
-def figure_g4(r: GapsResults, p: Mapping[str, Any]) -> Figure:
+def figure_g4(r: GapsResults) -> Figure:
     """The inverse problem's DEQ and ELDER on test data."""
     return _titled(gap_figure([r.test["deq"], r.test["elder"]]),
-                   "Inverse problem, test data", p)
+                   "Inverse problem, test data", r.params)
 
 
-def overparam_figure(r: GapsResults, p: Mapping[str, Any]) -> Figure:
+def overparam_figure(r: GapsResults) -> Figure:
     """D(N, ΔN) of the MDEQ classifier trained on subsets of growing size."""
     return _titled(_overparam_panels(r.overparam),
-                   "Overparametrization sweep, CIFAR-10 MDEQ", p)
+                   "Overparametrization sweep, CIFAR-10 MDEQ", r.params)
 
 
 def authors_figure(p: Mapping[str, Any]) -> Figure | None:
@@ -62,12 +68,12 @@ def authors_figure(p: Mapping[str, Any]) -> Figure | None:
     return _authors_panels(p["authors_results"])
 
 
-def run_report(r: GapsResults, p: Mapping[str, Any]) -> str:
+def run_report(r: GapsResults) -> str:
     """Sizes and costs of the trained DEQs, then each task's value at N, at the largest count,
     its most negative gap and its residuals."""
-    lines = [sizes_table(r.results, r.jobs, p), "",
-             f"computed or read in {r.seconds:.0f} s; 'train s' is the wall time of the training "
-             "steps when the job was computed"]
+    lines = [sizes_table(r.results, r.jobs, r.params), "",
+             f"{r.cost.text()}; 'train s' is the wall time of the training steps when the job "
+             "was computed"]
     for task, curve in r.test.items():
         s = curve.summary()
         lines.append(
@@ -106,8 +112,6 @@ def authors_missing_report() -> str:
 
 def gap_figure(panels: Sequence[GapCurve], columns: int | None = None, width: float = 4.3):
     """Figure 2's layout: one panel per curve, gap on the left axis, residual on the right."""
-    import matplotlib.pyplot as plt
-
     columns = columns or len(panels)
     rows = math.ceil(len(panels) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.3 * rows), squeeze=False)
@@ -122,12 +126,6 @@ def gap_figure(panels: Sequence[GapCurve], columns: int | None = None, width: fl
 def _overparam_panels(rows: Sequence[Mapping[str, Any]]):
     """Figure 4's layout for DEQs: D(N, ΔN) on the training loss (left) and the test-error gap
     (right) against ΔN, one line per training-set size, coloured by the training loss at N."""
-    import matplotlib.pyplot as plt
-    from matplotlib import cm, colors
-    from matplotlib.ticker import FuncFormatter
-
-    from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
-
     losses = np.asarray([r["loss_at_n"] for r in rows])
     norm = colors.LogNorm(vmin=max(losses.min(), 1e-4), vmax=max(losses.max(), 2e-4))
     cmap = plt.get_cmap("viridis")
@@ -157,8 +155,6 @@ def _overparam_panels(rows: Sequence[Mapping[str, Any]]):
 def _authors_panels(folder: str | Path):
     """The paper's own Figure 2 from the authors' CSV files in ``folder`` (those present), drawn
     with the same panel code; ``None`` when the folder holds none of them."""
-    from i2o.chapters.deq_gaps.authors_csv import read_curve
-
     if not folder:
         return None
     found = {kind: Path(folder) / name for kind, name in AUTHORS_FILES.items()
@@ -168,7 +164,8 @@ def _authors_panels(folder: str | Path):
     return gap_figure([read_curve(path, kind) for kind, path in found.items()], columns=2)
 
 
-def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any]) -> str:
+def sizes_table(results: Mapping[str, Any], jobs: ChapterJobs, params: Mapping[str, Any]
+                ) -> str:
     """A plain-text table of what was trained, on what, and at what cost."""
     def seconds(history: Mapping[str, Any]) -> float:
         return float(np.sum(history["seconds"])) if "seconds" in history else float("nan")
@@ -198,9 +195,10 @@ def sizes_table(results: Mapping[str, Any], jobs: Jobs, params: Mapping[str, Any
     return "\n".join(lines)
 
 
-def fit_report(r: GapsResults, p: Mapping[str, Any]) -> str:
+def fit_report(r: GapsResults) -> str:
     """Per classifier: training accuracy at N after training and the epochs it used (to the
     regime: until it fits plus ``cls_extra_epochs``, at most ``cls_epochs``)."""
+    p = r.params
     lines = [f"classifiers trained until their training accuracy at N reaches "
              f"{100 * p['cls_fit_accuracy']:g} % (checked every {p['cls_fit_every']} epochs) plus "
              f"{p['cls_extra_epochs']} epochs, at most {p['cls_epochs']}"
@@ -223,8 +221,6 @@ def fit_report(r: GapsResults, p: Mapping[str, Any]) -> str:
 
 def margins_report(p: Mapping[str, Any]) -> str:
     """The pre-registered margin rule and its reason, from the manifest."""
-    from i2o import profiles
-
     schema = profiles.entry("deq_gaps")["parameters"]["margin_fraction"]
     return (f"margin_fraction = {p['margin_fraction']:g}: {schema['help']}.\nReason: "
             f"{schema['reason']}.\nA claim with a margin is decided only when δ is at least the "

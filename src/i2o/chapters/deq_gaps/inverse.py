@@ -13,39 +13,55 @@ better) of ``f(z_N)``, per image.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from i2o import runtime
-from i2o.deq import DEQ, Probe, SolverSpec
+from i2o import replicates, runtime
+from i2o.chapters.deq_gaps import FIGURE
+from i2o.chapters.deq_gaps.jobs import history_arrays, parameter_count
+from i2o.data.cifar10 import load_cifar10
+from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
+from i2o.job import Job
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
 from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
 BACKWARDS = ("ift", "unrolled")
+#: the solver of training and of the sweep: fixed-point iteration (undamped)
+METHOD = "fixed_point"
 
 
-@dataclass(frozen=True)
-class InverseJob:
-    """Everything that determines one trained reconstruction network."""
+@dataclass(frozen=True, kw_only=True)
+class InverseJob(Job):
+    """One reconstruction network trained on patches of ``train_size`` CIFAR-10 training images
+    and swept on ``eval_size`` whole test images and ``eval_size`` whole training images (the
+    jobs ``inverse-deq`` and ``inverse-elder``)."""
+
+    figure: ClassVar[str] = FIGURE
 
     variant: str = "deq"              # "deq" or "elder"
     operator: str = "sr2"
     noise: float = 0.01
     width: int = 32
     depth: int = 3
-    train_iters: int = 10             # N: fixed-point iterations in training
-    method: str = "fixed_point"
+    #: training's solver: N = ``forward_spec.max_iter`` fixed-point iterations, ``tol = 0``
+    forward_spec: SolverSpec = SolverSpec(method=METHOD, max_iter=10, tol=0.0)
     backward: str = "ift"
-    backward_iter: int = 20           # adjoint solver steps (IFT)
+    #: the IFT adjoint's solver
+    backward_spec: SolverSpec = SolverSpec(method=METHOD, max_iter=20, tol=0.0)
     steps: int = 300
     batch_size: int = 32
     crop: int = 16
     lr: float = 3e-3
     seed: int = 0
+    grid: tuple[int, ...]             # the swept counts N + ΔN
+    train_size: int                   # training images the patches are cut from
+    eval_size: int                    # whole test images evaluated, and as many training images
+    replicate: int = 0                # redraws the measurement noise of the evaluation
 
     def __post_init__(self) -> None:
         self.config()  # validates variant, operator, sizes
@@ -53,22 +69,46 @@ class InverseJob:
             raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
         if self.crop < 4 or self.crop % 2 or self.crop > 32:
             raise ValueError(f"crop must be an even integer in [4, 32]; got {self.crop}")
-        SolverSpec(method=self.method, max_iter=self.train_iters)
+        for name in ("forward_spec", "backward_spec"):
+            if not isinstance(getattr(self, name), SolverSpec):
+                raise TypeError(f"{name} must be a SolverSpec; got "
+                                f"{type(getattr(self, name)).__name__}")
+
+    @property
+    def name(self) -> str:
+        return f"inverse-{self.variant}"
+
+    @property
+    def train_iters(self) -> int:
+        """``N``: the forward solver's iterations in training."""
+        return self.forward_spec.max_iter
 
     def config(self) -> InverseConfig:
         return InverseConfig(variant=self.variant, operator=self.operator, noise=self.noise,
                              width=self.width, depth=self.depth)
 
     def deq(self) -> DEQ:
-        forward = SolverSpec(method=self.method, max_iter=self.train_iters, tol=0.0)
-        backward = SolverSpec(method=self.method, max_iter=self.backward_iter, tol=0.0)
-        return DEQ(forward=forward, backward=self.backward, backward_spec=backward, output="fz")
+        return DEQ(forward=self.forward_spec, backward=self.backward,
+                   backward_spec=self.backward_spec, output="fz")
 
-    def sweep_spec(self) -> SolverSpec:
-        return self.deq().forward_spec
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        """Train the network on patches of the first ``train_size`` CIFAR-10 training images;
+        sweep it, with the solver it was trained with, on the first ``eval_size`` whole test
+        images and ``eval_size`` whole training images, the measurement noise drawn once per
+        split (:data:`NOISE_SEED`, redrawn by the replicate)."""
+        train, test = load_cifar10("train"), load_cifar10("test")
+        images = to_unit(train.images[:self.train_size])
+        model, history = train_reconstruction(self, images, self.checkpoints(), progress)
+        spec = self.deq().forward_spec
+        out: dict[str, Any] = {"history": history_arrays(history),
+                               "n_parameters": parameter_count(model)}
+        for split, clean in (("test", to_unit(test.images[:self.eval_size])),
+                             ("train", images[:self.eval_size])):
+            y = noisy_measurements(model, clean, self.noise,
+                                   seed=replicates.seed(NOISE_SEED, self.replicate))
+            out[split] = sweep_iterations(inverse_probes(model, clean, y), self.grid, spec)
+            out[f"{split}_baseline_neg_psnr"] = baseline_neg_psnr(model, clean, y)
+        return out
 
 
 def to_unit(images: np.ndarray) -> torch.Tensor:

@@ -25,15 +25,19 @@ returned iterate), so the only thing that changes at test time is ``N``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from i2o import runtime
-from i2o.data.shakespeare import CharCorpus, random_windows, tiled_windows
-from i2o.deq import DEQ, Probe, SolverSpec
+from i2o.chapters.deq_gaps import FIGURE
+from i2o.chapters.deq_gaps.jobs import history_arrays, parameter_count
+from i2o.data.shakespeare import CharCorpus, load_shakespeare, random_windows, tiled_windows
+from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
+from i2o.job import Job
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
 from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
@@ -41,18 +45,23 @@ from i2o.train.seeding import seed_everything
 BACKWARDS = ("ift", "unrolled")
 
 
-@dataclass(frozen=True)
-class LanguageJob:
-    """Everything that determines one trained language model."""
+@dataclass(frozen=True, kw_only=True)
+class LanguageJob(Job):
+    """One language model trained on its training text and swept on ``eval_windows`` windows of
+    the test split and of that text (the job ``language``)."""
+
+    figure: ClassVar[str] = FIGURE
 
     context: int = 64
     width: int = 64
     heads: int = 4
     ffn_width: int = 128
     weight_norm: bool = True
-    train_iters: int = 8              # N: solver iterations in training
-    method: str = "broyden"           # forward (and adjoint) solver
+    #: training's solver: N = ``forward_spec.max_iter`` steps, ``tol = 0``
+    forward_spec: SolverSpec = SolverSpec(method="broyden", max_iter=8, tol=0.0)
     backward: str = "ift"
+    #: the IFT adjoint's solver (the forward one: same method, N steps)
+    backward_spec: SolverSpec = SolverSpec(method="broyden", max_iter=8, tol=0.0)
     jac_weight: float = 0.0           # Jacobian regularisation (IFT only)
     steps: int = 1000                 # every optimiser step, the warm-up's included
     pretrain_steps: int = 0           # shallow warm-up steps before the DEQ is trained
@@ -61,14 +70,22 @@ class LanguageJob:
     batch_size: int = 32
     lr: float = 2e-3
     seed: int = 0
+    grid: tuple[int, ...]             # the swept counts N + ΔN
+    eval_windows: int                 # windows evaluated (test split, and of the training text)
+    replicate: int = 0
 
     def __post_init__(self) -> None:
         if self.backward not in BACKWARDS:
             raise ValueError(f"backward must be one of {BACKWARDS}; got {self.backward!r}")
         if self.jac_weight < 0:
             raise ValueError(f"jac_weight must be ≥ 0; got {self.jac_weight}")
-        for name, least in (("train_iters", 1), ("pretrain_steps", 0), ("train_chars", 0)):
-            value = getattr(self, name)
+        for name in ("forward_spec", "backward_spec"):
+            if not isinstance(getattr(self, name), SolverSpec):
+                raise TypeError(f"{name} must be a SolverSpec; got "
+                                f"{type(getattr(self, name)).__name__}")
+        for name, value, least in (("forward_spec.max_iter", self.forward_spec.max_iter, 1),
+                                   ("pretrain_steps", self.pretrain_steps, 0),
+                                   ("train_chars", self.train_chars, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"{name} must be an integer ≥ {least}; got {value!r}")
         if self.pretrain_steps >= self.steps:
@@ -79,7 +96,15 @@ class LanguageJob:
         if 0 < self.train_chars <= self.context:
             raise ValueError(f"train_chars must be 0 (all) or more than context = {self.context}; "
                              f"got {self.train_chars}")
-        SolverSpec(method=self.method)  # validates the method's name
+
+    @property
+    def name(self) -> str:
+        return "language"
+
+    @property
+    def train_iters(self) -> int:
+        """``N``: the forward solver's steps in training."""
+        return self.forward_spec.max_iter
 
     def config(self, vocab_size: int) -> TransformerConfig:
         return TransformerConfig(vocab_size=vocab_size, context=self.context, width=self.width,
@@ -87,19 +112,30 @@ class LanguageJob:
                                  weight_norm=self.weight_norm)
 
     def deq(self) -> DEQ:
-        spec = SolverSpec(method=self.method, max_iter=self.train_iters, tol=0.0)
-        return DEQ(forward=spec, backward=self.backward, backward_spec=spec, output="fz")
+        return DEQ(forward=self.forward_spec, backward=self.backward,
+                   backward_spec=self.backward_spec, output="fz")
 
     def training_text(self, corpus: CharCorpus) -> np.ndarray:
         """The character ids the model is trained on (and its training curves evaluated on)."""
         return corpus.train[:self.train_chars] if self.train_chars else corpus.train
 
-    def sweep_spec(self) -> SolverSpec:
-        """The solver of the evaluation: the training one, returning the same iterate."""
-        return self.deq().forward_spec
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        """Train the DEQ transformer on its training text (the first ``train_chars`` characters
+        of the first 90 % of Tiny Shakespeare); sweep it on ``eval_windows`` windows of the test
+        split and of the training text, with the solver it was trained with (the DEQ's forward
+        solver, which fixes the iterate an unrolled model returns)."""
+        corpus = load_shakespeare()
+        model, history = train_language_model(self, corpus, self.checkpoints(), progress)
+        spec, text = self.deq().forward_spec, self.training_text(corpus)
+        return {
+            "test": sweep_iterations(language_probes(model, corpus.test, self.eval_windows),
+                                     self.grid, spec),
+            "train": sweep_iterations(language_probes(model, text, self.eval_windows),
+                                      self.grid, spec),
+            "history": history_arrays(history),
+            "n_parameters": parameter_count(model),
+            "n_characters": np.asarray([len(text), len(corpus.test)]),
+        }
 
 
 def train_language_model(job: LanguageJob, corpus: CharCorpus,

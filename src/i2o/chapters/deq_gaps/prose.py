@@ -1,13 +1,15 @@
-"""The deq_gaps chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
+"""The deq_gaps chapter's conclusions, written from its claim rows (:mod:`.claims`): one
+paragraph per task and one for the overparametrization sweep (:func:`i2o.prose.conclusions`)."""
 
 from __future__ import annotations
 
 from i2o.chapters.deq_gaps.claims import INVERSE, NAMES
-from i2o.claims import Claim
+from i2o.claims import Claims
 from i2o.prose import paragraph, sentence
 
 
-def task_paragraph(rows: dict[str, Claim], task: str) -> str:
+def task_paragraph(claims: Claims, task: str) -> str:
+    rows = claims.by_id
     name = NAMES[task]
     gate = rows[f"{task}_gate"]
     parts = [f"**{name}.**"]
@@ -54,12 +56,13 @@ def task_paragraph(rows: dict[str, Claim], task: str) -> str:
     return paragraph(parts)
 
 
-def conclusions(rows: dict[str, Claim]) -> str:
-    """One paragraph per task, and one for the overparametrization sweep."""
-    paragraphs = [task_paragraph(rows, task) for task in NAMES]
-    if "overparam" in rows:
-        row = rows["overparam"]
-        paragraphs.append("**Overparametrization sweep.** " + sentence(
+def paragraphs(claims: Claims, section: str = "") -> list[str]:
+    """One paragraph per task, and one for the overparametrization sweep (the chapter has one
+    section of conclusions: ``section`` is not used)."""
+    out = [task_paragraph(claims, task) for task in NAMES]
+    if "overparam" in claims.by_id:
+        row = claims["overparam"]
+        out.append("**Overparametrization sweep.** " + sentence(
             row, f"The better a DEQ fits its training set, the larger the share of its fit it "
             f"loses to extra iterations ({row.value}).",
             f"The share of its fit a DEQ loses to extra iterations is not larger when it fits "
@@ -67,5 +70,5 @@ def conclusions(rows: dict[str, Claim]) -> str:
             "Whether the DEQs that fit better lose a larger share of their fit to extra "
             "iterations is undecided"))
         if "in the regime" in row.check:
-            paragraphs[-1] += " Sizes " + row.check.split("in the regime")[1].split(";")[0] + "."
-    return "\n\n".join(paragraphs)
+            out[-1] += " Sizes " + row.check.split("in the regime")[1].split(";")[0] + "."
+    return out

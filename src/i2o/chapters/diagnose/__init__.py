@@ -6,9 +6,13 @@ No figure of the paper: the chapter trains a small convolutional DEQ written wit
 ``N'``, the gap ``D(N, ΔN)`` with intervals, the verdicts and the recommended ``N'``.
 
 - :mod:`.torchdeq_net` the torchdeq model and its training step;
-- :mod:`.runs` the two cached jobs (train, then sweep); :mod:`.figures` one figure per model;
+- :mod:`.jobs` the two cached jobs (train, then sweep), one per model; :mod:`.runs` their
+  collection and the diagnoses; :mod:`.figures` one figure per model;
 - :mod:`.claims` the verdicts as claims and the numbers of the text; :mod:`.prose` the
   conclusions written from them.
 """
 
 FIGURE = "diagnose"
+#: The diagnosed models, in the order of the jobs, the claims and the conclusions.
+MODELS = ("torchdeq", "mdeq")
+LABELS = {"torchdeq": "torchdeq ConvDEQ", "mdeq": "book MDEQ"}

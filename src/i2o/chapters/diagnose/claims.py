@@ -4,33 +4,31 @@ gated by the fit criterion ``fit_accuracy`` measured on its own training images 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from i2o.chapters.diagnose import FIGURE
-from i2o.chapters.diagnose.runs import MODELS, DiagnoseResults
-from i2o.claims import Claim, Claims
+from i2o.chapters.diagnose import FIGURE, MODELS
+from i2o.chapters.diagnose.runs import DiagnoseResults
+from i2o.claims import Claims
 
 #: the order of a diagnosis's claim rows (:meth:`i2o.diagnose.Diagnosis.claims` with a fit gate)
 ROWS = ("fit", "help", "hurt", "same", "fewer", "residual", "recommendation")
 
 
-def claims(params: Mapping[str, Any], results: DiagnoseResults
-           ) -> tuple[Claims, dict[str, Claim]]:
-    """The table of both models' verdicts and its rows by key ``<model>_<row>``."""
-    table = Claims(FIGURE, str(getattr(params, "profile", "")))
-    rows: dict[str, Claim] = {}
+def claims(results: DiagnoseResults) -> Claims:
+    """The table of both models' verdicts, each row recorded as ``<model>_<row>``; the facts
+    hold each model's recommended ``N'`` (``recommended``: model → N') for the prose."""
+    table = Claims(FIGURE, str(results.params.profile))
     for model in MODELS:
         own = results.diagnoses[model].claims(FIGURE, table.profile).rows
         if len(own) != len(ROWS):
             raise RuntimeError(f"expected {len(ROWS)} claim rows, got {len(own)}")
         for key, row in zip(ROWS, own, strict=True):
-            table.rows.append(row)
-            rows[f"{model}_{key}"] = row
-    return table, rows
+            table.add(row.claim, row.holds, row.value, row.decided_by, row.check, row.margin,
+                      id=f"{model}_{key}")
+    table.facts["recommended"] = {model: results.diagnoses[model].recommendation.n
+                                  for model in MODELS}
+    return table
 
 
-def numbers(params: Mapping[str, Any], results: DiagnoseResults) -> dict[str, str]:
+def numbers(results: DiagnoseResults) -> dict[str, str]:
     """``glue`` name → formatted value."""
     out: dict[str, str] = {}
     for model in MODELS:
@@ -50,5 +48,4 @@ def numbers(params: Mapping[str, Any], results: DiagnoseResults) -> dict[str, st
         out[f"{key}-train-seconds"] = f"{float(record['train_seconds']):.0f}"
         out[f"{key}-sweep-seconds"] = f"{float(record['sweep_seconds']):.1f}"
         out[f"{key}-solves"] = str(int(record["solves"]))
-    out["diagnose-collect-seconds"] = f"{results.collect_seconds:.0f}"
     return out

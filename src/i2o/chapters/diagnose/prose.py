@@ -1,11 +1,12 @@
-"""The chapter's conclusions, written from its claim rows (:mod:`.claims`)."""
+"""The chapter's conclusions, written from its claims table (:mod:`.claims`) by
+:func:`i2o.prose.conclusions`: rows ``<model>_<row>`` and the facts' recommended ``N'``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from i2o.chapters.diagnose.runs import LABELS, MODELS, DiagnoseResults
-from i2o.claims import Claim
+from i2o.chapters.diagnose import LABELS, MODELS
+from i2o.claims import Claim, Claims
 from i2o.prose import paragraph, sentence
 
 
@@ -17,19 +18,21 @@ def _without_gate(row: Claim, fit: Claim) -> Claim:
     return row
 
 
-def conclusions(rows: dict[str, Claim], results: DiagnoseResults) -> str:
-    """One paragraph per model: fit, the answer about more and fewer iterations, the N' to use."""
+def paragraphs(claims: Claims, section: str = "") -> list[str]:
+    """One paragraph per model: fit, the answer about more and fewer iterations, the N' to use
+    (the chapter has one conclusions section)."""
     parts = []
     for model in MODELS:
-        label, rec = LABELS[model], results.diagnoses[model].recommendation
-        row = {key.removeprefix(f"{model}_"): _without_gate(r, rows[f"{model}_fit"])
-               for key, r in rows.items() if key.startswith(f"{model}_")}
+        label, rec = LABELS[model], claims.facts["recommended"][model]
+        prefix, fit = f"{model}_", claims[f"{model}_fit"]
+        row = {key.removeprefix(prefix): _without_gate(r, fit)
+               for key, r in claims.by_id.items() if key.startswith(prefix)}
         text = [f"**{label}.**"]
         if row["fit"].holds is not True:
             text.append(f"It does not fit its training images ({row['fit'].value}; "
                         f"{row['fit'].check}), so its verdicts are undecided: the paper's claims "
                         "are about models that fit.")
-            text.append(f"The curve alone suggests N' = {rec.n} (not a verdict).")
+            text.append(f"The curve alone suggests N' = {rec} (not a verdict).")
             parts.append(paragraph(text))
             continue
         text.append(f"It fits its training images ({row['fit'].value}).")
@@ -54,7 +57,7 @@ def conclusions(rows: dict[str, Claim], results: DiagnoseResults) -> str:
         if row["residual"].holds is False:
             text.append(f"Its solver does not keep converging beyond N ({row['residual'].value}).")
         text.append(sentence(
-            row["recommendation"], f"Use N' = {rec.n} test-time iterations.", "",
-            f"The recommendation is N' = {rec.n}, but the data cannot decide it"))
+            row["recommendation"], f"Use N' = {rec} test-time iterations.", "",
+            f"The recommendation is N' = {rec}, but the data cannot decide it"))
         parts.append(paragraph(text))
-    return "\n\n".join(parts)
+    return parts

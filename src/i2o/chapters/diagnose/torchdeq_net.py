@@ -27,7 +27,7 @@ class ConvDEQ(nn.Module):
     def __init__(self, channels: int, train_iters: int, solver: str = "anderson",
                  classes: int = 10, groups: int = 4):
         super().__init__()
-        from torchdeq import get_deq
+        from torchdeq import get_deq  # lazy: torchdeq is optional (the bench extra)
 
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}")

@@ -8,21 +8,32 @@ Eq. 5), then vary the number of inner iterations at test time.
 - :mod:`.tasks`      the sinusoid task distribution and fixed training sets;
 - :mod:`.mlp`        the MLP, without normalization or with per-set / joint batch
   normalization;
-- :mod:`.maml`       MAML adaptation and meta-loss;
-- :mod:`.imaml`      iMAML adaptation (jaxopt) and meta-loss with implicit hypergradient;
+- :mod:`.model`      a meta-trained model as a job (:class:`i2o.job.Job`): what both methods
+  share (the outer loop, its seeds and checkpoints);
+- :mod:`.maml`       MAML adaptation and meta-loss, and the MAML model;
+- :mod:`.imaml`      iMAML adaptation (jaxopt) and meta-loss with implicit hypergradient, and the
+  iMAML model;
 - :mod:`.descent`    jaxopt's gradient descent with line search written for ``vmap`` (a
   meta-batch's inner problems as one program; used on a GPU);
 - :mod:`.checkpoint` atomic checkpoints of pytrees;
 - :mod:`.outer`      the outer (meta-training) loop with checkpoint/resume;
-- :mod:`.evaluate`   test-time sweeps over the number of inner steps, D(N, ΔN);
-- :mod:`.gradient_noise` signal and noise of a meta-gradient (iMAML's plateau at small λ);
-- :mod:`.runs`       the figure-level recipes, cached in :mod:`i2o.results`;
-- :mod:`.floor`      the error floor per-set batch normalization imposes;
-- :mod:`.claims`     the chapter's claims as gated predicates;
+- :mod:`.evaluate`   test-time sweeps over the number of inner steps, D(N, ΔN), and the job of
+  one model's sweep;
+- :mod:`.gradient_noise` signal and noise of a meta-gradient (iMAML's plateau at small λ), and
+  its job at the chapter's initialization;
+- :mod:`.floor`      the error floor per-set batch normalization imposes, and its job;
+- :mod:`.runs`       the chapter's parameters → its jobs → its results (:class:`.runs.MetaResults`);
+- :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.gates`);
+- :mod:`.prose`      the conclusions written from the claims;
 - :mod:`.figures`    the figures.
 
 Importing this package switches JAX to float64 (``jax_enable_x64``): jaxopt's backtracking line
 search in float32 was measured to slow down by more than 25× on some runs.
+
+Importing the package therefore imports JAX: a process first asks XLA for its threads and pins
+(:func:`i2o.runtime.jax_single_thread`, before any module of the chapter is imported: the
+notebook's first cell, :func:`i2o.sweep.chapter_runs`; the sweep's workers start with them in
+their environment).
 """
 
 import jax

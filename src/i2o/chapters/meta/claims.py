@@ -1,7 +1,9 @@
 """The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail.
 
-Every predicate returns a :class:`Verdict`: ``holds`` is True or False when the data can decide,
-``None`` with the reason when they cannot. The gates, in the order they are checked:
+Every predicate returns an :data:`i2o.gates.Decision` ``(holds, value)``: ``holds`` is True or
+False when the data can decide, ``None`` with the reason when they cannot; ``value`` is what the
+claim's row shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
+are the chapter's :class:`Thresholds`; the gates, in the order they are checked:
 
 - *trained*: the model's outer training loss has settled — its fall between the last two windows
   of ``plateau_window`` × its outer steps is at most ``plateau_rtol`` of its level or of its
@@ -47,7 +49,8 @@ read as evidence against the claim.)
 
 Figure 4's ordering is a Spearman rank correlation across the training-set sizes between the
 seed-mean training loss at N and the seed-mean D(N, ΔN_max), with ≥ ``min_seeds`` seeds per size:
-it holds at ρ ≤ −0.9, fails at ρ ≥ +0.9 and is undecided in between.
+it holds at ρ ≤ −0.9, fails at ρ ≥ +0.9 and is undecided in between
+(:func:`i2o.gates.rank_correlation`).
 The threshold's false-positive rate under a random ordering (exact, by enumerating permutations)
 is stated with the verdict and must be ≤ 5 %: with 5 sizes, ρ ≤ −0.9 has p = 5/120 = 0.042.
 """
@@ -56,23 +59,31 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from i2o import gates as book_gates
-from i2o.chapters.meta import evaluate, gradient_noise
+from i2o import gates
+from i2o.chapters.meta import FIGURE, evaluate, gradient_noise
+from i2o.chapters.meta.runs import MetaResults
+from i2o.claims import Claims
+from i2o.gates import Decision
+from i2o.profiles import Params
 
 Z_SCORE = 2.0
 RANK_CORRELATION_THRESHOLD = -0.9
 MAX_FALSE_POSITIVE_RATE = 0.05
+#: the sections of the chapter's claims, in the order of their rows (the notebook concludes each)
+SECTIONS = ("figure3", "figure4", "ablation", "noise")
 
 
 @dataclass(frozen=True)
-class Gates:
-    """What a model and its sweep must satisfy before a claim about it is decided."""
+class Thresholds:
+    """What a model and its sweep must satisfy before a claim about it is decided: the values of
+    its gates."""
 
     min_outer_steps: int = 0
     fig4_min_outer_steps: int = 0
@@ -85,31 +96,20 @@ class Gates:
     min_seeds: int = 3
 
 
-@dataclass(frozen=True)
-class Verdict:
-    claim: str
-    holds: bool | None
-    value: str
-
-    @property
-    def verdict(self) -> str:
-        return {True: "holds", False: "fails", None: "undecided"}[self.holds]
-
-
 def finite_tasks(curves: dict[str, Any]) -> np.ndarray:
     """Tasks whose query MSE stayed finite at every step count of the sweep."""
     return np.all(np.isfinite(curves["query"]), axis=1)
 
 
-def converged_tasks(curves: dict[str, Any], gates: Gates) -> np.ndarray:
+def converged_tasks(curves: dict[str, Any], limits: Thresholds) -> np.ndarray:
     """Per task and grid count (tasks × grid), whether MAML's inner problem has converged there by
     the rule of the module docstring."""
     start = np.asarray(curves["grad_norm_0"], dtype=float)[:, None]
-    return np.asarray(curves["grad_norm"], dtype=float) <= gates.grad_fraction * start
+    return np.asarray(curves["grad_norm"], dtype=float) <= limits.grad_fraction * start
 
 
-def convergence_rule(gates: Gates) -> str:
-    return f"‖∇ support loss‖ ≤ {gates.grad_fraction:g} × its value at θ_meta"
+def convergence_rule(limits: Thresholds) -> str:
+    return f"‖∇ support loss‖ ≤ {limits.grad_fraction:g} × its value at θ_meta"
 
 
 def _model_name(curves: dict[str, Any]) -> str:
@@ -142,47 +142,49 @@ def plateau(losses: Any, window: float) -> float:
     return float(min(fall / abs(previous), of_whole))
 
 
-def plateau_gate(curves: dict[str, Any], gates: Gates) -> str | None:
-    """The reason the model's outer loss has not settled, or ``None``: its fall between the last
-    two windows of ``plateau_window`` × its outer steps must be at most ``plateau_rtol`` of its
-    level or of its whole fall (:func:`plateau`; a model still mid-transition would be judged on a
-    passing state)."""
-    if not np.isfinite(gates.plateau_rtol):
-        return None
-    fall = plateau(curves.get("train_losses", ()), gates.plateau_window)
-    if not np.isfinite(fall) or fall > gates.plateau_rtol:
-        return (f"the outer training loss has not settled: over the last "
-                f"{gates.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps it "
-                f"fell by {fall:.1%} of its level or of its whole fall (the smaller), more than "
-                f"{gates.plateau_rtol:.0%}; more outer steps would decide it")
-    return None
+def plateau_gate(curves: dict[str, Any], limits: Thresholds) -> Decision:
+    """Open when the model's outer loss has settled: its fall between the last two windows of
+    ``plateau_window`` × its outer steps must be at most ``plateau_rtol`` of its level or of its
+    whole fall (:func:`plateau`; a model still mid-transition would be judged on a passing
+    state)."""
+    if not np.isfinite(limits.plateau_rtol):
+        return gates.condition(True, "")
+    fall = plateau(curves.get("train_losses", ()), limits.plateau_window)
+    return gates.condition(
+        np.isfinite(fall) and fall <= limits.plateau_rtol,
+        f"the outer training loss has not settled: over the last "
+        f"{limits.plateau_window:.0%} of the {int(curves['outer_steps']):,} outer steps it "
+        f"fell by {fall:.1%} of its level or of its whole fall (the smaller), more than "
+        f"{limits.plateau_rtol:.0%}; more outer steps would decide it")
 
 
-def _training_gate(curves: dict[str, Any], gates: Gates) -> str | None:
-    """The reason the model is not trained enough to decide, or ``None``."""
+def _model_gates(curves: dict[str, Any], limits: Thresholds) -> Iterator[Decision]:
+    """The gates of a claim about one model, in order (each evaluated only when the ones before
+    are open): trained long enough, settled, learned to use the support set, few diverged
+    tasks."""
     steps = int(curves["outer_steps"])
-    if steps < gates.min_outer_steps:
-        return (f"trained {steps} outer steps, fewer than the {gates.min_outer_steps} needed "
-                f"to decide")
-    if reason := plateau_gate(curves, gates):
-        return reason
+    yield gates.condition(steps >= limits.min_outer_steps,
+                          f"trained {steps} outer steps, fewer than the {limits.min_outer_steps} "
+                          f"needed to decide")
+    yield plateau_gate(curves, limits)
     finite = finite_tasks(curves)
     grid = list(curves["grid"])
     at_n = float(np.mean(curves["query"][finite, grid.index(curves["inner_steps"])]))
-    if at_n >= gates.baseline_mse:
-        return (f"the model has not learned to use the support set: test MSE {at_n:.3f} at N, "
-                f"not below {gates.baseline_mse:.3f} (the best predictor ignoring the support)")
-    return None
+    yield gates.condition(not at_n >= limits.baseline_mse,  # a NaN level is the next gate's
+                          f"the model has not learned to use the support set: test MSE "
+                          f"{at_n:.3f} at N, not below {limits.baseline_mse:.3f} (the best "
+                          f"predictor ignoring the support)")
+    n_bad, n = int((~finite).sum()), len(finite)
+    yield gates.condition(n_bad <= limits.max_diverged_fraction * n,
+                          f"{n_bad} of {n} tasks diverged (non-finite MSE), more than "
+                          f"{limits.max_diverged_fraction:.0%}")
 
 
-def _divergence_gate(curves: dict[str, Any], gates: Gates) -> tuple[str | None, str]:
+def _excluded(curves: dict[str, Any]) -> str:
+    """The note a decided claim carries on the diverged tasks it excluded."""
     finite = finite_tasks(curves)
     n_bad, n = int((~finite).sum()), len(finite)
-    note = "" if n_bad == 0 else f"; {n_bad} of {n} tasks diverged and are excluded"
-    if n_bad > gates.max_diverged_fraction * n:
-        return (f"{n_bad} of {n} tasks diverged (non-finite MSE), more than "
-                f"{gates.max_diverged_fraction:.0%}"), note
-    return None, note
+    return "" if n_bad == 0 else f"; {n_bad} of {n} tasks diverged and are excluded"
 
 
 def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -190,46 +192,53 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return index[index % 2 == 0], index[index % 2 == 1]
 
 
-def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> book_gates.Interval:
+def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates.Interval:
     """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
     tasks."""
     gain, se = evaluate.paired_difference(per_task, reference, best)
-    return book_gates.from_se(gain, se, len(per_task), over="held-out tasks")
+    return gates.from_se(gain, se, len(per_task), over="held-out tasks")
 
 
-def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> tuple[bool | None, str]:
+def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
     """:func:`i2o.gates.positive` on :func:`_held_out_interval`, and the interval as text (with
     the tasks that would decide it)."""
     ci = _held_out_interval(per_task, reference, best)
-    holds, reason = book_gates.positive(ci)
+    holds, reason = gates.positive(ci)
     return holds, ci.describe(digits=4) + ("" if holds is not None else f"; {reason}")
 
 
-def more_steps_help(curves: dict[str, Any], gates: Gates) -> Verdict:
+def more_steps_claim(curves: dict[str, Any]) -> str:
+    return f"{_model_name(curves)}: more inner steps than in training lower the test MSE"
+
+
+def more_steps_help(curves: dict[str, Any], limits: Thresholds) -> Decision:
     """*More inner steps than N help*: k* = argmin over the grid points beyond N of the mean test
     MSE on the even tasks; on the odd tasks the interval of MSE(N) − MSE(k*) lies above 0 (fails:
     at or below 0; undecided: it contains 0)."""
-    name = _model_name(curves)
-    claim = f"{name}: more inner steps than in training lower the test MSE"
     grid = list(curves["grid"])
     n = int(curves["inner_steps"])
-    for reason in (_training_gate(curves, gates), _divergence_gate(curves, gates)[0]):
-        if reason:
-            return Verdict(claim, None, reason)
-    note = _divergence_gate(curves, gates)[1]
-    if grid[-1] <= n:
-        return Verdict(claim, None, f"the grid stops at N = {n}")
-    mse = curves["query"][finite_tasks(curves)]
-    choose, test = _halves(len(mse))
-    beyond = [i for i, k in enumerate(grid) if k > n]
-    best = beyond[int(np.argmin(mse[choose][:, beyond].mean(axis=0)))]
-    holds, interval = _held_out_gain(mse[test], grid.index(n), best)
-    return Verdict(claim, holds,
-                   f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
-                   f"MSE(N) − MSE(k*) = {interval} (needs the interval above 0){note}")
+
+    def measured() -> Decision:
+        mse = curves["query"][finite_tasks(curves)]
+        choose, test = _halves(len(mse))
+        beyond = [i for i, k in enumerate(grid) if k > n]
+        best = beyond[int(np.argmin(mse[choose][:, beyond].mean(axis=0)))]
+        holds, interval = _held_out_gain(mse[test], grid.index(n), best)
+        return holds, (f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
+                       f"MSE(N) − MSE(k*) = {interval} (needs the interval above 0)"
+                       f"{_excluded(curves)}")
+
+    checks = itertools.chain(_model_gates(curves, limits), [
+        gates.condition(grid[-1] > n, f"the grid stops at N = {n}")])
+    return gates.gated(checks, measured)
 
 
-def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
+def best_before_claim(curves: dict[str, Any]) -> str:
+    return (f"{_model_name(curves)}: the best test MSE is reached before the inner problem "
+            f"converges")
+
+
+def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decision:
     """*The best test MSE is reached before convergence*: k* = argmin of the mean test MSE over
     the grid on the even tasks, compared on the odd tasks with the converged inner problem
     (module docstring). MAML: decided only when the inner problem converges within the grid, at
@@ -239,76 +248,82 @@ def best_before_convergence(curves: dict[str, Any], gates: Gates) -> Verdict:
     contains 0 and k* is the sweep's last count (the best is then the iterate nearest
     convergence, and the converged solution is no worse: the analogue of MAML's k* ≥ k_conv).
     Otherwise undecided when the interval contains 0."""
-    name = _model_name(curves)
-    claim = f"{name}: the best test MSE is reached before the inner problem converges"
-    grid = list(curves["grid"])
-    for reason in (_training_gate(curves, gates), _divergence_gate(curves, gates)[0]):
-        if reason:
-            return Verdict(claim, None, reason)
-    note = _divergence_gate(curves, gates)[1]
-    finite = finite_tasks(curves)
-    mse = curves["query"][finite]
-    choose, test = _halves(len(mse))
-    best = int(np.argmin(mse[choose].mean(axis=0)))
-    chosen = f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
-    if curves["method"] != "maml":
-        return _imaml_best_before(curves, finite, mse, test, best, claim, chosen, note)
-    converged = converged_tasks(curves, gates)[finite]
-    share = converged.mean(axis=0)
-    reached = np.flatnonzero(share >= gates.min_converged_fraction)
-    if reached.size == 0:
-        return Verdict(claim, None,
-                       f"the inner problem has not converged on {gates.min_converged_fraction:.0%}"
-                       f" of the tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: "
-                       f"{convergence_rule(gates)}); a longer sweep would decide it")
-    at = int(reached[0])
-    if best >= at:  # the best count is not before convergence, whatever the difference
-        holds, interval = False, _held_out_interval(mse[test], at, best).describe(digits=4)
-    else:
-        holds, interval = _held_out_gain(mse[test], at, best)
-    return Verdict(claim, holds,
-                   f"{chosen}MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and the "
-                   f"interval above 0); converged at k_conv = {grid[at]} ({share[at]:.0%} of "
-                   f"tasks: {convergence_rule(gates)}){note}")
+
+    def measured() -> Decision:
+        grid = list(curves["grid"])
+        note = _excluded(curves)
+        finite = finite_tasks(curves)
+        mse = curves["query"][finite]
+        choose, test = _halves(len(mse))
+        best = int(np.argmin(mse[choose].mean(axis=0)))
+        chosen = f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
+        if curves["method"] != "maml":
+            return _imaml_best_before(curves, finite, mse, test, best, chosen, note)
+        share = converged_tasks(curves, limits)[finite].mean(axis=0)
+        reached = np.flatnonzero(share >= limits.min_converged_fraction)
+
+        def against_convergence() -> Decision:
+            at = int(reached[0])
+            if best >= at:  # the best count is not before convergence, whatever the difference
+                holds, interval = False, _held_out_interval(mse[test], at, best).describe(digits=4)
+            else:
+                holds, interval = _held_out_gain(mse[test], at, best)
+            return holds, (f"{chosen}MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and "
+                           f"the interval above 0); converged at k_conv = {grid[at]} "
+                           f"({share[at]:.0%} of tasks: {convergence_rule(limits)}){note}")
+
+        converged = gates.condition(
+            reached.size > 0,
+            f"the inner problem has not converged on {limits.min_converged_fraction:.0%} of the "
+            f"tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: {convergence_rule(limits)}); a "
+            f"longer sweep would decide it")
+        return gates.gated([converged], against_convergence)
+
+    return gates.gated(_model_gates(curves, limits), measured)
 
 
 def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarray,
-                       test: np.ndarray, best: int, claim: str, chosen: str,
-                       note: str) -> Verdict:
+                       test: np.ndarray, best: int, chosen: str, note: str) -> Decision:
     reference = np.asarray(curves.get("query_reference", np.full_like(mse, np.nan)),
                            dtype=float)[finite]
-    if not np.all(np.isfinite(reference)):
-        return Verdict(claim, None, "no convergence reference was computed (reference_iters = 0)")
-    per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
-    if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
-        ci = _held_out_interval(per_task[test], 0, best + 1)
-        holds = book_gates.positive(ci)[0]
-        interval = ci.describe(digits=4)
-        if holds is None:
-            holds, interval = False, (interval + "; k* is the sweep's last count, nearest "
-                                      "convergence, and the converged solution is no worse")
-    else:
-        holds, interval = _held_out_gain(per_task[test], 0, best + 1)
-    objective = np.asarray(curves["objective"], dtype=float)[finite][:, best]
-    f_ref = np.asarray(curves["objective_reference"], dtype=float)[finite][:, best]
-    gap = float(np.median((objective - f_ref) / np.abs(f_ref)))
-    return Verdict(claim, holds,
-                   f"{chosen}MSE(converged) − MSE(k*) = {interval} (needs the interval above "
-                   f"0); converged: L-BFGS on F from the sweep's last iterate, whose F the median "
-                   f"task's k* iterate exceeds by {gap:.1e} (relative){note}")
+
+    def against_reference() -> Decision:
+        per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
+        if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
+            ci = _held_out_interval(per_task[test], 0, best + 1)
+            holds = gates.positive(ci)[0]
+            interval = ci.describe(digits=4)
+            if holds is None:
+                holds, interval = False, (interval + "; k* is the sweep's last count, nearest "
+                                          "convergence, and the converged solution is no worse")
+        else:
+            holds, interval = _held_out_gain(per_task[test], 0, best + 1)
+        objective = np.asarray(curves["objective"], dtype=float)[finite][:, best]
+        f_ref = np.asarray(curves["objective_reference"], dtype=float)[finite][:, best]
+        gap = float(np.median((objective - f_ref) / np.abs(f_ref)))
+        return holds, (f"{chosen}MSE(converged) − MSE(k*) = {interval} (needs the interval "
+                       f"above 0); converged: L-BFGS on F from the sweep's last iterate, whose F "
+                       f"the median task's k* iterate exceeds by {gap:.1e} (relative){note}")
+
+    computed = gates.condition(np.all(np.isfinite(reference)),
+                               "no convergence reference was computed (reference_iters = 0)")
+    return gates.gated([computed], against_reference)
 
 
-def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Verdict:
+def above_floor_claim(curves: dict[str, Any]) -> str:
+    return (f"{_model_name(curves)}: the test MSE never goes below the per-set-BN floor (sanity "
+            f"check)")
+
+
+def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decision:
     """Sanity check of the per-set-BN floor: no step count brings the mean test MSE more than
     z standard errors (of the mean and of the floor's Monte Carlo) below it."""
-    name = _model_name(curves)
     finite = finite_tasks(curves)
     mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
     i = int(np.argmin(mean))
     margin = Z_SCORE * math.hypot(se[i], floor_se)
-    return Verdict(f"{name}: the test MSE never goes below the per-set-BN floor (sanity check)",
-                   bool(mean[i] >= floor - margin),
-                   f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
+    holds, _ = gates.compare(mean[i], ">=", floor - margin)
+    return holds, (f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
                    f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}")
 
 
@@ -356,17 +371,20 @@ def figure4_summary(per_set: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
+FIT_ORDERING_CLAIM = ("the better a model fits its training set (low ℓ(z_N)), the higher "
+                      "D(N, ΔN)")
+
+
+def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
     """*The better a model fits its training set, the higher D*: Spearman ρ between the
     seed-mean training loss at N and the seed-mean D(N, ΔN_max) across set sizes ≤ −0.9 (fails:
     ρ ≥ +0.9, the opposite ordering at the same false-positive rate; undecided in between, where
     no ordering is told from a random one; until 2026-11-25 any ρ > −0.9 counted as a fail).
 
-    Only models that meta-learned count: training loss at N below ``gates.baseline_mse`` (the
-    best predictor ignoring the support set); each size needs ``gates.min_seeds`` of them."""
-    claim = "the better a model fits its training set (low ℓ(z_N)), the higher D(N, ΔN)"
-    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < gates.baseline_mse
-               and plateau_gate(c, gates) is None}
+    Only models that meta-learned count: training loss at N below ``limits.baseline_mse`` (the
+    best predictor ignoring the support set); each size needs ``limits.min_seeds`` of them."""
+    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < limits.baseline_mse
+               and plateau_gate(c, limits)[0] is True}
     all_rows = figure4_summary(per_set)
     steps = min(r["outer_steps"] for r in all_rows)
     trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
@@ -376,71 +394,77 @@ def fit_ordering(per_set: dict[str, Any], gates: Gates) -> Verdict:
     seeds = min(counts.values())
     rate = spearman_false_positive_rate(len(rows), RANK_CORRELATION_THRESHOLD) \
         if len(rows) > 1 else 1.0
-    if steps < gates.fig4_min_outer_steps:
-        return Verdict(claim, None, f"trained {steps} outer steps, fewer than the "
-                                    f"{gates.fig4_min_outer_steps} needed to decide")
     diverged, tasks = (sum(r["n_diverged"] for r in all_rows),
                        sum(r["n_tasks"] for r in all_rows))
-    if diverged > gates.max_diverged_fraction * tasks:
-        return Verdict(claim, None, f"{diverged} of {tasks} training tasks diverged (non-finite "
-                                    f"MSE), more than {gates.max_diverged_fraction:.0%}")
-    if seeds < gates.min_seeds:
-        learned_counts = ", ".join(f"B = {size}: {count} of {trained[size]}"
-                                   for size, count in counts.items())
-        return Verdict(claim, None, f"fewer than {gates.min_seeds} seeds per training-set size "
-                                    f"meta-learned (training loss at N below "
-                                    f"{gates.baseline_mse:.3f}, the best predictor ignoring the "
-                                    f"support set, and settled): {learned_counts}")
-    if rate > MAX_FALSE_POSITIVE_RATE:
-        return Verdict(claim, None, f"{len(rows)} training-set sizes: ρ ≤ "
-                                    f"{RANK_CORRELATION_THRESHOLD} has a false-positive rate "
-                                    f"{rate:.3f} under a random ordering, above "
-                                    f"{MAX_FALSE_POSITIVE_RATE:.0%}")
-    loss = np.array([r["loss_at_n"] for r in rows])
-    final = np.array([r["final_increase"] for r in rows])
-    rho = float(stats.spearmanr(loss, final).statistic)
-    detail = "; ".join(f"B = {r['n_meta_batches']}: ℓ = {r['loss_at_n']:.3g} ± {r['loss_se']:.2g},"
-                       f" D = {r['final_increase']:.3g} ± {r['final_increase_se']:.2g}"
-                       for r in rows)
-    holds: bool | None = None
-    if rho <= RANK_CORRELATION_THRESHOLD + 1e-9:
-        holds = True
-    elif rho >= -RANK_CORRELATION_THRESHOLD - 1e-9:
-        holds = False
-    between = ("" if holds is not None else
-               f"; between {RANK_CORRELATION_THRESHOLD} and {-RANK_CORRELATION_THRESHOLD} the "
-               f"ordering is not told from a random one: more seeds per size (less noisy means) "
-               f"or more sizes would decide it")
-    return Verdict(claim, holds,
-                   f"Spearman ρ = {rho:.2f} (holds at ≤ {RANK_CORRELATION_THRESHOLD}, fails at "
-                   f"≥ {-RANK_CORRELATION_THRESHOLD}; each has false-positive rate {rate:.3f} "
-                   f"under a random ordering){between}; {seeds} seeds per size (mean ± SE over "
-                   f"seeds): {detail}")
+    learned_counts = ", ".join(f"B = {size}: {count} of {trained[size]}"
+                               for size, count in counts.items())
+    checks = [
+        gates.condition(steps >= limits.fig4_min_outer_steps,
+                        f"trained {steps} outer steps, fewer than the "
+                        f"{limits.fig4_min_outer_steps} needed to decide"),
+        gates.condition(diverged <= limits.max_diverged_fraction * tasks,
+                        f"{diverged} of {tasks} training tasks diverged (non-finite MSE), more "
+                        f"than {limits.max_diverged_fraction:.0%}"),
+        gates.enough(seeds, limits.min_seeds, "",
+                     f"fewer than {limits.min_seeds} seeds per training-set size meta-learned "
+                     f"(training loss at N below {limits.baseline_mse:.3f}, the best predictor "
+                     f"ignoring the support set, and settled): {learned_counts}"),
+        gates.condition(rate <= MAX_FALSE_POSITIVE_RATE,
+                        f"{len(rows)} training-set sizes: ρ ≤ {RANK_CORRELATION_THRESHOLD} has a "
+                        f"false-positive rate {rate:.3f} under a random ordering, above "
+                        f"{MAX_FALSE_POSITIVE_RATE:.0%}")]
+
+    def measured() -> Decision:
+        loss = np.array([r["loss_at_n"] for r in rows])
+        final = np.array([r["final_increase"] for r in rows])
+        rho = float(stats.spearmanr(loss, final).statistic)
+        detail = "; ".join(f"B = {r['n_meta_batches']}: ℓ = {r['loss_at_n']:.3g} ± "
+                           f"{r['loss_se']:.2g}, D = {r['final_increase']:.3g} ± "
+                           f"{r['final_increase_se']:.2g}" for r in rows)
+        holds, _ = gates.rank_correlation(rho, RANK_CORRELATION_THRESHOLD)
+        between = ("" if holds is not None else
+                   f"; between {RANK_CORRELATION_THRESHOLD} and {-RANK_CORRELATION_THRESHOLD} "
+                   f"the ordering is not told from a random one: more seeds per size (less "
+                   f"noisy means) or more sizes would decide it")
+        return holds, (f"Spearman ρ = {rho:.2f} (holds at ≤ {RANK_CORRELATION_THRESHOLD}, fails "
+                       f"at ≥ {-RANK_CORRELATION_THRESHOLD}; each has false-positive rate "
+                       f"{rate:.3f} under a random ordering){between}; {seeds} seeds per size "
+                       f"(mean ± SE over seeds): {detail}")
+
+    return gates.gated(checks, measured)
 
 
 def _noise_rows(noise: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
     return {name: row for name, row in noise.items() if name.startswith(prefix)}
 
 
+def usable_meta_gradient_claim(regularization: float) -> str:
+    return (f"iMAML (λ = {regularization:g}): at initialization its meta-gradient in the hidden "
+            f"layers is not dominated by noise (book check of λ)")
+
+
 def usable_meta_gradient(noise: dict[str, Any], regularization: float,
-                         max_ratio: float) -> Verdict:
+                         max_ratio: float) -> Decision:
     """*The chapter's iMAML meta-gradient is not noise at initialization* (a check of the book's
     choice of λ, not a claim of the paper): the noise of the hidden layers' meta-gradient over
     the measured meta-batches (:mod:`.gradient_noise`) is at most ``max_ratio`` × MAML's."""
-    claim = (f"iMAML (λ = {regularization:g}): at initialization its meta-gradient in the hidden "
-             f"layers is not dominated by noise (book check of λ)")
     imaml_row = noise.get(gradient_noise.imaml_row(regularization))
     maml_rows = _noise_rows(noise, "maml-")
-    if imaml_row is None or not maml_rows:
-        return Verdict(claim, None, "the meta-gradient noise of this λ or of MAML was not measured")
-    maml_name, maml_row = next(iter(maml_rows.items()))
-    ratio = float(imaml_row["noise"]) / float(maml_row["noise"])
-    return Verdict(claim, bool(ratio <= max_ratio),
-                   f"noise {float(imaml_row['noise']):.3g} against {float(maml_row['noise']):.3g} "
-                   f"for {maml_name} ({ratio:.2f}×; needs ≤ {max_ratio:g}×); signal/noise "
-                   f"{float(imaml_row['ratio']):.2f}, pure noise "
-                   f"{gradient_noise.noise_level(int(imaml_row['n_batches'])):.2f} over "
-                   f"{int(imaml_row['n_batches'])} meta-batches")
+
+    def measured() -> Decision:
+        maml_name, maml_row = next(iter(maml_rows.items()))
+        ratio = float(imaml_row["noise"]) / float(maml_row["noise"])
+        holds, _ = gates.compare(ratio, "<=", max_ratio)
+        return holds, (f"noise {float(imaml_row['noise']):.3g} against "
+                       f"{float(maml_row['noise']):.3g} for {maml_name} ({ratio:.2f}×; needs ≤ "
+                       f"{max_ratio:g}×); signal/noise {float(imaml_row['ratio']):.2f}, pure "
+                       f"noise {gradient_noise.noise_level(int(imaml_row['n_batches'])):.2f} over "
+                       f"{int(imaml_row['n_batches'])} meta-batches")
+
+    measured_rows = gates.condition(imaml_row is not None and bool(maml_rows),
+                                    "the meta-gradient noise of this λ or of MAML was not "
+                                    "measured")
+    return gates.gated([measured_rows], measured)
 
 
 def noise_table(noise: dict[str, Any]) -> str:
@@ -454,68 +478,61 @@ def noise_table(noise: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def figure3_verdicts(curves: dict[str, Any], gates: Gates) -> list[Verdict]:
-    return [more_steps_help(curves, gates), best_before_convergence(curves, gates)]
+def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
+    """The gates' values of a parameter set ``p`` (the ``meta`` entry of figures.yaml)."""
+    return Thresholds(min_outer_steps=p.min_outer_steps_to_decide,
+                      fig4_min_outer_steps=p.fig4_min_outer_steps_to_decide,
+                      baseline_mse=floor["task_agnostic"],
+                      max_diverged_fraction=p.max_diverged_fraction,
+                      plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
+                      grad_fraction=p.converged_grad_fraction,
+                      min_converged_fraction=p.min_converged_fraction)
 
 
-def gates_of(p: Any, floor: dict[str, float]) -> Gates:
-    """The gates of a parameter set ``p`` (the ``meta`` entry of figures.yaml)."""
-    return Gates(min_outer_steps=p.min_outer_steps_to_decide,
-                 fig4_min_outer_steps=p.fig4_min_outer_steps_to_decide,
-                 baseline_mse=floor["task_agnostic"],
-                 max_diverged_fraction=p.max_diverged_fraction,
-                 plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
-                 grad_fraction=p.converged_grad_fraction,
-                 min_converged_fraction=p.min_converged_fraction)
+def claims(results: MetaResults) -> Claims:
+    """The chapter's claims (the paper's, then the ablation's and the book's check of λ), one
+    row per claim with the id ``<section>/<model>/<claim>``; ``facts["sections"]`` lists each
+    section's ids in order, for the chapter's prose (:mod:`.prose`)."""
+    params = results.params
+    limits = thresholds_of(params, results.floor)
+    table = Claims(FIGURE, params.profile)
+    sections: dict[str, list[str]] = {section: [] for section in SECTIONS}
 
+    def record(section: str, id: str, claim: str, decision: Decision) -> None:
+        holds, value = decision
+        table.add(claim, holds, value, id=id)
+        sections[section].append(id)
 
-def all_verdicts(p: Any, computed: dict[str, Any]) -> dict[str, list[Verdict]]:
-    """Every verdict of the chapter, by section: ``figure3``, ``figure4``, ``ablation`` and
-    ``noise`` (the book's check of λ)."""
-    gates = gates_of(p, computed["floor"])
-    floor = computed["floor"]
-    ablation = []
-    for curves in computed["ablation"].values():
-        ablation += figure3_verdicts(curves, gates)
+    def figure3_claims(section: str, name: str, curves: dict[str, Any]) -> None:
+        record(section, f"{section}/{name}/more-steps", more_steps_claim(curves),
+               more_steps_help(curves, limits))
+        record(section, f"{section}/{name}/best-before-convergence", best_before_claim(curves),
+               best_before_convergence(curves, limits))
+
+    for name, curves in results.figure3.items():
+        figure3_claims("figure3", name, curves)
+    if results.figure4:
+        record("figure4", "figure4/fit-ordering", FIT_ORDERING_CLAIM,
+               fit_ordering(results.figure4, limits))
+    floor = results.floor
+    for name, curves in results.ablation.items():
+        figure3_claims("ablation", name, curves)
         if curves.get("normalization") == "per_set_bn":
-            ablation.append(above_floor(curves, floor["centred"], floor["standard_error"]))
-    noise = ([usable_meta_gradient(computed["noise"], float(p.imaml_regularization),
-                                   float(p.max_noise_ratio))] if "noise" in computed else [])
-    return {"figure3": [v for c in computed["figure3"].values()
-                        for v in figure3_verdicts(c, gates)],
-            "figure4": [fit_ordering(computed["figure4"], gates)] if computed["figure4"] else [],
-            "ablation": ablation, "noise": noise}
-
-
-def claims(p: Any, computed: dict[str, Any]):
-    """The chapter's :class:`i2o.claims.Claims` (the paper's claims, then the ablation's and the
-    book's check of λ)."""
-    from i2o import claims
-
-    table = claims.Claims("meta", p.profile)
-    for found in all_verdicts(p, computed).values():
-        for v in found:
-            table.add(v.claim, v.holds, v.value)
+            record("ablation", f"ablation/{name}/above-floor", above_floor_claim(curves),
+                   above_floor(curves, floor["centred"], floor["standard_error"]))
+    regularization = float(params.imaml_regularization)
+    record("noise", "noise/usable-meta-gradient", usable_meta_gradient_claim(regularization),
+           usable_meta_gradient(results.noise, regularization, float(params.max_noise_ratio)))
+    table.facts["sections"] = sections
     return table
 
 
-_VERB = {True: "holds", False: "does not hold", None: "is undecided"}
-
-
-def conclusions(p: Any, computed: dict[str, Any], section: str) -> str:
-    """One sentence per verdict of ``section``, written from the verdicts (Markdown)."""
-    lines = []
-    for v in all_verdicts(p, computed)[section]:
-        reason = f" ({v.value})" if v.holds is None else ""
-        lines.append(f"- *{v.claim}*: **{_VERB[v.holds]}** in this run{reason}.")
-    return "\n".join(lines) if lines else "- (no claim in this section for these parameters)"
-
-
-def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
+def numbers(results: MetaResults) -> dict[str, Any]:
     """Numbers quoted in the chapter's text (glued by the notebook), keyed by stable names."""
+    p = results.params
     numbers: dict[str, Any] = {}
     for method in ("maml", "imaml"):
-        chosen = [c for c in computed["figure3"].values() if c["method"] == method]
+        chosen = [c for c in results.figure3.values() if c["method"] == method]
         if not chosen:
             continue
         c = chosen[0]
@@ -537,7 +554,7 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
             f"meta-{method}-diverged": int((~finite).sum()),
         }
         numbers["meta-n-test-tasks"] = int(c["query"].shape[0])
-    for c in computed["ablation"].values():
+    for c in results.ablation.values():
         finite = finite_tasks(c)
         mean, _ = evaluate.mean_and_standard_error(c["query"][finite])
         numbers |= {"meta-ablation-normalization": c["normalization"],
@@ -545,7 +562,7 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
                     "meta-ablation-best-mse": float(mean.min()),
                     "meta-ablation-last-mse": float(mean[-1]),
                     "meta-ablation-last-k": int(c["grid"][-1])}
-    floor = computed["floor"]
+    floor = results.floor
     numbers |= {"meta-floor-centred": floor["centred"], "meta-floor-standardized":
                 floor["standardized"], "meta-target-variance": floor["target_variance"],
                 "meta-task-agnostic-mse": floor["task_agnostic"],
@@ -556,8 +573,8 @@ def numbers(p: Any, computed: dict[str, Any]) -> dict[str, Any]:
                 "meta-imaml-solver": ("FISTA (jaxopt's accelerated gradient descent) with "
                                       "backtracking line search" if p.imaml_acceleration else
                                       "plain gradient descent with backtracking line search")}
-    if computed["figure4"]:
-        rows = figure4_summary(computed["figure4"])
+    if results.figure4:
+        rows = figure4_summary(results.figure4)
         numbers["meta-fig4-outer-steps"] = int(min(r["outer_steps"] for r in rows))
         numbers["meta-fig4-max-delta"] = int(rows[0]["grid"][-1] - rows[0]["inner_steps"])
         numbers["meta-fig4-seeds"] = int(min(r["seeds"] for r in rows))

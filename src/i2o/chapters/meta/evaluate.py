@@ -21,13 +21,19 @@ of a grid we record, per task,
   before convergence" compares the sweep against. NaN for MAML.
 
 The grid is swept with one scan over its segments, so a long sweep costs one pass of k_max steps.
+
+:class:`Evaluation` is the job of one trained model's sweep (Figures 3 and 4): it reads the model
+through the model's own job, so its key holds the model's, and its code is the model's and this
+module's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -35,9 +41,12 @@ import jaxopt
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from i2o.chapters.meta import imaml, maml
+from i2o import results
+from i2o.chapters.meta import FIGURE, imaml, maml
 from i2o.chapters.meta.mlp import Params, mse
-from i2o.chapters.meta.tasks import TaskBatch
+from i2o.chapters.meta.model import Model, params_of
+from i2o.chapters.meta.tasks import TaskBatch, flatten_batches, sample_tasks
+from i2o.job import Job
 
 
 def step_grid(max_steps: int, points_per_decade: int = 8,
@@ -199,3 +208,51 @@ def loss_increase(mean_curve: np.ndarray, grid: Sequence[int], train_iters: int)
     if train_iters not in grid:
         raise ValueError(f"the training N = {train_iters} must be on the grid {grid}")
     return mean_curve - mean_curve[grid.index(train_iters)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation(Job):
+    """The per-task curves of one trained ``model`` over ``grid``: on ``n_test_tasks`` test tasks
+    drawn from ``test_seed`` for a model trained on tasks drawn on the fly (Figure 3), on its own
+    training tasks for a model trained on a fixed set (Figure 4; the test fields are then
+    ``None``). ``reference_iters`` L-BFGS iterations give iMAML's convergence reference (0:
+    none)."""
+
+    figure: ClassVar[str] = FIGURE
+
+    model: Model
+    grid: tuple[int, ...]
+    test_seed: int | None = None
+    n_test_tasks: int | None = None
+    reference_iters: int = 0
+
+    def __post_init__(self) -> None:
+        online = self.model.n_meta_batches is None
+        if online != (self.test_seed is not None and self.n_test_tasks is not None):
+            raise ValueError("test_seed and n_test_tasks are given exactly for a model trained on "
+                             f"tasks drawn on the fly; got {self.test_seed!r}, "
+                             f"{self.n_test_tasks!r} for {self.model.label}")
+
+    @property
+    def name(self) -> str:
+        return f"eval-{self.model.label}"
+
+    def key(self) -> dict[str, Any]:
+        return {**super().key(), "model": self.model.key()}
+
+    def tasks(self) -> TaskBatch:
+        """The swept tasks: the test tasks, or the model's training set."""
+        if self.model.n_meta_batches is None:
+            return sample_tasks(jax.random.PRNGKey(self.test_seed), self.n_test_tasks)
+        return flatten_batches(self.model.training_set())
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        """:func:`adaptation_curves` and ``seconds``, the sweep's wall time."""
+        trained = self.model.run(progress)
+        results.jax_compilation_cache()
+        tasks = self.tasks()
+        start = time.perf_counter()
+        curves = adaptation_curves(self.model.method, params_of(trained), tasks,
+                                   np.asarray(self.grid), self.model.config(),
+                                   reference_iters=self.reference_iters)
+        return {**curves, "seconds": time.perf_counter() - start}

@@ -29,15 +29,21 @@ computed by Monte Carlo over tasks, with the expectation over x̄_q in closed fo
 more (the information the network has is a function of what is conditioned on here) can only
 lower the error, so no per-set-BN network can go below this floor, however it is trained. A
 network without normalization, or with ``joint_bn``, is not bound by it.
+
+:class:`BNFloor` is the job that computes it for the chapter (with :func:`task_agnostic_mse`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+import time
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from i2o.chapters.meta import FIGURE
 from i2o.chapters.meta.tasks import AMPLITUDE_RANGE, INPUT_RANGE, PHASE_RANGE
+from i2o.job import Job
 
 
 class Floor(NamedTuple):
@@ -144,3 +150,24 @@ def target_variance() -> float:
     """E[y²] = E[A²]/2: the MSE of predicting 0 (exact)."""
     a_low, a_high = AMPLITUDE_RANGE
     return float((a_high ** 3 - a_low ** 3) / (3 * (a_high - a_low)) / 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class BNFloor(Job):
+    """The per-set-BN floor over ``n_tasks`` tasks drawn from ``seed``: ``{"centred",
+    "standardized", "standard_error", "target_variance", "task_agnostic", "seconds"}``."""
+
+    figure: ClassVar[str] = FIGURE
+
+    n_tasks: int
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return "bn-floor"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        start = time.perf_counter()
+        values = per_set_bn_floor(n_tasks=self.n_tasks, seed=self.seed)._asdict()
+        return {**values, "task_agnostic": task_agnostic_mse(),
+                "seconds": time.perf_counter() - start}

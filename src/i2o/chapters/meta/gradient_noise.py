@@ -19,20 +19,29 @@ The inverse passes the output layer's gradient (also of order A) to the hidden l
 weight of order A/λ. These task-specific terms cancel across tasks but not within one meta-batch:
 the hidden layers' meta-gradient is mostly noise when λ is small against A. MAML's single step of
 α = 0.01 weights the same coupling by α instead. :func:`measure` puts numbers on this.
+
+:class:`MetaGradientNoise` is the job that measures it at the chapter's initialization.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from i2o.chapters.meta.mlp import Params, mse
+from i2o import results
+from i2o.chapters.meta import FIGURE, outer
+from i2o.chapters.meta.imaml import IMAMLModel
+from i2o.chapters.meta.maml import MAMLModel
+from i2o.chapters.meta.mlp import Params, init_mlp, mse
+from i2o.chapters.meta.model import seed_keys
 from i2o.chapters.meta.tasks import TaskBatch
+from i2o.job import Job
 
 HIDDEN = ("w0", "b0", "w1", "b1")  # the 1-40-40-1 MLP's hidden layers
 
@@ -88,3 +97,49 @@ def first_order_loss(meta_params: Params, tasks: TaskBatch) -> jax.Array:
     """The query loss at θ_meta itself, without adaptation: the reference whose gradient has no
     term from the inner problem."""
     return jnp.mean(jax.vmap(lambda x, y: mse(meta_params, x, y))(tasks.x_query, tasks.y_query))
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaGradientNoise(Job):
+    """:func:`measure` of the hidden layers' meta-gradient at the initialization of ``seed``,
+    over the first ``n_batches`` meta-batches an online model of that seed trains on:
+    ``{row: {"signal", "noise", "ratio", "n_batches"}}`` for the query loss without adaptation
+    (``first-order``), MAML with ``maml_inner_steps`` steps of ``maml_step_size``, and iMAML at
+    each λ of ``regularizations`` (:func:`imaml_row`) with ``imaml_inner_steps``,
+    ``cg_maxiter`` and ``acceleration``."""
+
+    figure: ClassVar[str] = FIGURE
+
+    seed: int
+    n_batches: int
+    meta_batch_size: int
+    hidden: tuple[int, ...]
+    normalization: str
+    maml_inner_steps: int
+    maml_step_size: float
+    imaml_inner_steps: int
+    cg_maxiter: int
+    acceleration: bool
+    regularizations: tuple[float, ...]
+
+    @property
+    def name(self) -> str:
+        return "gradient-noise"
+
+    def compute(self, progress: bool | None = None) -> dict[str, dict[str, Any]]:
+        results.jax_compilation_cache()
+        init_key, task_key = seed_keys(self.seed)
+        params = init_mlp(init_key, self.hidden)
+        source = outer.online_tasks(task_key, self.meta_batch_size)
+        batches = [source(jnp.asarray(k)) for k in range(self.n_batches)]
+        # the meta-losses of the chapter's models, which need only these of their fields
+        common = {"outer_steps": 1, "meta_batch_size": self.meta_batch_size,
+                 "hidden": self.hidden, "normalization": self.normalization, "seed": self.seed}
+        losses = {"first-order": first_order_loss,
+                  f"maml-N{self.maml_inner_steps}": MAMLModel(
+                      self.maml_inner_steps, step_size=self.maml_step_size, **common).meta_loss()}
+        for lam in self.regularizations:
+            losses[imaml_row(lam)] = IMAMLModel(
+                self.imaml_inner_steps, regularization=lam, cg_maxiter=self.cg_maxiter,
+                acceleration=self.acceleration, **common).meta_loss()
+        return {row: measure(loss, params, batches)._asdict() for row, loss in losses.items()}

@@ -24,6 +24,8 @@ to ∇_θ F(θ*, θ_meta) = 0 (the paper's Eq. 3):
     ∂θ*/∂θ_meta = λ (∇²ℓ(θ*) + λ I)⁻¹,   ∇_meta ℓ(θ*, query) = λ (∇²ℓ(θ*) + λ I)⁻¹ ∇ℓ(θ*, query),
 
 with the linear system solved by ``cg_maxiter`` (5 in the paper) conjugate-gradient iterations.
+
+:class:`IMAMLModel` is a model meta-trained this way (a job, :mod:`.model`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ import jaxopt
 from jax.flatten_util import ravel_pytree
 from jaxopt import implicit_diff, linear_solve
 
-from i2o.chapters.meta import descent
+from i2o.chapters.meta import descent, outer
 from i2o.chapters.meta.mlp import Params, check_normalization, mse
+from i2o.chapters.meta.model import Model
 from i2o.chapters.meta.tasks import TaskBatch
 
 Unravel = Callable[[jax.Array], Params]
@@ -205,3 +208,28 @@ def meta_loss(meta_params: Params, tasks: TaskBatch, config: IMAMLConfig,
                                                          config.normalization, context))(
         adapted, tasks.x_query, tasks.y_query, tasks.x_support)
     return jnp.mean(per_task)
+
+
+@dataclass(frozen=True)
+class IMAMLModel(Model):
+    """A model meta-trained by iMAML with λ = ``regularization``, N = ``inner_steps`` solver
+    iterations (FISTA momentum when ``acceleration``) and ``cg_maxiter`` CG iterations for the
+    hypergradient (a job: :class:`i2o.chapters.meta.model.Model`)."""
+
+    method = "imaml"
+
+    regularization: float = 2.0  # λ
+    cg_maxiter: int = 5
+    acceleration: bool = False  # jaxopt's FISTA momentum in the inner solver
+
+    def config(self) -> IMAMLConfig:
+        return IMAMLConfig(regularization=self.regularization, inner_steps=self.inner_steps,
+                           cg_maxiter=self.cg_maxiter, acceleration=self.acceleration,
+                           normalization=self.normalization)
+
+    def meta_loss(self) -> outer.MetaLoss:
+        config = self.config()
+        return lambda params, tasks: meta_loss(params, tasks, config)
+
+    def tag(self) -> str:
+        return f"-lam{self.regularization:g}{'-fista' if self.acceleration else ''}"

@@ -8,6 +8,8 @@ meta-parameters,
 and the meta-loss is the query loss ℓ(θ_N, query), averaged over a meta-batch of tasks. Its
 gradient is taken by differentiating through the N unrolled steps (second order: the Hessians of
 the support loss enter through ∂θ_{n+1}/∂θ_n = I − α ∇²ℓ(θ_n)).
+
+:class:`MAMLModel` is a model meta-trained this way (a job, :mod:`.model`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from i2o.chapters.meta import outer
 from i2o.chapters.meta.mlp import Params, check_normalization, mse
+from i2o.chapters.meta.model import Model
 from i2o.chapters.meta.tasks import TaskBatch
 
 
@@ -74,3 +78,20 @@ def meta_loss(meta_params: Params, tasks: TaskBatch, config: MAMLConfig) -> jax.
 
     per_task = jax.vmap(one_task)(tasks.x_support, tasks.y_support, tasks.x_query, tasks.y_query)
     return jnp.mean(per_task)
+
+
+@dataclass(frozen=True)
+class MAMLModel(Model):
+    """A model meta-trained by MAML with N = ``inner_steps`` inner steps of size α =
+    ``step_size`` (a job: :class:`i2o.chapters.meta.model.Model`)."""
+
+    method = "maml"
+
+    step_size: float = 0.01  # α
+
+    def config(self) -> MAMLConfig:
+        return MAMLConfig(self.inner_steps, self.step_size, self.normalization)
+
+    def meta_loss(self) -> outer.MetaLoss:
+        config = self.config()
+        return lambda params, tasks: meta_loss(params, tasks, config)

@@ -1,4 +1,5 @@
-"""The separation chapter's figures: each reads :func:`runs.collect`'s results, never computes."""
+"""The separation chapter's figures: each reads :func:`runs.collect`'s results (and their
+parameters), never computes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from i2o import plotting
+from i2o.chapters.separation.runs import SeparationResults
+from i2o.profiles import Params
 
 _KIND_COLOURS = {"deq_lower": "#0173b2", "deq_contractive": "#0173b2", "fnn": "#de8f05",
                  "linear_deq": "#029e73", "dln": "#cc78bc"}
@@ -23,11 +26,12 @@ def _mean_se(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values.mean(axis=-1), se
 
 
-def figure_sawtooth(results: dict[str, Any], params: Any) -> plt.Figure:
+def figure_sawtooth(results: SeparationResults) -> plt.Figure:
     """Left: pieces of the exact construction against m. Then, per target Δ^k: test MSE of every
     trained DEQ and FNN against its number of parameters (mean ± SE over seeds)."""
     plotting.use_style()
-    saw = results["sawtooth"]
+    params = results.params
+    saw = results.sawtooth
     ks = list(params.saw_exponents)
     fig, axes = plt.subplots(1, 1 + len(ks), figsize=(4.2 * (1 + len(ks)), 3.6))
     c = saw["construction"]
@@ -62,12 +66,13 @@ def figure_sawtooth(results: dict[str, Any], params: Any) -> plt.Figure:
     return fig
 
 
-def flops_table(results: dict[str, Any], params: Any) -> pd.DataFrame:
+def flops_table(results: SeparationResults) -> pd.DataFrame:
     """The rebuttal's Table 1 regenerated: the width-``flops_deq_width`` DEQ and the FNNs of
     closest forward cost, test MSE (mean ± SE over seeds) on each sawtooth target: after Adam,
     and after ``saw_restarts`` float64 L-BFGS restarts (the restart of lowest training MSE, and
     the median over restarts)."""
-    saw = results["sawtooth"]
+    params = results.params
+    saw = results.sawtooth
     models = saw["models"]
     rows = []
     wanted = [("deq_lower", params.flops_deq_width, 1)] + [
@@ -94,7 +99,7 @@ def flops_table(results: dict[str, Any], params: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _implicit_row(saw: dict[str, Any], params: Any) -> dict[str, Any]:
+def _implicit_row(saw: dict[str, Any], params: Params) -> dict[str, Any]:
     """The contractive (genuinely implicit) DEQ of the FLOPs-matched width, Adam only; its FLOPs
     are those of its solver's iteration cap."""
     models = saw["models"]
@@ -112,11 +117,12 @@ def _implicit_row(saw: dict[str, Any], params: Any) -> dict[str, Any]:
     return row
 
 
-def figure_diagonal(results: dict[str, Any], params: Any) -> plt.Figure:
+def figure_diagonal(results: SeparationResults) -> plt.Figure:
     """First problem: the gradient flow's β against the argmin of Q₊ (and Q₋ where it exists),
     and the interpolants of the DEQ and of the diagonal linear network, entry by entry."""
     plotting.use_style()
-    diag = results["diagonal"]
+    params = results.params
+    diag = results.diagonal
     seed = sorted(k for k in diag if k.startswith("s") and k[1:].isdigit())[0]
     run = diag[seed]
     flow = np.asarray(run["flow"]["beta"])
@@ -143,11 +149,12 @@ def figure_diagonal(results: dict[str, Any], params: Any) -> plt.Figure:
     return fig
 
 
-def figure_features(results: dict[str, Any], params: Any, target: str = "f2") -> plt.Figure:
+def figure_features(results: SeparationResults, target: str = "f2") -> plt.Figure:
     """Rebuttal Figure 2: |features| (training points × neurons) of the first seed's linear DEQ,
     ReLU DEQ and FNN on GOTU target ``target``, each scaled by its largest entry."""
     plotting.use_style()
-    entry = results["gotu"][target]
+    params = results.params
+    entry = results.gotu[target]
     kinds = ("linear_deq", "deq_contractive", "fnn")
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
     for ax, kind in zip(axes, kinds, strict=True):
@@ -163,11 +170,12 @@ def figure_features(results: dict[str, Any], params: Any, target: str = "f2") ->
     return fig
 
 
-def figure_gotu(results: dict[str, Any], params: Any) -> plt.Figure:
+def figure_gotu(results: SeparationResults) -> plt.Figure:
     """Unseen MSE of every model on both targets (mean ± SE over seeds; hollow: does not fit the
     seen part) with the unseen MSE of the affine interpolant where it exists."""
     plotting.use_style()
-    gotu = results["gotu"]
+    params = results.params
+    gotu = results.gotu
     kinds = ("linear_deq", "dln", "deq_contractive", "fnn")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, target in zip(axes, ("f1", "f2"), strict=True):
@@ -193,11 +201,12 @@ def figure_gotu(results: dict[str, Any], params: Any) -> plt.Figure:
     return fig
 
 
-def figure_steep(results: dict[str, Any], params: Any) -> plt.Figure:
+def figure_steep(results: SeparationResults) -> plt.Figure:
     """Max |weight| at the common training-loss level against d, with δ = 2^-d (mean ± SE over
     seeds; hollow markers: some seed never reached the level, its last value is shown)."""
     plotting.use_style()
-    steep = results["steep"]
+    params = results.params
+    steep = results.steep
     dims = np.asarray(steep["dims"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for kind in ("deq_lower", "fnn"):
@@ -218,12 +227,12 @@ def figure_steep(results: dict[str, Any], params: Any) -> plt.Figure:
     return fig
 
 
-def frozen_table(results: dict[str, Any]) -> pd.DataFrame:
+def frozen_table(results: SeparationResults) -> pd.DataFrame:
     """The frozen-coordinate task of Section 4, one row per ``f̂(∅)``: the flow's predictions and
     what gradient descent reached (mean over seeds), β₀ and the unseen MSE of both linear models,
     the steps taken and the drift of the conserved ``β₀⁻³ + 3b``."""
     rows = []
-    for entry in sorted(results["frozen"].values(), key=lambda e: e["mean"]):
+    for entry in sorted(results.frozen.values(), key=lambda e: e["mean"]):
         pred, deq, dln = entry["prediction"], entry["linear_deq"], entry["dln"]
         rows.append({
             "f̂(∅)": f"{entry['mean']:g}",

@@ -40,8 +40,13 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+
+from i2o.chapters.separation import FIGURE
+from i2o.job import Job
 
 
 def cube(d: int) -> np.ndarray:
@@ -151,3 +156,37 @@ def experiment(d: int, mean: float, seed: int, alpha: float, lr: float, steps: i
                                                   - data["y_unseen"]) ** 2)),
                      "conserved_drift": float(fit.get("conserved_drift", np.nan))}
     return out
+
+
+@dataclass(frozen=True)
+class Frozen(Job):
+    """The task for every ``f̂(∅)`` of ``means`` and every seed: ``{"c<i>": {"mean",
+    "prediction", "seen_variance", "seconds", "linear_deq": arrays over seeds, "dln": …}}``."""
+
+    seeds: tuple[int, ...]
+    d: int
+    alpha: float
+    means: tuple[float, ...]
+    lr: float
+    steps: int
+    tol: float
+    figure: ClassVar[str] = FIGURE
+
+    @property
+    def name(self) -> str:
+        return "frozen"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for i, mean in enumerate(self.means):
+            runs = [experiment(self.d, float(mean), seed, self.alpha, self.lr, self.steps,
+                               self.tol) for seed in self.seeds]
+            entry: dict[str, Any] = {"mean": float(mean), "prediction": runs[0]["prediction"],
+                                     "seen_variance": np.array([r["seen_variance"]
+                                                                for r in runs]),
+                                     "seconds": float(sum(r["seconds"] for r in runs))}
+            for kind in ("linear_deq", "dln"):
+                entry[kind] = {key: np.array([r[kind][key] for r in runs])
+                               for key in runs[0][kind]}
+            out[f"c{i}"] = entry
+        return out

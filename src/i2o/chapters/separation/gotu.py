@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from i2o import runtime
-from i2o.chapters.separation import batched, nets
+from i2o.chapters.separation import FIGURE, batched, nets
+from i2o.job import Job
 
 TARGETS = ("f1", "f2")
 MODELS = ("linear_deq", "dln", "deq_contractive", "fnn")
@@ -192,3 +195,70 @@ def train_deq_stack(name: str, d: int, train_size: int, width: int, steps: int, 
                 "feature_density": np.array([feature_density(f) for f in seen_features]),
                 "parameters": np.full(len(seeds), nets.count_parameters(models[0])),
                 "seconds": np.full(len(seeds), seconds / len(seeds))}
+
+
+# --- the section's jobs (cache entries) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class GotuModel(Job):
+    """One model of ``kind`` trained on target ``target`` (:func:`train_model`). The fields a kind
+    does not use are ``None`` (:meth:`of`), so that they are not part of its key."""
+
+    target: str
+    kind: str
+    seed: int
+    d: int
+    train_size: int
+    steps: int
+    lr: float
+    heatmap_points: int
+    width: int | None = None  # the ReLU DEQ's and the FNN's
+    depth: int | None = None  # the FNN's
+    gamma: float | None = None  # the ReLU DEQ's
+    alpha: float | None = None  # the diagonal linear network's
+    figure: ClassVar[str] = FIGURE
+
+    @classmethod
+    def of(cls, target: str, kind: str, seed: int, d: int, train_size: int, steps: int,
+           lr: float, heatmap_points: int, width: int, depth: int, gamma: float,
+           alpha: float) -> GotuModel:
+        """The job of one model, with the parameters its kind uses."""
+        return cls(target, kind, seed, d, train_size, steps, lr, heatmap_points,
+                   width=width if kind in ("deq_contractive", "fnn") else None,
+                   depth=depth if kind == "fnn" else None,
+                   gamma=gamma if kind == "deq_contractive" else None,
+                   alpha=alpha if kind == "dln" else None)
+
+    @property
+    def name(self) -> str:
+        return f"gotu-{self.target}-{self.kind}-s{self.seed}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return train_model(self.kind, self.target, self.d, self.train_size, self.width,
+                           self.depth, self.steps, self.lr, self.seed, self.alpha, self.gamma,
+                           self.heatmap_points)
+
+
+@dataclass(frozen=True)
+class GotuDeqStack(Job):
+    """The contractive ReLU DEQs of one target, every seed trained at once
+    (:func:`train_deq_stack`): arrays over seeds."""
+
+    target: str
+    seeds: tuple[int, ...]
+    d: int
+    train_size: int
+    width: int
+    steps: int
+    lr: float
+    gamma: float
+    heatmap_points: int
+    figure: ClassVar[str] = FIGURE
+
+    @property
+    def name(self) -> str:
+        return f"gotu-{self.target}-deq_contractive"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return train_deq_stack(self.target, self.d, self.train_size, self.width, self.steps,
+                               self.lr, list(self.seeds), self.gamma, self.heatmap_points)

@@ -25,10 +25,16 @@ the slopes between consecutive grid points are exact and a piece is a maximal ru
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import numpy as np
 import torch
 
+from i2o.chapters.separation import FIGURE, nets
 from i2o.deq import SolverSpec, solve
+from i2o.job import Job
 
 
 def tent(x: np.ndarray) -> np.ndarray:
@@ -118,8 +124,6 @@ def spread_kinks(model: torch.nn.Module, seed: int) -> None:
     of the default initialization (drawn from ``seed``). With PyTorch's default initialization a
     1-D input puts most kinks outside [0, 1] and many units are dead or linear on the data; the
     same rule is applied to every model of the section."""
-    from i2o.chapters.separation import nets
-
     if isinstance(model, nets.FNN):
         weight, bias = model.body[0].weight, model.body[0].bias
     elif isinstance(model, nets.ReluDEQ):
@@ -142,10 +146,6 @@ def train_model(kind: str, width: int, depth: int, k: int, seed: int, train_size
                 test_size: int, steps: int, lr: float) -> dict[str, float]:
     """Train one model (``deq_lower``, ``deq_contractive`` or ``fnn``, kinks spread by
     :func:`spread_kinks`) on Δ^k by Adam; its train/test MSE, size and cost."""
-    import time
-
-    from i2o.chapters.separation import nets
-
     x, y, x_test, y_test = sawtooth_data(k, train_size, test_size, seed)
     model = nets.make_model(kind, 1, width, depth, seed)
     spread_kinks(model, seed)
@@ -184,10 +184,6 @@ def train_restarts(kind: str, width: int, depth: int, k: int, seed: int, train_s
     data of ``seed``: every restart's train/test MSE, the median test MSE and the test MSE of
     the restart with the lowest training MSE ("best of R", the reading of an expressivity claim:
     what the architecture *can* fit, not what one optimizer run finds)."""
-    import time
-
-    from i2o.chapters.separation import nets
-
     x, y, x_test, y_test = (t.double() for t in sawtooth_data(k, train_size, test_size, seed))
     train, test = [], []
     start = time.perf_counter()
@@ -202,3 +198,73 @@ def train_restarts(kind: str, width: int, depth: int, k: int, seed: int, train_s
             "median_test_mse": float(np.median(test)), "median_train_mse": float(np.median(train)),
             "target_variance": float(torch.var(y_test, unbiased=False)),
             "seconds": time.perf_counter() - start}
+
+
+# --- the section's jobs (cache entries) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Construction(Job):
+    """Theorem 1's construction checked for every m of ``m`` (:func:`check_construction`)."""
+
+    m: tuple[int, ...]
+    figure: ClassVar[str] = FIGURE
+
+    @property
+    def name(self) -> str:
+        return "construction"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        rows = [check_construction(m) for m in self.m]
+        return {key: np.array([row[key] for row in rows]) for key in rows[0]}
+
+
+@dataclass(frozen=True)
+class _SawtoothFit(Job):
+    """One model of ``kind`` fitted to Δ^k on the data of ``seed`` (the fields every Section 1
+    fit shares)."""
+
+    k: int
+    kind: str
+    width: int
+    depth: int
+    seed: int
+    train_size: int
+    test_size: int
+    figure: ClassVar[str] = FIGURE
+
+    @property
+    def model(self) -> str:
+        return f"k{self.k}-{self.kind}-w{self.width}-L{self.depth}-s{self.seed}"
+
+
+@dataclass(frozen=True)
+class SawtoothModel(_SawtoothFit):
+    """One model trained by Adam on Δ^k (:func:`train_model`)."""
+
+    steps: int
+    lr: float
+
+    @property
+    def name(self) -> str:
+        return f"saw-{self.model}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return train_model(self.kind, self.width, self.depth, self.k, self.seed,
+                           self.train_size, self.test_size, self.steps, self.lr)
+
+
+@dataclass(frozen=True)
+class SawtoothRestarts(_SawtoothFit):
+    """``restarts`` float64 L-BFGS fits of one model on seed ``seed``'s data of Δ^k
+    (:func:`train_restarts`)."""
+
+    restarts: int
+    max_iter: int
+
+    @property
+    def name(self) -> str:
+        return f"saw-lbfgs-{self.model}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return train_restarts(self.kind, self.width, self.depth, self.k, self.seed,
+                              self.train_size, self.test_size, self.restarts, self.max_iter)

@@ -18,11 +18,14 @@ reference the stacked runs are tested and benchmarked against.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from i2o.chapters.separation import batched, nets
+from i2o.chapters.separation import FIGURE, batched, nets
+from i2o.job import Job
 from i2o.train.loop import Plan, train_steps
 
 KINDS = ("deq_lower", "fnn")
@@ -119,3 +122,28 @@ def train_stack(kind: str, d: int, delta: float, width: int, depth: int, size: i
 def slope(dims: np.ndarray, max_weights: np.ndarray) -> float:
     """Least-squares slope of log2(max |weight|) against d (bits per input dimension)."""
     return float(np.polyfit(np.asarray(dims, dtype=float), np.log2(max_weights), 1)[0])
+
+
+@dataclass(frozen=True)
+class SteepStack(Job):
+    """The Section 2 runs of one model kind at input dimension ``d``, steepness δ = 2^-d (the
+    rebuttal's pairing), every seed trained at once (:func:`train_stack`): arrays over seeds."""
+
+    kind: str
+    d: int
+    seeds: tuple[int, ...]
+    width: int
+    depth: int
+    size: int
+    steps: int
+    lr: float
+    level: float
+    figure: ClassVar[str] = FIGURE
+
+    @property
+    def name(self) -> str:
+        return f"steep-{self.kind}-d{self.d}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return train_stack(self.kind, self.d, 2.0 ** -self.d, self.width, self.depth, self.size,
+                           self.steps, self.lr, self.level, list(self.seeds))

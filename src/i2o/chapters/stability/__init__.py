@@ -1,10 +1,11 @@
 """Stability of IFT- and unrolled-trained DEQs (Figure 5).
 
-- :mod:`.runs`      the (seed, arm, N) training jobs through the results cache, the sweep's faces;
-- :mod:`.stepcost`  time and peak memory of one training step per arm, in a fresh process;
+- :mod:`.jobs`      the (seed, arm, N) training job, :class:`~.jobs.TrainJob` (a cached value);
+- :mod:`.stepcost`  time and peak memory of one training step per arm, in a fresh process
+  (:class:`~.stepcost.StepCostJob`);
+- :mod:`.runs`      ``jobs(params)`` (what the sweep runs), ``check_params``, ``collect``;
+- :mod:`.figures`   Figure 5 and the printed reports;
 - :mod:`.claims`    the chapter's gated claims; :mod:`.prose` the conclusions written from them.
-
-The figure is still drawn in the notebook (its logic moves to ``figures.py`` with issue 11).
 """
 
 FIGURE = "stability"

@@ -8,7 +8,7 @@ and ``N`` the training count:
 - ``gain_s = max_{N' > N} acc_s(N') − acc_s(N)`` (what more iterations bring);
 - ``loss_s = acc_s(N) − acc_s(min N')`` (what fewer iterations cost).
 
-**Which models.** Every model is trained until it fits (:mod:`.runs`); the claims are decided on the
+**Which models.** Every model is trained until it fits (:mod:`.jobs`); the claims are decided on the
 models that meet the fit criterion (``train_accuracy ≥ fit_accuracy`` at N, own training images,
 after training) when at least ``fit_quorum`` of each arm's do (:func:`i2o.gates.fit_quorum`;
 the others are named), and none of those diverged (:mod:`i2o.train.health`); otherwise every claim
@@ -61,7 +61,9 @@ from typing import Any
 import numpy as np
 
 from i2o import gates
-from i2o.claims import Claim, Claims
+from i2o.chapters.stability import FIGURE
+from i2o.chapters.stability.runs import StabilityResults
+from i2o.claims import Claims
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
 #: the arm whose change with N' is the reference effect of the comparison
@@ -120,12 +122,13 @@ def paired_difference(every: Mapping[str, Mapping[str, Any]], masks: Mapping[str
     carry less seed-to-seed spread than two independent groups.
     """
     both = np.asarray(masks[LABELS["ift"]], bool) & np.asarray(masks[LABELS["unrolled"]], bool)
-    if both.sum() < 2:
-        return None, (None, f"{int(both.sum())} seed fits in both arms: an interval over seed "
-                            "pairs needs ≥ 2")
+    pairs = gates.enough(int(both.sum()), 2, f"{int(both.sum())} seed pairs fit in both arms",
+                         f"{int(both.sum())} seed fits in both arms: an interval over seed "
+                         "pairs needs ≥ 2")
+    if pairs[0] is not True:
+        return None, pairs
     differences = 100 * (every["ift"]["deviation"][both] - every["unrolled"]["deviation"][both])
-    return gates.interval(differences, "seed pairs"), (True, f"{int(both.sum())} seed pairs fit "
-                                                            "in both arms")
+    return gates.interval(differences, "seed pairs"), pairs
 
 
 def _points(x: float) -> str:
@@ -157,28 +160,29 @@ def _models(m: Mapping[str, Any], names: Sequence[str]) -> str:
 
 
 def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]],
-                 costs: Mapping[str, Mapping[str, Any]] | None = None
-                 ) -> tuple[Claims, dict[str, Claim]]:
-    """The chapter's claims table and its rows by key (for :mod:`.prose`).
+                 costs: Mapping[str, Mapping[str, Any]] | None = None) -> Claims:
+    """The chapter's claims table, its rows recorded by id for :mod:`.prose` (``health``,
+    ``fit``, ``not_more_stable``, ``equally_stable``, ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
+    ``<arm>_residual``, ``memory`` when the step costs were measured).
 
     ``runs`` maps each arm to its seeds' job results at the training N ``train_iters[0]``.
     """
     train_n = int(params["train_iters"][0])
     its = list(params["test_iters"])
     fraction = float(params["margin_fraction"])
-    table = Claims("stability", str(getattr(params, "profile", params.get("profile", ""))))
-    rows: dict[str, Claim] = {}
+    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
     every = {arm: per_seed(runs[arm], its, train_n) for arm in LABELS}
     names = {arm: _seed_names(params, len(runs[arm])) for arm in LABELS}
 
     flagged = [f"{LABELS[a]} {names[a][i]}: {why}" for a in LABELS
                for i, why in enumerate(every[a]["diverged"]) if why]
-    rows["health"] = table.add(
+    healthy, _ = gates.health_gate({LABELS[a]: every[a]["diverged"] for a in LABELS})
+    table.add(
         "Training health: no model diverged (non-finite loss, final loss above its start, or "
-        "chance-level training accuracy)", not flagged,
+        "chance-level training accuracy)", healthy is True,
         "; ".join(flagged) if flagged else f"{sum(len(every[a]['diverged']) for a in LABELS)} "
         "models checked", check="warning row: a flagged model that fits makes the claims "
-        "undecided")
+        "undecided", id="health")
 
     quorum = int(params["fit_quorum"])
     fit, masks = gates.fit_quorum({LABELS[a]: every[a]["train_accuracy"] for a in LABELS},
@@ -189,20 +193,20 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
                for k, v in every[arm].items()} for arm in LABELS}
     capped = [f"{LABELS[a]} {names[a][i]}" for a in LABELS
               for i in np.flatnonzero(every[a]["cap_reached"])]
-    rows["fit"] = table.add(
+    table.add(
         f"Fit criterion: at least {quorum} models per arm reach ≥ "
         f"{100 * float(params['fit_accuracy']):g} % training accuracy at N = {train_n} (the "
         "regime of Theorem 1 / Corollary 1), each trained until it fits plus "
         f"{params['extra_epochs']} epochs, at most {params['epochs']}",
         fit[0] is True, "; ".join(f"{LABELS[a]}: {_models(every[a], names[a])}" for a in LABELS)
         + (f"; reached the cap without fitting: {', '.join(capped)}" if capped else ""),
-        check=fit[1])
+        check=fit[1], id="fit")
 
     health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
     n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
-    power = ((True, f"{n_seeds}+ fitting seeds per arm") if n_seeds >= 2 else
-             (None, f"{n_seeds} fitting seed in an arm: a confidence interval over seeds needs "
-                    "≥ 2"))
+    power = gates.enough(n_seeds, 2, f"{n_seeds}+ fitting seeds per arm",
+                         f"{n_seeds} fitting seed in an arm: a confidence interval over seeds "
+                         "needs ≥ 2")
     gate = gates.combine(health, fit, power)
 
     def margin_of(arm: str, key: str, what: str) -> tuple[float, str, gates.Decision]:
@@ -227,21 +231,21 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         compare = gates.combine(gate, resolved, pairs)
         if compare[0] is True:
             compare = gates.combine(compare, gates.powered(between, delta, POWER_RATIO))
-        rows["not_more_stable"] = table.decide(
+        table.decide(
             f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
             f"N = {train_n} is not smaller by more than δ", gates.decide(
                 compare, gates.not_below(between, delta) if compare[0] else compare),
-            value, delta_text)
-        rows["equally_stable"] = table.decide(
+            value, delta_text, id="not_more_stable")
+        table.decide(
             "IFT and unrolled are equally stable (the difference of their accuracy changes lies "
             "within ±δ)", gates.decide(
                 compare, gates.equivalent(between, delta) if compare[0] else compare),
-            value, delta_text)
+            value, delta_text, id="equally_stable")
     else:
         for key, text in (("not_more_stable", "IFT is not more stable than unrolled"),
                           ("equally_stable", "IFT and unrolled are equally stable")):
-            rows[key] = table.decide(text, gate, "not computed: " + gate[1],
-                                     f"{fraction:g} × the unrolled arm's mean change")
+            table.decide(text, gate, "not computed: " + gate[1],
+                         f"{fraction:g} × the unrolled arm's mean change", id=key)
 
     for arm, label in LABELS.items():
         s = m[arm]
@@ -262,13 +266,13 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
             gain_gate = gate
             gain_v = loss_v = "not computed: " + gate[1]
             delta_text = f"{fraction:g} × the {label} arm's loss at N' = {min(its)}"
-        rows[f"{arm}_no_gain"] = table.decide(
+        table.decide(
             f"{label}: more test iterations than in training do not raise accuracy by more than "
             "δ (inner-iterations overfitting)", gates.decide(gain_gate, gain_d), gain_v,
-            delta_text)
-        rows[f"{arm}_fewer_hurt"] = table.decide(
+            delta_text, id=f"{arm}_no_gain")
+        table.decide(
             f"{label}: fewer test iterations ({min(its)}) than in training lower accuracy",
-            gates.decide(gate, loss_d), loss_v, "0")
+            gates.decide(gate, loss_d), loss_v, "0", id=f"{arm}_fewer_hurt")
         every_model = every[arm]  # a check of the solver: every model, fitting or not
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.log10(every_model["last_residual_beyond"]
@@ -282,23 +286,25 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         else:
             residual_d = (None, "needs ≥ 2 seeds with finite residuals")
             residual_v = "not computed"
-        rows[f"{arm}_residual"] = table.decide(
+        table.decide(
             f"Sanity check, {label}: the residual of the last iterate keeps decreasing beyond "
             f"N = {train_n} (the solver is not stuck; every model)", residual_d,
             residual_v + f"; mean residual {np.mean(every_model['last_residual_at_train']):.3g} "
-            f"at N = {train_n}, {np.mean(every_model['last_residual_beyond']):.3g} beyond")
+            f"at N = {train_n}, {np.mean(every_model['last_residual_beyond']):.3g} beyond",
+            id=f"{arm}_residual")
     if costs is not None:
-        rows["memory"] = table.add(
-            "Unrolled training needs more memory per step than IFT",
-            costs["unrolled"]["peak_mb"] > costs["ift"]["peak_mb"],
+        more, _ = gates.compare(costs["unrolled"]["peak_mb"], ">", costs["ift"]["peak_mb"])
+        table.add(
+            "Unrolled training needs more memory per step than IFT", more,
             f"peak +{costs['unrolled']['peak_mb']:.0f} MB unrolled vs "
-            f"+{costs['ift']['peak_mb']:.0f} MB IFT", check="one measurement per arm")
-    return table, rows
+            f"+{costs['ift']['peak_mb']:.0f} MB IFT", check="one measurement per arm",
+            id="memory")
+    return table
 
 
-def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
-    """The numbers the chapter's text quotes (``glue`` names → formatted values), from a
-    :class:`.runs.StabilityResults`."""
+def numbers(results: StabilityResults) -> dict[str, Any]:
+    """The numbers the chapter's text quotes (``glue`` names → formatted values)."""
+    params = results.params
     its = np.asarray(params["test_iters"])
     out: dict[str, str] = {}
     for arm, s in results.summary.items():
@@ -317,7 +323,7 @@ def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
     out["stability-train-n"] = str(results.train_n)
     out["stability-n-min"] = str(its.min())
     out["stability-n-max"] = str(its.max())
-    out["stability-collect-seconds"] = f"{results.collect_seconds:.0f}"
+    out["stability-collect-seconds"] = f"{results.cost.seconds:.0f}"  # wall time of collect
     for arm in LABELS:
         cost = (results.costs or {}).get(arm)
         out[f"stability-{arm}-step-seconds"] = f"{cost['cpu_seconds']:.2f}" if cost else "n/a"
@@ -325,6 +331,6 @@ def numbers(params: Mapping[str, Any], results: Any) -> dict[str, str]:
     return out
 
 
-def claims(params: Mapping[str, Any], results: Any) -> tuple[Claims, dict[str, Claim]]:
-    """:func:`claims_table` for a :class:`.runs.StabilityResults`."""
-    return claims_table(params, results.runs, results.costs)
+def claims(results: StabilityResults) -> Claims:
+    """:func:`claims_table` of the chapter's results."""
+    return claims_table(results.params, results.runs, results.costs)

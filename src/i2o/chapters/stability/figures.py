@@ -1,23 +1,22 @@
 """Figure 5 and the chapter's printed summaries, drawn from :func:`.runs.collect` (nothing here
-computes a result)."""
+computes a result; the parameters are the results')."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o import plotting, runtime
-from i2o.chapters.stability.claims import LABELS
+from i2o import plotting, profiles, runtime
+from i2o.chapters.stability import FIGURE
+from i2o.chapters.stability.claims import LABELS, resolution_points
 from i2o.chapters.stability.runs import StabilityResults
 
 
-def figure_5(results: StabilityResults, p: Mapping[str, Any]) -> Figure:
+def figure_5(results: StabilityResults) -> Figure:
     """Left: test accuracy against test-time Broyden iterations N' (mean ± sd over seeds) per
     arm; right: the relative residual of the returned iterate. Dashed: the training N."""
+    p = results.params
     its = np.asarray(p["test_iters"])
     fig, (ax, ax_res) = plt.subplots(1, 2, figsize=(10.5, 4.0),
                                      gridspec_kw={"width_ratios": [1.4, 1]})
@@ -46,8 +45,10 @@ def figure_5(results: StabilityResults, p: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def run_report(results: StabilityResults, p: Mapping[str, Any]) -> str:
-    """Accuracy at N, deviation and training time per arm; devices; fit and divergence per seed."""
+def run_report(results: StabilityResults) -> str:
+    """Accuracy at N, deviation and training time per arm; what collecting them cost; devices;
+    fit and divergence per seed."""
+    p = results.params
     lines = [f"model {p['model']!r}: {results.n_parameters:,} parameters (the paper's TINY: "
              f"{results.n_parameters_tiny:,})"]
     for arm, s in results.summary.items():
@@ -56,7 +57,7 @@ def run_report(results: StabilityResults, p: Mapping[str, Any]) -> str:
                      f"{100 * s['at_train'].mean():.1f} ± {sd:.1f} %, mean |acc(N') - acc(N)| "
                      f"{100 * s['deviation'].mean():.2f} points, training "
                      f"{results.train_seconds[arm]:.0f} s per seed")
-    lines.append(f"computed or read in {results.collect_seconds:.0f} s")
+    lines.append(results.cost.text())
     devices = sorted({str(r.get("device", "?")) for rs in results.runs.values() for r in rs})
     lines.append(f"jobs trained on: {', '.join(devices)}; this notebook runs on "
                  f"{runtime.device_name()}")
@@ -76,12 +77,10 @@ def run_report(results: StabilityResults, p: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def margins_report(p: Mapping[str, Any]) -> str:
+def margins_report(results: StabilityResults) -> str:
     """The pre-registered margin rule, its reason (from the manifest) and the resolution floor."""
-    from i2o import profiles
-    from i2o.chapters.stability.claims import resolution_points
-
-    schema = profiles.entry("stability")["parameters"]["margin_fraction"]
+    p = results.params
+    schema = profiles.entry(FIGURE)["parameters"]["margin_fraction"]
     return (f"margin_fraction = {p['margin_fraction']:g}: {schema['help']}.\nReason: "
             f"{schema['reason']}.\nA claim with a margin is decided only when δ is at least the "
             "resolution of an accuracy change: the standard error of a paired difference "

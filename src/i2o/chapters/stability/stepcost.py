@@ -22,11 +22,15 @@ Method (the same for every arm and N, so that ratios are meaningful):
 Command line (used by :func:`measure_step` and the benchmarks)::
 
     python -m i2o.chapters.stability.stepcost --model tiny --arm ift --train-iter 18 --batch 128
+
+The chapter caches one measurement per arm as a :class:`StepCostJob`, whose key covers this
+module (the one that measures).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -35,7 +39,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import torch
+
+from i2o import job, runtime
+from i2o.chapters.stability import FIGURE
+from i2o.deq import DEQ, SolverSpec
+from i2o.models.mdeq import MDEQClassifier, config
+from i2o.train.classifier import mdeq_loss
+from i2o.train.schedule import make_optimizer
 
 SOLVERS = ("broyden", "anderson", "fixed_point")
 
@@ -67,19 +80,10 @@ def _peak_rss_mb() -> float:
 def _measure_here(model_name: str, arm: str, train_iter: int, backward_iter: int, batch: int,
                   steps: int, warmup: int, tol: float, solver: str, memory: int | None,
                   threads: int) -> dict[str, Any]:
-    import torch
-
-    from i2o import runtime
-    from i2o.deq import DEQ, SolverSpec
-    from i2o.models import MDEQClassifier, config
-    from i2o.train.allocator import keep_freed_memory
-    from i2o.train.classifier import mdeq_loss
-    from i2o.train.schedule import make_optimizer
-
     torch.set_num_threads(threads)
     device = runtime.device()
     if device == "cpu":
-        keep_freed_memory()
+        runtime.keep_freed_memory()
     torch.manual_seed(0)
     model = MDEQClassifier(config(model_name)).to(device).train()
     images = torch.randn(batch, 3, 32, 32, device=device)
@@ -155,6 +159,33 @@ def measure_step(model: str = "tiny", arm: str = "ift", train_iter: int = 18,
     if done.returncode != 0:
         raise RuntimeError(f"step measurement failed ({' '.join(command)}):\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class StepCostJob(job.Job):
+    """Time and peak memory of one training step of one arm (:func:`measure_step`, one warm-up
+    step, Broyden), cached: the fields are the cache key, and the key's code is this module's
+    import closure, so an edit of the measurement measures again."""
+
+    figure: ClassVar[str] = FIGURE
+
+    model: str
+    batch: int
+    arm: str
+    train_iter: int
+    backward_iter: int
+    tol: float
+    steps: int
+
+    @property
+    def name(self) -> str:
+        return f"step-cost-{self.arm}-N{self.train_iter}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        measured = measure_step(self.model, arm=self.arm, train_iter=self.train_iter,
+                                backward_iter=self.backward_iter, batch=self.batch,
+                                steps=self.steps, warmup=1, tol=self.tol)
+        return {k: v for k, v in measured.items() if v is not None}
 
 
 def main(argv: list[str] | None = None) -> int:

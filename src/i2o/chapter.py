@@ -1,0 +1,66 @@
+"""What every chapter's ``runs.collect(params)`` returns: its results, their parameters, their cost.
+
+A chapter's results type is a frozen dataclass deriving from :class:`ChapterResults`, which adds
+the parameters that produced them (so ``claims.claims(results)``, ``claims.numbers(results)`` and
+the figures need nothing else), the run's :class:`Cost` and its provenance
+(:func:`i2o.runtime.provenance`). :func:`run_jobs` is how a chapter computes or reads its jobs and
+measures what that cost; every chapter reports its cost through :meth:`Cost.text`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from i2o import runtime, sweep
+from i2o.job import Job
+from i2o.profiles import Params
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """What collecting a chapter's results cost in this process."""
+
+    seconds: float  # wall time, computing what was missing and reading the rest
+    jobs: int  # jobs read or computed
+    computed: int  # of which computed (missing from the results cache when asked)
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.seconds + other.seconds, self.jobs + other.jobs,
+                    self.computed + other.computed)
+
+    def text(self) -> str:
+        """One sentence, the same in every chapter."""
+        read = self.jobs - self.computed
+        return (f"{self.jobs} job{'s' if self.jobs != 1 else ''}: {self.computed} computed, "
+                f"{read} read from the results cache, in {_duration(self.seconds)}")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ChapterResults:
+    """The base of every chapter's results (its fields come after the chapter's own)."""
+
+    params: Params
+    cost: Cost
+    provenance: dict[str, Any] = dataclasses.field(default_factory=runtime.provenance,
+                                                   repr=False, compare=False)
+
+
+def run_jobs(figure: str, jobs: Sequence[Job], workers: int = 1, label: str | None = None,
+             progress: bool | None = None) -> tuple[list[dict[str, Any]], Cost]:
+    """Every job's result, in order, and what it cost: the missing ones computed first in
+    ``workers`` local processes (:func:`i2o.sweep.run_missing`; with one worker each is computed
+    here as it is read), then everything read from the results cache."""
+    start = time.perf_counter()
+    jobs = list(jobs)
+    missing = sum(not job.is_cached() for job in jobs)
+    sweep.run_missing(figure, jobs, workers)
+    found = [job.run(progress) for job in runtime.Progress.over(
+        jobs, label or f"{figure} jobs", unit="job")]
+    return found, Cost(time.perf_counter() - start, len(jobs), missing)

@@ -1,0 +1,62 @@
+"""A job: one expensive computation of a chapter, as a frozen, typed value.
+
+A job's dataclass fields are everything its result depends on besides the code: they are its
+cache key (:func:`dataclasses.asdict`), and the code is the import closure of the module that
+defines its class (:func:`i2o.results.dependencies`: the modules it reaches through imports,
+without the cache's own plumbing), so no job lists its sources by hand. A job
+is pickled as it is by :mod:`i2o.sweep` (one submitit task per job) and computed by :meth:`run`
+wherever it is called: a notebook, a local worker, a SLURM array task. Whoever asks first
+computes and stores it (:func:`i2o.results.cached`); everyone after reads it.
+
+A chapter's ``runs.jobs(params) -> list[Job]`` lists the jobs of a parameter set; its job classes
+live in modules that import what computes them, never the chapter's ``runs``, ``figures`` or
+``claims`` (those would enter the closure, and every plot edit would recompute the jobs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from i2o import results
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """Subclasses are frozen dataclasses that set ``figure``, define :attr:`name` and
+    :meth:`compute`."""
+
+    #: the figure (cache folder) the job belongs to: its chapter's ``FIGURE``
+    figure: ClassVar[str]
+
+    @property
+    def name(self) -> str:
+        """The entry's readable name (its folder is ``<name>-<key prefix>``)."""
+        raise NotImplementedError
+
+    def compute(self, progress: bool | None = None) -> Mapping[str, Any]:
+        """The result: a (nested) dict of arrays, numbers and strings. Called only on a miss."""
+        raise NotImplementedError
+
+    @property
+    def module(self) -> str:
+        """The module whose import closure the result depends on: the one defining the class."""
+        return type(self).__module__
+
+    def key(self) -> dict[str, Any]:
+        """The cache key's parameters: every field."""
+        return dataclasses.asdict(self)
+
+    def run(self, progress: bool | None = None) -> dict[str, Any]:
+        """The stored result, computed first if missing (:func:`i2o.results.cached`)."""
+        return results.cached(self.figure, self.name, self.key(),
+                              lambda: self.compute(progress), module=self.module)
+
+    def is_cached(self) -> bool:
+        return results.lookup(self.figure, self.name, self.key(), module=self.module) is not None
+
+    def checkpoints(self) -> Path:
+        """The directory, tied to the job's key, where an interrupted run resumes from."""
+        return results.checkpoint_dir(self.figure, self.name, self.key(), module=self.module)

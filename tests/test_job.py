@@ -1,0 +1,112 @@
+"""Jobs as values (:mod:`i2o.job`): the cache key is the fields plus the source of the import
+closure of the job's module (:mod:`i2o.import_graph`), found from the code, never listed."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from i2o import import_graph, results
+from i2o.job import Job
+
+PACKAGE = Path(import_graph.__file__).resolve().parent
+
+
+@dataclasses.dataclass(frozen=True)
+class Square(Job):
+    figure: ClassVar[str] = "test-job"
+    x: int
+    scale: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return f"square-{self.x}"
+
+    def compute(self, progress: bool | None = None):
+        Square.calls += 1
+        return {"y": self.scale * self.x ** 2}
+
+
+Square.calls = 0
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def test_a_job_is_computed_once_and_keyed_by_its_fields(cache):
+    Square.calls = 0
+    job = Square(3)
+    assert not job.is_cached()
+    assert job.run() == {"y": 9.0} and job.run() == {"y": 9.0}
+    assert Square.calls == 1 and job.is_cached()
+    assert not Square(3, scale=2.0).is_cached()  # another field value, another entry
+    assert job.key() == {"x": 3, "scale": 1.0}
+    assert job.checkpoints().is_dir()
+
+
+def test_a_job_is_a_frozen_picklable_value():
+    job = Square(2)
+    assert pickle.loads(pickle.dumps(job)) == job
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.x = 4
+
+
+def test_the_key_covers_the_module_that_defines_the_job():
+    assert Square(1).module == __name__
+    assert results.key("f", "n", {}, module="i2o.job") != results.key("f", "n", {})
+    # a module outside i2o (this test, a researcher's own job): its file and the closure of the
+    # i2o modules it imports
+    assert results.module_source_hash(__name__) != results.module_source_hash("i2o.job")
+
+
+def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
+    closure = import_graph.closure("i2o.job")
+    assert {"i2o.job", "i2o.results", "i2o.runtime", "i2o.import_graph"} <= set(closure)
+    assert "i2o.chapters.meta.maml" not in closure and "i2o.sweep" not in closure
+    assert import_graph.closure("i2o.job", stop=frozenset({"i2o.results"})) == ("i2o.job",)
+
+
+def test_a_job_depends_on_what_computes_it_not_on_the_cache_machinery():
+    found = results.dependencies("i2o.chapters.stability.jobs")
+    assert {"i2o.chapters.stability.jobs", "i2o.deq.broyden", "i2o.train.loop"} <= set(found)
+    assert not results.CACHE_MACHINERY & set(found)
+    with pytest.raises(ValueError, match="not a module of i2o"):
+        import_graph.closure("i2o.no_such_module")
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# an edit\n")
+
+
+def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_does_not(tmp_path):
+    """In a temporary copy of the package: a stability job's key hashes the closure of the
+    module that defines it. An edit to a module it imports (the Broyden solver) changes that
+    hash; an edit to another chapter (meta's MAML) leaves it as it was."""
+    root = tmp_path / "i2o"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    module = "i2o.chapters.stability.jobs"
+
+    def key() -> str:
+        closure = import_graph.closure(module, root, stop=results.CACHE_MACHINERY)
+        return results.source_hash(closure, root)
+
+    before = key()
+    assert "i2o.deq.broyden" in import_graph.closure(module, root)
+    _edit(root / "chapters" / "meta" / "maml.py")
+    _edit(root / "results.py")  # the cache's plumbing
+    assert key() == before
+    _edit(root / "deq" / "broyden.py")
+    assert key() != before
+
+
+def test_the_graph_sees_function_level_and_relative_imports():
+    assert "i2o.chapters.affine.sweeps" in import_graph.graph()["i2o.chapters.affine.jobs"]
+    assert "i2o.runtime" in import_graph.graph()["i2o.profiles"]
