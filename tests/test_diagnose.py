@@ -122,13 +122,15 @@ def test_plain_and_book_deq_adapters_on_models_trained_here(data):
 
 
 def test_book_mdeq_adapter_on_a_model_trained_here():
+    from i2o.deq import SolverSpec
     from i2o.models import MDEQClassifier, config
     from i2o.train.classifier import TrainSettings, train_classifier
 
     torch.manual_seed(0)
     images, labels = torch.randn(16, 3, 32, 32), torch.arange(16) % 10
     model = MDEQClassifier(config("micro"))
-    settings = TrainSettings(train_iter=4, backward_iter=4, epochs=2, batch_size=8,
+    solver = SolverSpec(max_iter=4, tol=1e-3)
+    settings = TrainSettings(forward=solver, backward=solver, epochs=2, batch_size=8,
                              pretrain_steps=1, seed=0)
     history = train_classifier(model, images, labels, settings, progress=False)
     assert len(history["loss"]) == 4

@@ -259,8 +259,7 @@ def test_each_task_carries_its_solvers_built_once_from_the_manifest():
                                               tol=0.0)
         assert job.backward_spec.max_iter == 11 and job.train_iters == params["cls_train_iters"]
         settings = job.settings()
-        assert (settings.forward_spec(), settings.backward_spec()) == (job.forward_spec,
-                                                                       job.backward_spec)
+        assert settings.forward is job.forward_spec and settings.backward is job.backward_spec
     for job in jobs.language:
         assert job.forward_spec == job.backward_spec == SolverSpec(
             method=params["lm_method"], max_iter=params["lm_train_iters"], tol=0.0)
@@ -271,18 +270,6 @@ def test_each_task_carries_its_solvers_built_once_from_the_manifest():
         assert job.deq().backward_spec is job.backward_spec
     unrolled = runs.build_jobs(params.with_(lm_backward="unrolled")).language[0]
     assert unrolled.deq().forward_spec.return_best is False  # the sweep's rule is training's
-
-
-def test_a_classifier_refuses_solvers_its_training_cannot_run():
-    from i2o.chapters.deq_gaps.classification import ClassificationJob
-
-    forward = SolverSpec(method="broyden", max_iter=3, tol=0.0)
-    ClassificationJob(architecture="micro", forward_spec=forward, backward_spec=forward,
-                      train_size=20, grid=(1, 3), eval_size=10)
-    with pytest.raises(ValueError, match="TrainSettings"):
-        ClassificationJob(architecture="micro", forward_spec=forward,
-                          backward_spec=SolverSpec(method="anderson", max_iter=3, tol=0.0),
-                          train_size=20, grid=(1, 3), eval_size=10)
 
 
 def test_jobs_are_distinct_picklable_values_whose_modules_stay_out_of_plots_and_claims():

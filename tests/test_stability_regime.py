@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from i2o.deq import SolverSpec
 from i2o.train import TrainSettings, build_and_train
 from i2o.train.classifier import epochs_used
 from i2o.train.loop import Plan, UntilFit, train_steps
@@ -112,8 +113,9 @@ def test_mdeq_classifier_trains_until_it_fits_then_extra_epochs():
     images, labels = torch.randn(16, 3, 32, 32, generator=generator), torch.arange(16) % 10
     from i2o.models import MICRO
 
-    common = dict(arm="ift", epochs=6, batch_size=8, pretrain_steps=0, train_iter=3,
-                  backward_iter=3, checkpoint_every=100, seed=0, fit_every=1, fit_batch=16)
+    solver = SolverSpec(max_iter=3, tol=1e-3)
+    common = dict(arm="ift", epochs=6, batch_size=8, pretrain_steps=0, forward=solver,
+                  backward=solver, checkpoint_every=100, seed=0, fit_every=1, fit_batch=16)
     _, easy = build_and_train(MICRO, images, labels,
                               TrainSettings(**common, fit_accuracy=0.01, extra_epochs=2))
     assert easy["fit_step"] == [2] and epochs_used(easy, 2) == 3  # fits at epoch 1, +2 epochs

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from i2o.deq import SolverSpec
 from i2o.models import MICRO, MDEQClassifier
 from i2o.train import (
     TrainSettings,
@@ -36,8 +37,9 @@ def _data(n=32, seed=0):
 
 
 def _settings(**changes):
-    base = dict(arm="ift", epochs=2, batch_size=16, pretrain_steps=1, train_iter=5,
-                backward_iter=5, checkpoint_every=1, seed=0)
+    solver = SolverSpec(max_iter=5, tol=1e-3)
+    base = dict(arm="ift", epochs=2, batch_size=16, pretrain_steps=1, forward=solver,
+                backward=solver, checkpoint_every=1, seed=0)
     return TrainSettings(**{**base, **changes})
 
 
@@ -149,19 +151,21 @@ def test_evaluation_goes_through_the_generic_sweep_and_matches_a_direct_solve():
 def test_bad_settings_are_rejected_before_training():
     with pytest.raises(ValueError, match="arm must be one of 'ift', 'unrolled'"):
         TrainSettings(arm="phantom")
-    with pytest.raises(ValueError, match="train_iter"):
-        TrainSettings(train_iter=0)
+    with pytest.raises(ValueError, match="forward.max_iter"):
+        TrainSettings(forward=SolverSpec(max_iter=0))
 
 
 _SCRIPT = """
 import sys, time, torch
 torch.set_num_threads(1)
+from i2o.deq import SolverSpec
 from i2o.models import MICRO
 from i2o.train import TrainSettings, build_and_train
 g = torch.Generator().manual_seed(0)
 x, y = torch.randn(48, 3, 32, 32, generator=g), torch.randint(0, 10, (48,), generator=g)
-settings = TrainSettings(arm=sys.argv[1], epochs=3, batch_size=16, pretrain_steps=2, train_iter=5,
-                         backward_iter=5, checkpoint_every=1, seed=3)
+solver = SolverSpec(max_iter=5, tol=1e-3)
+settings = TrainSettings(arm=sys.argv[1], epochs=3, batch_size=16, pretrain_steps=2,
+                         forward=solver, backward=solver, checkpoint_every=1, seed=3)
 pause = float(sys.argv[4])
 model, history = build_and_train(MICRO, x, y, settings, sys.argv[2], progress=False,
                                  device="cpu", on_step=lambda step: time.sleep(pause))

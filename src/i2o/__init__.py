@@ -25,8 +25,9 @@ Glossary (one name per quantity, from the manifest to the solver):
 
 - ``N`` the number of inner iterations used in training: ``train_iters`` — the list of Ns of the
   stability manifest, the one N of each deq_gaps task (``cls_``/``lm_``/``inv_train_iters``) and
-  of its job and curve; ``train_iter`` is one run's N in :class:`i2o.train.TrainSettings` (the
-  MDEQ code's F_THRES); ``n`` in the affine theory; ``maml_inner_steps``/``imaml_inner_steps``
+  of its job and curve; ``train_iter`` is one run's N, the ``max_iter`` of the forward
+  :class:`i2o.deq.SolverSpec` a job and :class:`i2o.train.TrainSettings` carry (the MDEQ code's
+  F_THRES); ``n`` in the affine theory; ``maml_inner_steps``/``imaml_inner_steps``
   (meta, the papers' "inner steps");
 - ``N + ΔN`` the test-time iteration counts: ``test_iters`` (swept grids), ``delta_n`` (affine);
 - ``backward_iter`` the steps of the IFT adjoint solve (B_THRES); ``max_iter`` is the word inside

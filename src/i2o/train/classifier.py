@@ -4,10 +4,11 @@ One training step on a batch (the recipe of the paper's Figure 5, Appendix F.2):
 
 - during the first ``pretrain_steps`` steps, a weight-tied network of ``pretrain_layers`` explicit
   applications of ``f_θ`` from ``z = 0`` is trained (the MDEQ warm-up, ``PRETRAIN_STEPS``);
-- afterwards ``z*`` solves ``z = f_θ(z, x)`` with ``train_iter`` Broyden steps (no line search) and
-  the head classifies ``f_θ(z*, x)``. The two arms differ only in the gradient:
+- afterwards ``z*`` solves ``z = f_θ(z, x)`` with the ``forward`` solver, N = ``train_iter`` Broyden
+  steps (no line search), and the head classifies ``f_θ(z*, x)``. The two arms differ only in the
+  gradient:
   * ``"ift"``: implicit differentiation, the adjoint ``u = (∂f/∂z)ᵀ u + ∂ℓ/∂z`` solved with
-    ``backward_iter`` Broyden steps (the paper's Eq. 3; Bai et al. 2019);
+    the ``backward`` solver, ``backward_iter`` Broyden steps (the paper's Eq. 3; Bai et al. 2019);
   * ``"unrolled"``: backpropagation through every Broyden iterate and low-rank update.
 
 The loss is the cross-entropy (:func:`mdeq_loss`, the step written once: the stability and
@@ -51,11 +52,11 @@ class TrainSettings:
     """Hyper-parameters of one training run (defaults: ``cls_mdeq_TINY.yaml`` and the paper)."""
 
     arm: str = "ift"                 # "ift" (implicit gradient) or "unrolled"
-    train_iter: int = 18             # F_THRES: forward solver steps during training
-    backward_iter: int = 20          # B_THRES: adjoint solver steps (IFT arm)
-    solver: str = "broyden"
-    stop_mode: str = "rel"
-    tol: float = 1e-3                # the DEQ code's default eps for training solves
+    #: the forward solver during training: N = ``max_iter`` (F_THRES) Broyden steps, the DEQ
+    #: code's default eps 1e-3 on the relative residual
+    forward: SolverSpec = SolverSpec(method="broyden", max_iter=18, tol=1e-3, stop_mode="rel")
+    #: the adjoint solver of the IFT arm: ``max_iter`` = B_THRES
+    backward: SolverSpec = SolverSpec(method="broyden", max_iter=20, tol=1e-3, stop_mode="rel")
     epochs: int = 50                 # the budget; with fit_every > 0, the cap
     batch_size: int = 128
     lr: float = 1e-3
@@ -73,8 +74,10 @@ class TrainSettings:
     def __post_init__(self) -> None:
         if self.arm not in ARMS:
             raise ValueError(f"arm must be one of {', '.join(map(repr, ARMS))}; got {self.arm!r}")
-        for name in ("train_iter", "backward_iter", "epochs", "batch_size", "checkpoint_every"):
-            value = getattr(self, name)
+        for name, value in (("forward.max_iter", self.forward.max_iter),
+                            ("backward.max_iter", self.backward.max_iter),
+                            *((name, getattr(self, name))
+                              for name in ("epochs", "batch_size", "checkpoint_every"))):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1; got {value!r}")
         for name in ("pretrain_steps", "fit_every", "extra_epochs"):
@@ -93,13 +96,10 @@ class TrainSettings:
             raise ValueError(f"need lr > 0, 0 ≤ lr_min ≤ lr, weight_decay ≥ 0; got lr={self.lr}, "
                              f"lr_min={self.lr_min}, weight_decay={self.weight_decay}")
 
-    def forward_spec(self) -> SolverSpec:
-        return SolverSpec(method=self.solver, max_iter=self.train_iter, tol=self.tol,
-                          stop_mode=self.stop_mode)
-
-    def backward_spec(self) -> SolverSpec:
-        return SolverSpec(method=self.solver, max_iter=self.backward_iter, tol=self.tol,
-                          stop_mode=self.stop_mode)
+    @property
+    def train_iter(self) -> int:
+        """``N``: the forward solver's steps in training."""
+        return self.forward.max_iter
 
     def steps(self, n: int) -> int:
         """Training steps on ``n`` examples: ``epochs`` × ⌈n / batch_size⌉."""
@@ -146,8 +146,7 @@ def epochs_used(history: dict[str, Any], steps_per_epoch: int) -> float:
 
 
 def make_deq(settings: TrainSettings) -> DEQ:
-    return DEQ(forward=settings.forward_spec(), backward=settings.arm,
-               backward_spec=settings.backward_spec())
+    return DEQ(forward=settings.forward, backward=settings.arm, backward_spec=settings.backward)
 
 
 def mdeq_loss(model: MDEQClassifier, deq: DEQ, images: torch.Tensor, labels: torch.Tensor,

@@ -70,13 +70,6 @@ class ClassificationJob(Job):
         if self.train_size < 10:
             raise ValueError(f"train_size must be ≥ 10 (one image per class); got "
                              f"{self.train_size}")
-        settings = self.settings()
-        if (settings.forward_spec(), settings.backward_spec()) != (self.forward_spec,
-                                                                   self.backward_spec):
-            raise ValueError("the classifier's training (i2o.train.classifier.TrainSettings) "
-                             "runs one method, tol and stop_mode both ways and nothing else of "
-                             f"a SolverSpec; got forward {self.forward_spec}, backward "
-                             f"{self.backward_spec}")
 
     @property
     def name(self) -> str:
@@ -92,12 +85,8 @@ class ClassificationJob(Job):
 
     def settings(self) -> TrainSettings:
         """The training run: IFT gradients with the job's forward and backward solvers, a
-        checkpoint every 100 steps. :class:`~i2o.train.classifier.TrainSettings` takes the
-        solvers as their parts (it rebuilds the same specs)."""
-        forward, backward = self.forward_spec, self.backward_spec
-        return TrainSettings(arm="ift", train_iter=forward.max_iter,
-                             backward_iter=backward.max_iter,
-                             solver=forward.method, stop_mode=forward.stop_mode, tol=forward.tol,
+        checkpoint every 100 steps."""
+        return TrainSettings(arm="ift", forward=self.forward_spec, backward=self.backward_spec,
                              epochs=self.epochs,
                              batch_size=self.batch_size, lr=self.lr, lr_min=1e-6,
                              weight_decay=self.weight_decay, pretrain_steps=self.pretrain_steps,

@@ -27,6 +27,7 @@ from i2o import replicates, runtime
 from i2o.chapters.diagnose import FIGURE, LABELS
 from i2o.chapters.diagnose.torchdeq_net import ConvDEQ, step_loss
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
+from i2o.deq import SolverSpec
 from i2o.diagnose import BookMDEQ, TorchDEQModel, diagnose
 from i2o.job import Job
 from i2o.models.mdeq import config
@@ -142,8 +143,10 @@ class MDEQJob(DiagnoseJob):
         return self.mdeq_train_iters
 
     def train(self, x: torch.Tensor, y: torch.Tensor, seed: int) -> tuple[Any, dict[str, Any]]:
-        settings = TrainSettings(arm="ift", train_iter=self.mdeq_train_iters,
-                                 backward_iter=self.mdeq_train_iters, epochs=self.mdeq_epochs,
+        solver = SolverSpec(method="broyden", max_iter=self.mdeq_train_iters, tol=1e-3,
+                            stop_mode="rel")  # both ways, the MDEQ recipe's eps
+        settings = TrainSettings(arm="ift", forward=solver, backward=solver,
+                                 epochs=self.mdeq_epochs,
                                  batch_size=self.mdeq_batch_size, lr=self.mdeq_lr,
                                  pretrain_steps=self.mdeq_pretrain_steps, clip=self.mdeq_clip,
                                  seed=seed, checkpoint_every=10_000)

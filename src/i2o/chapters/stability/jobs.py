@@ -30,16 +30,17 @@ import torch
 from i2o import job, replicates, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
+from i2o.deq import SolverSpec
 from i2o.models.mdeq import config, count_parameters
 from i2o.train import health
 from i2o.train.classifier import ARMS, TrainSettings, build_and_train, epochs_used
 from i2o.train.evaluate import evaluate_iterations
 
 #: Figure parameters that shape every job (the rest select which jobs run): the fields of
-#: :class:`TrainJob` besides ``seed``, ``arm``, ``train_iter`` and ``replicate``.
+#: :class:`TrainJob` besides its solvers, ``seed``, ``arm`` and ``replicate``.
 SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
-          "weight_decay", "pretrain_steps", "backward_iter", "tol", "test_iters", "eval_batch",
-          "clip", "fit_every", "extra_epochs", "fit_accuracy")
+          "weight_decay", "pretrain_steps", "test_iters", "eval_batch", "clip", "fit_every",
+          "extra_epochs", "fit_accuracy")
 #: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
 #: network's initialisation, dropout masks and batch order; a replicate redraws it too
 #: (:func:`i2o.replicates.seed`), so replicate r > 0 also trains and tests on other images.
@@ -74,8 +75,6 @@ class TrainJob(job.Job):
     lr_min: float
     weight_decay: float
     pretrain_steps: int
-    backward_iter: int
-    tol: float
     test_iters: tuple[int, ...]
     eval_batch: int
     clip: float
@@ -84,7 +83,8 @@ class TrainJob(job.Job):
     fit_accuracy: float
     seed: int
     arm: str
-    train_iter: int
+    forward: SolverSpec  # training's forward solver: N = max_iter Broyden steps
+    backward: SolverSpec  # the adjoint solver of the IFT arm: backward_iter steps
     replicate: int
 
     def __post_init__(self) -> None:
@@ -96,8 +96,16 @@ class TrainJob(job.Job):
         """The job of one (seed, arm, N), from the figure's parameters."""
         shared = {name: params[name] for name in SHARED}
         shared["test_iters"] = tuple(int(n) for n in shared["test_iters"])
-        return cls(**shared, seed=int(seed), arm=arm, train_iter=int(train_iter),
+        forward = SolverSpec(method="broyden", max_iter=int(train_iter), tol=params["tol"],
+                             stop_mode="rel")  # where N becomes max_iter, once
+        return cls(**shared, seed=int(seed), arm=arm, forward=forward,
+                   backward=dataclasses.replace(forward, max_iter=int(params["backward_iter"])),
                    replicate=int(params["replicate"]))
+
+    @property
+    def train_iter(self) -> int:
+        """``N``: the forward solver's steps in training."""
+        return self.forward.max_iter
 
     @property
     def name(self) -> str:
@@ -106,8 +114,8 @@ class TrainJob(job.Job):
     def settings(self, checkpoint_every: int = 50) -> TrainSettings:
         """The training loop's settings (the seed is the replicate's)."""
         return TrainSettings(
-            arm=self.arm, train_iter=self.train_iter, backward_iter=self.backward_iter,
-            tol=self.tol, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+            arm=self.arm, forward=self.forward, backward=self.backward, epochs=self.epochs,
+            batch_size=self.batch_size, lr=self.lr,
             lr_min=self.lr_min, weight_decay=self.weight_decay,
             pretrain_steps=self.pretrain_steps, clip=self.clip,
             seed=replicates.seed(self.seed, self.replicate),
