@@ -110,3 +110,15 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
 def test_the_graph_sees_function_level_and_relative_imports():
     assert "i2o.chapters.affine.sweeps" in import_graph.graph()["i2o.chapters.affine.jobs"]
     assert "i2o.runtime" in import_graph.graph()["i2o.profiles"]
+
+
+def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache):
+    from i2o.chapter import run_jobs
+
+    jobs = [Square(4), Square(5)]
+    found, cost = run_jobs("test-job", jobs)
+    assert found == [{"y": 16.0}, {"y": 25.0}]
+    assert (cost.jobs, cost.computed) == (2, 2)
+    _, again = run_jobs("test-job", [*jobs, Square(6)])
+    assert (again.jobs, again.computed) == (3, 1)
+    assert "1 computed, 2 read from the results cache" in again.text()

@@ -59,8 +59,7 @@ def run_jobs(figure: str, jobs: Sequence[Job], workers: int = 1, label: str | No
     here as it is read), then everything read from the results cache."""
     start = time.perf_counter()
     jobs = list(jobs)
-    missing = sum(not job.is_cached() for job in jobs)
-    sweep.run_missing(figure, jobs, workers)
+    missing = sweep.run_missing(figure, jobs, workers)
     found = [job.run(progress) for job in runtime.Progress.over(
         jobs, label or f"{figure} jobs", unit="job")]
-    return found, Cost(time.perf_counter() - start, len(jobs), missing)
+    return found, Cost(time.perf_counter() - start, len(jobs), len(missing))

@@ -166,15 +166,16 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
                     slurm_args)
 
 
-def run_missing(figure: str, jobs: Sequence[Job], workers: int) -> None:
+def run_missing(figure: str, jobs: Sequence[Job], workers: int) -> list[Job]:
     """Before a notebook reads ``figure``'s ``jobs``: say how many are cached, and compute the
     missing ones in ``workers`` local processes (with one worker the caller computes each one
-    as it reads it, in its own process)."""
+    as it reads it, in its own process). Returns the jobs that were missing."""
     missing = [job for job in jobs if not job.is_cached()]
     print(f"{figure}: {len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
           f"{len(missing)} to compute", flush=True)
     if missing and workers > 1:
         run_jobs(figure, missing, "local", max_parallel=workers)
+    return missing
 
 
 def run_jobs(figure: str, todo: Sequence[Job], executor: str = "local",
