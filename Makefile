@@ -35,7 +35,7 @@ MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
 RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 
-.PHONY: install lock data book html test bench sweep robustness claims lint clean clean-results help
+.PHONY: install lock data book html test bench golden sweep robustness claims lint clean clean-results help
 
 help:
 	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE)) and build _build/html"
@@ -44,6 +44,7 @@ help:
 	@echo "make test            run the test suite"
 	@echo "make lock            regenerate requirements.lock from pyproject.toml (needs PyPI)"
 	@echo "make bench           performance measurements into _build/bench.json"
+	@echo "make golden          rewrite tests/golden/ (smoke fingerprints, numerics probes) after a change meant to change results"
 	@echo "make sweep FIG=stability EXECUTOR=local|slurm SLURM=\"--partition gpu --gpus 1\""
 	@echo "make robustness      every chapter at replicates 0 1 2 (REPLICATES=...) -> Robustness page"
 	@echo "make claims          print every executed notebook's claims"
@@ -97,6 +98,11 @@ test: $(INSTALLED) $(MATHJAX)
 
 bench: $(INSTALLED)
 	$(PY) benchmarks/run.py
+
+# The golden fingerprints of tests/golden/: every smoke notebook executed afresh, its results and
+# the numerics probes fingerprinted (portable mode). Say in the commit why results changed.
+golden: $(INSTALLED) $(MATHJAX)
+	$(PY) -m i2o.golden
 
 sweep: $(INSTALLED)
 	$(PY) -m i2o.preflight $(FIG)

@@ -1,12 +1,17 @@
-"""What portable numerics costs: the TINY training step and one iMAML outer step, each timed in
-fresh processes in portable mode (every library pinned to AVX2, :mod:`i2o.runtime`) and in native
-mode, in alternating rounds of the same run so that both see the same machine load. The ratio
-portable / native decides whether portable is the default (goal ≤ 1.3); on a CPU whose widest
-instruction set is AVX2 the pins select the kernels the libraries would pick anyway, so the
-ratio measures only the pins' other effects (XLA without XNNPACK and platform-dependent math).
+"""What portable numerics costs, in all and pin by pin: the TINY training step, a DEQ-transformer
+training step and one iMAML outer step, each timed in fresh processes in portable mode (every
+library pinned, :mod:`i2o.runtime`), in native mode and, for the torch steps, in portable mode
+without one of torch's pins (ATen, oneDNN, MKL), in alternating rounds of the same run so that every
+configuration sees the same machine load. Portable / native decides whether portable is the default
+(goal ≤ 1.3); portable / (portable without a pin) is that pin's cost. On a CPU whose widest
+instruction set is AVX2, the instruction-set pins select the kernels the libraries would pick
+anyway, so the ratios measure only the pins' other effects (MKL's compatible branch, XLA without
+XNNPACK and platform-dependent math).
 
-- TINY step: :func:`i2o.chapters.stability.stepcost.measure_step` (batch 128, N = 18,
+- TINY step: :func:`i2o.chapters.stability.stepcost.measure_step` (batch 32, N = 18,
   B_THRES = 20, IFT, one thread), the median of its timed steps.
+- DEQ-transformer step: the deq_gaps chapter's quick language model (T = 64, d = 64, 4 heads,
+  FFN 128, batch 32, Broyden N = 8, IFT with B_THRES = 8), the median of three steps after one.
 - iMAML outer step: ``bench_meta``'s chunked outer loop (the meta chapter's quick setting: its λ and
   inner solver, meta-batch 25, float64, one thread), compiled, then the median of three chunks.
 """
@@ -25,7 +30,32 @@ from i2o.chapters.stability.stepcost import measure_step
 
 ROUNDS = 2
 MODES = ("native", "portable")
+#: torch's pins, each measured by leaving it out of portable mode
+TORCH_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
 HERE = Path(__file__).resolve().parent
+TRANSFORMER_STEP = """
+import json, statistics, time, torch
+from i2o import runtime
+from i2o.deq import DEQ, SolverSpec
+from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig
+runtime.set_threads()
+torch.manual_seed(0)
+model = DEQTransformerLM(TransformerConfig(context=64, width=64, heads=4, ffn_width=128))
+spec = SolverSpec(method="broyden", max_iter=8, tol=0.0, stop_mode="rel")
+deq = DEQ(forward=spec, backward="ift", backward_spec=spec, output="z")
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+tokens = torch.randint(0, 65, (32, 65))
+def step():
+    start = time.perf_counter()
+    optimizer.zero_grad()
+    x = model.inject(tokens[:, :-1])
+    z, _ = deq(model.f, x, model.initial_state(x))
+    model.token_nll(z, tokens[:, 1:]).mean().backward()
+    optimizer.step()
+    return time.perf_counter() - start
+step()
+print(json.dumps(statistics.median(step() for _ in range(3))))
+"""
 IMAML_STEP = f"""
 import functools, json, statistics, sys
 sys.path.insert(0, {str(HERE)!r})
@@ -39,48 +69,73 @@ print(json.dumps(statistics.median(run() for _ in range(3))))
 """
 
 
-def mode_env(mode: str) -> dict[str, str]:
-    """This process's environment as a process started in ``mode`` sees it."""
+def mode_env(mode: str, without: str | None = None) -> dict[str, str]:
+    """This process's environment as a process started in ``mode`` sees it, optionally without
+    the portable pin ``without``."""
     env = dict(os.environ)
     runtime.apply_numerics(env, mode=mode)
+    if without:
+        env.pop(without)
     return env
 
 
-def _tiny_step(mode: str) -> float:
-    env = mode_env(mode)
+def _configurations() -> list[tuple[str, str | None]]:
+    return [(mode, None) for mode in MODES] + [("portable", pin) for pin in TORCH_PINS]
+
+
+def _tiny_step(mode: str, without: str | None = None) -> float:
+    env = mode_env(mode, without)
     with runtime.environment(env, drop=set(os.environ) - set(env)):
-        return measure_step("tiny", arm="ift", train_iter=18, backward_iter=20, batch=128,
+        return measure_step("tiny", arm="ift", train_iter=18, backward_iter=20, batch=32,
                             steps=2, warmup=1, tol=0.0, threads=1)["seconds"]
 
 
-def _imaml_step(mode: str) -> float:
-    done = subprocess.run([sys.executable, "-c", IMAML_STEP], env=mode_env(mode),
+def _script(script: str, what: str, mode: str, without: str | None = None) -> float:
+    done = subprocess.run([sys.executable, "-c", script], env=mode_env(mode, without),
                           capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
-        raise RuntimeError(f"iMAML step ({mode}) failed:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"{what} ({mode}, without {without}) failed:\n{done.stderr[-2000:]}")
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def _entry(name: str, times: dict[str, list[float]], unit_scale: float, unit: str) -> dict:
-    median = {mode: statistics.median(values) * unit_scale for mode, values in times.items()}
-    return {"name": f"portable numerics: {name}", "value": round(median["portable"], 3),
-            "unit": unit, "peer": "native numerics (same run)",
-            "peer_value": round(median["native"], 3),
-            "ratio": round(median["portable"] / median["native"], 3), "goal": "≤ 1.3",
-            "note": (f"median of {ROUNDS} fresh processes per mode, alternating; CPU "
-                     f"{runtime.provenance()['cpu']}; one thread")}
+def _entries(name: str, times: dict[tuple[str, str | None], list[float]], unit_scale: float,
+             unit: str) -> list[dict]:
+    median = {config: statistics.median(values) * unit_scale for config, values in times.items()}
+    portable = median[("portable", None)]
+    note = (f"median of {ROUNDS} fresh processes per configuration, alternating; CPU "
+            f"{runtime.provenance()['cpu']}; one thread")
+    entries = [{"name": f"portable numerics: {name}", "value": round(portable, 3), "unit": unit,
+                "peer": "native numerics (same run)",
+                "peer_value": round(median[("native", None)], 3),
+                "ratio": round(portable / median[("native", None)], 3), "goal": "≤ 1.3",
+                "note": note}]
+    for (_, pin), value in median.items():
+        if pin is not None:
+            entries.append({"name": f"portable numerics, the {pin} pin: {name}",
+                            "value": round(portable, 3), "unit": unit,
+                            "peer": f"portable without {pin} (same run)",
+                            "peer_value": round(value, 3), "ratio": round(portable / value, 3),
+                            "note": note})
+    return entries
 
 
 def run() -> list[dict]:
-    tiny: dict[str, list[float]] = {mode: [] for mode in MODES}
-    meta: dict[str, list[float]] = {mode: [] for mode in MODES}
+    configurations = _configurations()
+    tiny: dict[tuple[str, str | None], list[float]] = {c: [] for c in configurations}
+    transformer: dict[tuple[str, str | None], list[float]] = {c: [] for c in configurations}
+    meta: dict[tuple[str, str | None], list[float]] = {(mode, None): [] for mode in MODES}
     for _ in range(ROUNDS):
+        for mode, pin in configurations:
+            tiny[(mode, pin)].append(_tiny_step(mode, pin))
+            transformer[(mode, pin)].append(_script(TRANSFORMER_STEP, "transformer step",
+                                                    mode, pin))
         for mode in MODES:
-            tiny[mode].append(_tiny_step(mode))
-            meta[mode].append(_imaml_step(mode))
-    return [_entry("TINY training step (batch 128, N=18, B_THRES=20, IFT)", tiny, 1.0, "s"),
-            _entry("meta iMAML outer step (the chapter's λ and solver, meta-batch 25)", meta,
-                   1e3, "ms")]
+            meta[(mode, None)].append(_script(IMAML_STEP, "iMAML step", mode))
+    return [*_entries("TINY training step (batch 32, N=18, B_THRES=20, IFT)", tiny, 1.0, "s"),
+            *_entries("DEQ-transformer training step (deq_gaps quick: T=64, d=64, batch 32, "
+                      "N=8, IFT)", transformer, 1e3, "ms"),
+            *_entries("meta iMAML outer step (the chapter's λ and solver, meta-batch 25)", meta,
+                      1e3, "ms")]
 
 
 if __name__ == "__main__":

@@ -146,6 +146,29 @@ def test_every_chapter_records_its_numerics_and_serves_its_numbers(built_book):
 
 
 @pytest.mark.book
+def test_smoke_results_match_the_golden_fingerprints(built_book):
+    """The cross-machine test of portable numerics: every smoke result of every chapter is bit
+    for bit what the machine that wrote ``tests/golden/`` computed (``make golden`` rewrites them
+    after a change meant to change results). On a mismatch: the entries, the first numerics
+    probe that differs, both CPUs."""
+    from i2o import fingerprint, golden, probes
+
+    if runtime.numerics_mode() != "portable" or runtime.machine_facts()["machine"] not in (
+            "x86_64", "amd64"):
+        pytest.skip("the goldens are those of portable mode on x86-64")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("I2O_RESULTS_DIR", str(built_book["build"].parent / "results"))
+        found = fingerprint.fingerprint(profile="smoke")
+    assert all(not chapter["missing"] for chapter in found["chapters"].values()), found
+    expected = golden.read(golden.smoke_path())
+    if golden.mismatch(expected, found) is None:
+        return
+    message = golden.mismatch(expected, found, golden.read(golden.probes_path()),
+                              probes.run(mode="portable"))
+    pytest.fail(message)
+
+
+@pytest.mark.book
 def test_second_run_is_up_to_date(built_book, capsys):
     figure = profiles.figures()[0]
     with pytest.MonkeyPatch.context() as patch:

@@ -196,6 +196,31 @@ def test_results_key_depends_on_the_numerics_mode(monkeypatch):
     assert results.key("f", "n", {"a": 1}) != portable
 
 
+def test_results_key_depends_on_the_portable_pins(monkeypatch):
+    """A change of pins (as MKL's, from AVX2 to its compatible branch) changes results, so it
+    recomputes them: the pins' values are part of every portable key."""
+    monkeypatch.setenv("I2O_NUMERICS", "portable")
+    before = results.key("f", "n", {"a": 1})
+    monkeypatch.setitem(runtime.PORTABLE_PINS, "MKL_CBWR", "AVX2")
+    assert results.key("f", "n", {"a": 1}) != before
+    monkeypatch.setenv("I2O_NUMERICS", "native")
+    native = results.key("f", "n", {"a": 1})
+    monkeypatch.setitem(runtime.PORTABLE_PINS, "MKL_CBWR", "AVX512")
+    assert results.key("f", "n", {"a": 1}) == native  # native mode has no pins
+
+
+def test_the_books_adam_is_fused():
+    """The fused kernel takes its square roots from the CPU's exact instruction; the for-each
+    one from MKL's vector math, which differs between vendors (i2o.golden.NOT_PORTABLE_PROBES)."""
+    import torch
+
+    from i2o.train.schedule import adam, make_optimizer
+
+    model = torch.nn.Linear(3, 2)
+    for optimizer in (adam(model.parameters(), lr=1e-3), make_optimizer(model, 1e-3, 1e-4)):
+        assert optimizer.defaults["fused"] is True
+
+
 def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):
     params = profiles.resolve("affine", "smoke")
     monkeypatch.setenv("I2O_NUMERICS", "portable")

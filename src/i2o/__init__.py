@@ -16,7 +16,10 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
-  :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page);
+  :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
+  :mod:`i2o.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results fingerprint``),
+  :mod:`i2o.probes` (each kernel family fingerprinted, on this CPU or an emulated one),
+  :mod:`i2o.golden` (the committed fingerprints every ``make test`` checks, ``make golden``);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and :mod:`i2o.runtime` (paths, device, threads) under all of them.

@@ -62,8 +62,8 @@ def _stamp(figure: str, params: profiles.Params) -> str:
     source = runtime.repo_root() / profiles.entry(figure)["notebook"]
     what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
             "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
-    if (mode := runtime.numerics_mode()) != "native":  # as results.key: another mode re-executes
-        what["numerics"] = mode
+    if (numerics := runtime.numerics_key()) is not None:  # as results.key: other pins re-execute
+        what["numerics"] = numerics
     blob = json.dumps(what, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -10,6 +10,10 @@ differ: they change from run to run on one machine.
 
 Exit status: 0 when every verdict agrees (numbers may differ), 1 when a claim's verdict differs
 or a claim is on one side only, 2 when a file cannot be read.
+
+Given two fingerprint files instead (``python -m i2o.results fingerprint``, :mod:`i2o.fingerprint`),
+it names, per chapter, the cache entries whose raw results differ and those on one side only, with
+both machines; exit status 0 when every entry agrees, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from i2o import fingerprint
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
 
@@ -150,9 +156,33 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    kinds = [fingerprint.is_fingerprint(side) for side in (theirs, ours)]
+    if any(kinds):
+        if not all(kinds):
+            print("error: one file is a fingerprint (python -m i2o.results fingerprint), the other "
+                  "a numbers.json; compare two of a kind", file=sys.stderr)
+            return 2
+        return compare_fingerprints(theirs, ours)
     report = compare(theirs, ours)
     print("\n".join(report.lines))
     return 1 if report.verdicts_differ else 0
+
+
+def compare_fingerprints(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> int:
+    """Print what differs between two fingerprint files; 0 when every entry agrees, else 1."""
+    from i2o import golden  # lazy: the numbers comparison needs none of it
+
+    difference = fingerprint.difference(theirs, ours)
+    for side, found in (("theirs", theirs), ("ours", ours)):
+        print(f"{side}: {golden.describe_machine(found.get('machine', {}))}, profile "
+              f"{found.get('profile')}, replicate {found.get('replicate')}, git {found.get('git')}")
+    for figure in [*theirs.get("chapters", {}), *(f for f in ours.get("chapters", {})
+                                                  if f not in theirs.get("chapters", {}))]:
+        if figure not in difference.differ and figure not in difference.one_side:
+            print(f"== {figure}: identical")
+    print("\n".join(f"== {line}" for line in difference.lines(first=10)))
+    print("fingerprints: " + ("all agree" if difference.same else "SOME DIFFER"))
+    return 0 if difference.same else 1
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """The results cache: expensive computations stored once, keyed by what determines them.
 
-An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics mode)``:
-changing a parameter, the code that computes a result or the numerics mode (``I2O_NUMERICS``)
-recomputes it; rerunning the book does not. Each entry's ``meta.json`` records its provenance
-(:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The source hashed is
-the import closure of the module that computes the result (``module=``, for a job the module
-that defines its class, :class:`i2o.job.Job`; :func:`i2o.import_graph.closure`): the modules the
-computation can reach, found from the code and never listed by hand, so that an edit to one of
-them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's own
-plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.import_graph`) stores and
-finds results without computing them, so it is left out. Without ``module`` it is the whole
+An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics pins)``:
+changing a parameter, the code that computes a result, the numerics mode (``I2O_NUMERICS``) or
+portable mode's pins recomputes it; rerunning the book does not. Each entry's ``meta.json`` records
+its provenance (:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The
+source hashed is the import closure of the module that computes the result (``module=``, for a job
+the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.import_graph.closure`): the
+modules the computation can reach, found from the code and never listed by hand, so that an edit to
+one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's
+own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.import_graph`) stores
+and finds results without computing them, so it is left out. Without ``module`` it is the whole
 package.
+
+``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
+jobs (:mod:`i2o.fingerprint`), to compare the results of two machines.
 
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,
@@ -141,12 +144,13 @@ def _canonical(params: Mapping[str, Any]) -> str:
 
 def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = None) -> str:
     """The entry's key: ``params`` and the source of ``module``'s import closure. A result
-    computed in another numerics mode is another entry; native mode's keys are those of the
-    entries computed before the modes existed (they are native)."""
+    computed in another numerics mode, or with other portable pins, is another entry
+    (:func:`i2o.runtime.numerics_key`); native mode's keys are those of the entries computed
+    before the modes existed (they are native)."""
     what = {"figure": figure, "name": name, "params": dict(params),
             "source": module_source_hash(module)}
-    if (mode := runtime.numerics_mode()) != "native":
-        what["numerics"] = mode
+    if (numerics := runtime.numerics_key()) is not None:
+        what["numerics"] = numerics
     return hashlib.sha256(_canonical(what).encode()).hexdigest()
 
 
@@ -399,3 +403,24 @@ def clean(figure: str | None = None) -> None:
     target = results_dir() / figure if figure else results_dir()
     if target.exists():
         shutil.rmtree(target)
+
+
+#: ``python -m i2o.results COMMAND``: each command's module, whose ``main(argv)`` runs it.
+COMMANDS = {"fingerprint": "i2o.fingerprint"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m i2o.results COMMAND ...``: the commands of :data:`COMMANDS`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        given = f"got {argv[0]!r}" if argv else "none given"
+        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\nerror: the command "
+              f"must be one of {', '.join(COMMANDS)}; {given}", file=sys.stderr)
+        return 2
+    import importlib
+
+    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

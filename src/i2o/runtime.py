@@ -5,7 +5,11 @@ Numerics (``I2O_NUMERICS``). The CPU kernels a library picks at run time depend 
 different kernel rounds differently, enough to move a trained model across a fit gate. In
 ``portable`` mode (the default) every computing process starts with each of them pinned to AVX2,
 which every x86-64 CPU of the last decade has, and with fixed thread counts, so that one build
-gives the same numbers on any such CPU. ``native`` keeps each library's own choice (only the thread
+gives the same numbers on any such CPU. MKL is the exception: it honours an AVX2 branch only on
+Intel CPUs (on an AMD CPU it runs its own), so it is pinned to its compatible branch, the one it
+keeps identical across vendors (checked with :mod:`i2o.probes` on an AMD CPU emulated by
+qemu-user; its elementwise square root stays vendor-dependent, so the book's Adam is fused,
+:func:`i2o.train.schedule.adam`). ``native`` keeps each library's own choice (only the thread
 counts are fixed). The pins are environment variables read when a library loads, so they are set
 where processes are spawned (:func:`apply_numerics`: notebook kernels, sweep workers, benchmark
 subprocesses), never after torch or JAX is imported.
@@ -94,7 +98,9 @@ DEFAULT_NUMERICS = "portable"
 PORTABLE_PINS = {
     "ATEN_CPU_CAPABILITY": "avx2",      # torch's own kernels (ATen)
     "ONEDNN_MAX_CPU_ISA": "AVX2",       # oneDNN: torch's convolutions (and XLA's, when enabled)
-    "MKL_CBWR": "AVX2",                 # MKL's code branch: torch's BLAS and LAPACK
+    # MKL's code branch (torch's BLAS and LAPACK): its compatible branch, the one MKL keeps
+    # identical on Intel and AMD CPUs (on AMD, MKL ignores an AVX2 branch and picks its own)
+    "MKL_CBWR": "COMPATIBLE",
     "OPENBLAS_CORETYPE": "Haswell",     # OpenBLAS (NumPy's and SciPy's BLAS): its AVX2 kernels
     "NPY_ENABLE_CPU_FEATURES": "X86_V3",  # NumPy's own SIMD loops: x86-64-v3 = AVX2 + FMA
 }
@@ -114,6 +120,17 @@ def numerics_mode() -> str:
         raise ValueError(f"I2O_NUMERICS must be one of {', '.join(NUMERICS_MODES)}; "
                          f"got {os.environ['I2O_NUMERICS']!r}")
     return mode
+
+
+def numerics_key() -> dict[str, Any] | None:
+    """What the numerics mode contributes to a result's identity (a cache key, a notebook's
+    stamp): in portable mode the mode and every pin's value, so that a change of pins recomputes
+    what it changes; ``None`` in native mode (whose keys are those of the entries computed before
+    the modes existed)."""
+    mode = numerics_mode()
+    if mode == "native":
+        return None
+    return {"mode": mode, "pins": PORTABLE_PINS, "xla": list(XLA_PORTABLE_FLAGS)}
 
 
 def _check_mode(mode: str | None) -> str:
@@ -247,6 +264,42 @@ def _torch_facts() -> dict[str, Any]:
             "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
 
 
+def _cpu_vendor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+#: The CPU features that decide which kernels a library may pick (the rest of the flags do not).
+KERNEL_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                "avx512_bf16", "avx512_fp16", "amx_tile", "avx_vnni")
+
+
+def machine_facts() -> dict[str, Any]:
+    """The machine as a fingerprint names it: CPU model, vendor and kernel-relevant flags, cache
+    sizes as the OS reports them, library versions and the numerics mode with its pins."""
+    flags = _cpu_flags()
+    caches = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
+            caches[f"L{level} {kind.strip().lower()}"] = (index / "size").read_text().strip()
+        except OSError:
+            continue
+    return {"cpu": _cpu_model(), "vendor": _cpu_vendor(), "machine": platform.machine(),
+            "flags": [flag for flag in KERNEL_FLAGS if flag in flags], "caches": caches,
+            "cores": os.cpu_count(), "python": platform.python_version(),
+            **{package: _version(package) for package in
+               ("torch", "jax", "jaxlib", "jaxopt", "numpy", "scipy")},
+            "numerics": numerics_mode(),
+            "pins": {name: os.environ.get(name) for name in PORTABLE_PINS},
+            "xla_flags": os.environ.get("XLA_FLAGS", ""), "threads": thread_env()}
+
+
 def provenance() -> dict[str, Any]:
     """The machine and numerics a result was computed with: CPU model and cores, library
     versions, torch's CPU capability and threads, the device, the numerics mode with the pins
@@ -274,7 +327,8 @@ def provenance_line(facts: dict[str, Any]) -> str:
     if facts["numerics"] == "native":
         how = "native (each library picks its CPU kernels)"
     elif facts["pinned"]:
-        how = ("portable (torch, oneDNN, MKL, OpenBLAS, NumPy and XLA pinned to AVX2; "
+        how = ("portable (torch, oneDNN, OpenBLAS, NumPy and XLA pinned to AVX2, MKL to its "
+               "compatible branch; "
                f"not pinned: {'; '.join(facts['unpinned'])})")
     else:
         how = ("portable requested but NOT in effect (pins missing from this process's "

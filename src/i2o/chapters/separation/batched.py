@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from i2o.chapters.separation import nets
-from i2o.train.schedule import cosine_lr
+from i2o.train.schedule import adam, cosine_lr
 
 
 def init_stack(d_in: int, width: int, depth: int, seeds: list[int]
@@ -61,7 +61,7 @@ def adam_stack(weights: list[torch.Tensor], per_model_loss: Callable[[int], torc
     """Full-batch Adam on :math:`\\sum_r \\mathrm{loss}_r` for ``steps`` steps, learning rate
     cosine-annealed from ``lr`` to ``lr/100``; ``per_model_loss(step)`` returns the (R,) losses
     of that step (and may record them). Returns the wall seconds of the loop."""
-    optimizer = torch.optim.Adam(weights, lr=lr)
+    optimizer = adam(weights, lr=lr)
     start = time.perf_counter()
     for step in range(steps):
         for group in optimizer.param_groups:

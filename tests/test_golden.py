@@ -1,0 +1,273 @@
+"""Fingerprints of results (``python -m i2o.results fingerprint``), the numerics probes and the
+golden fingerprints of ``tests/golden/``: the cross-machine test of portable numerics.
+
+The smoke fingerprints themselves are compared in ``test_book.py``, on the smoke book it builds.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from i2o import compare, fingerprint, golden, probes, results, runtime
+from i2o.job import Job
+
+
+def _portable_x86() -> str | None:
+    """Why the goldens do not apply here, or ``None`` when they do."""
+    if runtime.numerics_mode() != "portable":
+        return "the goldens are portable mode's; I2O_NUMERICS=native here"
+    if runtime.machine_facts()["machine"] not in ("x86_64", "amd64"):
+        return "the goldens are those of x86-64 CPUs pinned to AVX2"
+    return None
+
+
+# -- fingerprints of cache entries --------------------------------------------------------------
+
+@pytest.mark.parametrize("path, measured", [
+    ("seconds", True), ("history/seconds", True), ("train_seconds", True),
+    ("seconds_per_step", True), ("cpu_seconds_per_step", True), ("peak_mb", True),
+    ("memory_method", True), ("device", True), ("s0/flow/time", False), ("accuracy", False),
+    ("history/loss", False), ("mbits", False), ("subseconds", False)])
+def test_measurements_are_told_from_results(path, measured):
+    assert fingerprint.is_measured(path) is measured
+
+
+def test_an_entry_fingerprint_ignores_times_and_sees_every_result_bit(tmp_path):
+    base = {"loss": np.linspace(0, 1, 5), "history": {"seconds": np.ones(3), "acc": [0.5]},
+            "peak_mb": 12.0}
+    paths = []
+    for i, variant in enumerate([base, {**base, "peak_mb": 99.0,
+                                        "history": {"seconds": np.zeros(3), "acc": [0.5]}},
+                                 {**base, "loss": np.nextafter(base["loss"], 2)}]):
+        path = tmp_path / f"entry{i}"
+        results.store(path, variant, {})
+        paths.append(path)
+    same, timed, moved = (fingerprint.entry_fingerprint(p) for p in paths)
+    assert same == timed  # only measurements changed
+    assert same != moved  # one ulp of a result changed
+
+
+def test_a_corrupted_entry_is_not_fingerprinted(tmp_path):
+    path = tmp_path / "entry"
+    results.store(path, {"x": np.arange(4.0)}, {})
+    (path / "arrays.npz").write_bytes(b"truncated")
+    with pytest.raises(results.CorruptEntry):
+        fingerprint.entry_fingerprint(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Leaf(Job):
+    value: float
+    figure: ClassVar[str] = "stability"
+
+    @property
+    def name(self) -> str:
+        return f"leaf-{self.value}"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return {"x": np.full(3, self.value), "seconds": np.random.default_rng().random()}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Uses(Job):
+    inner: _Leaf
+    figure: ClassVar[str] = "stability"
+
+    @property
+    def name(self) -> str:
+        return "uses"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return {"y": self.inner.run()["x"] * 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Same(Job):
+    """Two jobs of one name, told apart by their parameters (as deq_gaps' classifiers are)."""
+
+    width: int
+    figure: ClassVar[str] = "stability"
+
+    @property
+    def name(self) -> str:
+        return "same"
+
+    def compute(self, progress: bool | None = None) -> dict[str, Any]:
+        return {"w": np.arange(self.width)}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group(Job):
+    members: tuple[Job, ...]
+    figure: ClassVar[str] = "stability"
+
+    @property
+    def name(self) -> str:
+        return "group"
+
+    def key(self) -> dict[str, Any]:
+        raise TypeError("a group is not an entry")
+
+
+def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
+    jobs = [_Group((_Leaf(1.0), _Uses(_Leaf(2.0)))), _Leaf(1.0), _Same(1), _Same(2)]
+
+    class Runs:
+        @staticmethod
+        def jobs(params):
+            return jobs
+
+    monkeypatch.setattr(fingerprint.sweep, "chapter_runs", lambda figure: Runs)
+    params = fingerprint.profiles.resolve("stability", "smoke")
+    labels = sorted(fingerprint.chapter_entries("stability", params))
+    assert labels[:2] == ["leaf-1.0", "leaf-2.0"] and labels[4] == "uses"
+    assert labels[2].startswith("same[") and labels[3].startswith("same[")
+    before = fingerprint.chapter_fingerprint("stability", params)
+    assert before["digest"] is None and len(before["missing"]) == 5
+
+    def compute_all():
+        for job in (_Uses(_Leaf(2.0)), _Leaf(1.0), _Same(1), _Same(2)):
+            job.run()
+
+    compute_all()
+    first = fingerprint.chapter_fingerprint("stability", params)
+    assert first["digest"] and not first["missing"] and len(first["entries"]) == 5
+    results.clean("stability")  # recomputed: other times, same results
+    compute_all()
+    assert fingerprint.chapter_fingerprint("stability", params) == first
+
+
+def _file(entries: dict[str, dict[str, str]], cpu: str = "Some CPU") -> dict[str, Any]:
+    return {"kind": fingerprint.KIND, "profile": "smoke", "replicate": 0, "git": "abc",
+            "machine": {"cpu": cpu, "vendor": "GenuineIntel", "flags": ["avx2"],
+                        "numerics": "portable"},
+            "chapters": {figure: {"digest": "d", "entries": named, "missing": []}
+                         for figure, named in entries.items()}}
+
+
+GOLDEN = _file({"stability": {"ift": "1", "unrolled": "2"}, "meta": {"train": "3"}})
+
+
+def test_fingerprint_files_are_compared_entry_by_entry(tmp_path, capsys):
+    moved = copy.deepcopy(GOLDEN)
+    moved["chapters"]["stability"]["entries"]["unrolled"] = "9"
+    moved["machine"]["cpu"] = "AMD EPYC"
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps(GOLDEN))
+    b.write_text(json.dumps(GOLDEN))
+    c.write_text(json.dumps(moved))
+    assert compare.main([str(a), str(b)]) == 0
+    assert "fingerprints: all agree" in capsys.readouterr().out
+    assert compare.main([str(a), str(c)]) == 1
+    out = capsys.readouterr().out
+    assert "stability: 1 entry differ: unrolled" in out and "== meta: identical" in out
+    assert "AMD EPYC" in out and "Some CPU" in out
+    numbers = tmp_path / "numbers.json"
+    numbers.write_text(json.dumps({"stability": {"numbers": {}, "claims": []}}))
+    assert compare.main([str(a), str(numbers)]) == 2
+    assert "compare two of a kind" in capsys.readouterr().err
+
+
+def test_the_golden_mismatch_names_entries_first_probe_and_both_cpus():
+    assert golden.mismatch(GOLDEN, copy.deepcopy(GOLDEN)) is None
+    here = copy.deepcopy(GOLDEN)
+    here["chapters"]["meta"]["entries"]["train"] = "4"
+    here["machine"] = {**here["machine"], "cpu": "AMD EPYC 7B13", "vendor": "AuthenticAMD"}
+    probes_golden = {"machine": GOLDEN["machine"], "probes": {name: "a" for name in probes.PROBES}}
+    probes_here = copy.deepcopy(probes_golden)
+    probes_here["probes"]["broyden_solve"] = "b"
+    probes_here["probes"]["numpy_scipy"] = "b"
+    message = golden.mismatch(GOLDEN, here, probes_golden, probes_here)
+    assert "meta: 1 entry differ: train" in message
+    assert "first numerics probe that differs: broyden_solve" in message
+    assert "Some CPU" in message and "AMD EPYC 7B13" in message
+    same_kernels = golden.mismatch(GOLDEN, here, probes_golden, probes_golden)
+    assert "every numerics probe agrees" in same_kernels and "make golden" in same_kernels
+
+
+def test_not_portable_entries_are_left_out_by_name(monkeypatch):
+    here = copy.deepcopy(GOLDEN)
+    here["chapters"]["stability"]["entries"]["ift"] = "other"
+    assert golden.mismatch(GOLDEN, here) is not None
+    monkeypatch.setitem(golden.NOT_PORTABLE, "stability", {"ift": "a stated reason"})
+    assert golden.mismatch(GOLDEN, here) is None
+    here["chapters"]["stability"]["entries"]["unrolled"] = "other"
+    assert "unrolled" in golden.mismatch(GOLDEN, here)
+
+
+def test_the_fingerprint_command_refuses_an_unknown_figure(capsys):
+    assert results.main(["fingerprint", "nonesuch"]) == 2
+    assert "'nonesuch'" in capsys.readouterr().err
+    assert results.main(["frobnicate"]) == 2
+    assert "must be one of fingerprint" in capsys.readouterr().err
+
+
+# -- the probes and their goldens ---------------------------------------------------------------
+
+def test_probe_digests_see_dtype_shape_and_bits():
+    a = np.arange(6.0)
+    assert probes.digest([a]) == probes.digest([a.copy()])
+    assert probes.digest([a]) != probes.digest([a.reshape(2, 3)])
+    assert probes.digest([a]) != probes.digest([a.astype(np.float32)])
+    assert probes.digest([a]) != probes.digest([np.nextafter(a, 7)])
+
+
+def test_an_unknown_probe_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"unknown probe\(s\) 'fft'; allowed: mdeq_train_step"):
+        probes.compute(["fft"])
+
+
+def test_a_probe_known_not_to_be_portable_is_reported_not_asserted():
+    golden_probes = {"machine": GOLDEN["machine"], "probes": {name: "a" for name in probes.PROBES}}
+    here = copy.deepcopy(golden_probes)
+    here["probes"]["torch_sqrt"] = "b"
+    assert golden.probe_mismatch(golden_probes, here) is None
+    here["probes"]["torch_mlp"] = "b"
+    assert "torch_mlp" in golden.probe_mismatch(golden_probes, here)
+    assert "torch_sqrt" not in golden.probe_mismatch(golden_probes, here)
+
+
+def test_the_goldens_exist_and_name_their_machine():
+    for path in (golden.smoke_path(), golden.probes_path()):
+        found = golden.read(path)
+        assert found["machine"]["cpu"] and found["machine"]["numerics"] == "portable", path
+    assert set(golden.read(golden.probes_path())["probes"]) == set(probes.PROBES)
+    assert golden.read(golden.smoke_path())["profile"] == "smoke"
+
+
+@pytest.mark.slow
+def test_probes_match_the_golden_probes():
+    """Every kernel family the chapters use computes, in portable mode on this CPU, the bits it
+    computed on the machine that wrote the goldens."""
+    if reason := _portable_x86():
+        pytest.skip(reason)
+    found = probes.run(mode="portable")
+    message = golden.probe_mismatch(golden.read(golden.probes_path()), found)
+    assert message is None, message
+
+
+#: The probes run on the emulated CPU, within about a minute: the torch kernels portable mode had
+#: to fix (MKL's products and solves, its vector math, Adam's square root) and the others' families.
+EMULATED_PROBES = ("conv_group_norm", "broyden_solve", "torch_mlp", "torch_vector_math",
+                   "numpy_scipy")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu", probes.EMULATED_CPUS[:1])
+def test_probes_agree_on_an_emulated_cpu_of_another_vendor(cpu):
+    """The same probes on a CPU of another vendor and cache sizes, emulated by qemu-user: MKL
+    chooses its code branch by vendor, so this is where a host-dependent kernel shows."""
+    if reason := _portable_x86():
+        pytest.skip(reason)
+    if probes.qemu() is None:
+        pytest.skip("qemu-x86_64 is absent (Debian package qemu-user; .ci/run installs it)")
+    found = probes.run(mode="portable", emulate=cpu, names=EMULATED_PROBES)
+    assert set(found["probes"]) == set(EMULATED_PROBES)
+    message = golden.probe_mismatch(golden.read(golden.probes_path()), found)
+    assert message is None, message
