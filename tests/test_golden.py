@@ -22,7 +22,7 @@ def _portable_x86() -> str | None:
     """Why the goldens do not apply here, or ``None`` when they do."""
     if runtime.numerics_mode() != "portable":
         return "the goldens are portable mode's; I2O_NUMERICS=native here"
-    if runtime.machine_facts()["machine"] not in ("x86_64", "amd64"):
+    if not runtime.is_x86_64():
         return "the goldens are those of x86-64 CPUs pinned to AVX2"
     return None
 
@@ -106,13 +106,11 @@ class _Same(Job):
 class _Group(Job):
     members: tuple[Job, ...]
     figure: ClassVar[str] = "stability"
+    is_entry: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
         return "group"
-
-    def key(self) -> dict[str, Any]:
-        raise TypeError("a group is not an entry")
 
 
 def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
@@ -146,12 +144,43 @@ def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
 def _file(entries: dict[str, dict[str, str]], cpu: str = "Some CPU") -> dict[str, Any]:
     return {"kind": fingerprint.KIND, "profile": "smoke", "replicate": 0, "git": "abc",
             "machine": {"cpu": cpu, "vendor": "GenuineIntel", "flags": ["avx2"],
-                        "numerics": "portable"},
+                        "numerics": "portable", "torch": "2.14.1"},
             "chapters": {figure: {"digest": "d", "entries": named, "missing": []}
                          for figure, named in entries.items()}}
 
 
 GOLDEN = _file({"stability": {"ift": "1", "unrolled": "2"}, "meta": {"train": "3"}})
+
+
+def test_uncomputed_entries_and_other_settings_never_compare_equal():
+    empty = _file({"stability": {}})
+    empty["chapters"]["stability"]["missing"] = ["ift", "unrolled"]
+    difference = fingerprint.difference(empty, copy.deepcopy(empty))
+    assert not difference.same
+    assert "computed on neither side" in " ".join(difference.lines())
+    quick = copy.deepcopy(GOLDEN)
+    quick["profile"] = "quick"
+    assert fingerprint.difference(GOLDEN, quick).settings == ["profile 'smoke' against 'quick'"]
+    corrupt = copy.deepcopy(GOLDEN)
+    corrupt["chapters"]["meta"]["entries"]["train"] = fingerprint.CORRUPT
+    assert fingerprint.difference(corrupt, copy.deepcopy(corrupt)).differ == {"meta": ["train"]}
+
+
+def test_a_corrupt_entry_is_reported_and_fails_the_command(monkeypatch, capsys):
+    class Runs:
+        @staticmethod
+        def jobs(params):
+            return [_Leaf(3.0)]
+
+    monkeypatch.setattr(fingerprint.sweep, "chapter_runs", lambda figure: Runs)
+    monkeypatch.setattr(fingerprint.sweep, "sweepable", lambda: ["stability"])
+    _Leaf(3.0).run()
+    assert fingerprint.main(["stability", "--profile", "smoke"]) == 0
+    path = fingerprint.chapter_entries("stability", fingerprint.profiles.resolve(
+        "stability", "smoke"))["leaf-3.0"]
+    (path / "arrays.npz").write_bytes(b"damaged")
+    assert fingerprint.main(["stability", "--profile", "smoke"]) == 1
+    assert "1 corrupt (leaf-3.0)" in capsys.readouterr().err
 
 
 def test_fingerprint_files_are_compared_entry_by_entry(tmp_path, capsys):
@@ -189,6 +218,15 @@ def test_the_golden_mismatch_names_entries_first_probe_and_both_cpus():
     assert "Some CPU" in message and "AMD EPYC 7B13" in message
     same_kernels = golden.mismatch(GOLDEN, here, probes_golden, probes_golden)
     assert "every numerics probe agrees" in same_kernels and "make golden" in same_kernels
+    probes_here["probes"]["broyden_solve"] = "a"  # only numpy_scipy and the known one differ
+    probes_here["probes"]["torch_sqrt"] = "b"
+    assert "first numerics probe that differs: numpy_scipy" in golden.mismatch(
+        GOLDEN, here, probes_golden, probes_here)
+    other_torch = copy.deepcopy(here)
+    other_torch["machine"]["torch"] = "2.15.0"
+    message = golden.mismatch(GOLDEN, other_torch, probes_golden, probes_golden)
+    assert "not the golden's setup" in message and "2.15.0" in message
+    assert "make golden" not in message
 
 
 def test_not_portable_entries_are_left_out_by_name(monkeypatch):
@@ -216,6 +254,24 @@ def test_probe_digests_see_dtype_shape_and_bits():
     assert probes.digest([a]) != probes.digest([a.reshape(2, 3)])
     assert probes.digest([a]) != probes.digest([a.astype(np.float32)])
     assert probes.digest([a]) != probes.digest([np.nextafter(a, 7)])
+
+
+def test_an_emulated_cpu_is_named_with_its_own_vendor():
+    assert probes.emulated_vendor("EPYC-Rome") == "AuthenticAMD"
+    assert probes.emulated_vendor("Haswell-v4") == "GenuineIntel"
+
+
+def test_deps_lists_each_job_class_with_the_modules_its_key_covers(capsys):
+    assert results.main(["deps", "stability", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "stability: i2o.chapters.stability.jobs.TrainJob (2 entries in smoke), keyed by" in out
+    covered = [line.strip() for line in out.splitlines() if line.startswith("  ")]
+    assert "i2o.deq.broyden" in covered and "i2o.chapters.stability.jobs" in covered
+    assert "i2o.chapters.stability.claims" not in covered and "i2o.results" not in covered
+    assert results.main(["deps", "nonesuch"]) == 2
+    assert "'nonesuch'" in capsys.readouterr().err
+    assert results.main(["--help"]) == 0
+    assert "fingerprint" in capsys.readouterr().out
 
 
 def test_an_unknown_probe_is_refused_by_name():

@@ -210,8 +210,9 @@ def test_results_key_depends_on_the_portable_pins(monkeypatch):
 
 
 def test_the_books_adam_is_fused():
-    """The fused kernel takes its square roots from the CPU's exact instruction; the for-each
-    one from MKL's vector math, which differs between vendors (i2o.golden.NOT_PORTABLE_PROBES)."""
+    """The fused kernel takes its square roots from the CPU's exact instruction; the CPU's
+    default Adam from MKL's vector math, which differs between vendors
+    (i2o.golden.NOT_PORTABLE_PROBES); it stays fused when an older state is loaded."""
     import torch
 
     from i2o.train.schedule import adam, make_optimizer
@@ -219,6 +220,13 @@ def test_the_books_adam_is_fused():
     model = torch.nn.Linear(3, 2)
     for optimizer in (adam(model.parameters(), lr=1e-3), make_optimizer(model, 1e-3, 1e-4)):
         assert optimizer.defaults["fused"] is True
+    older = torch.optim.Adam(model.parameters(), lr=1e-3)  # as a checkpoint of before
+    model(torch.ones(4, 3)).sum().backward()
+    older.step()
+    resumed = adam(model.parameters(), lr=1e-3)
+    resumed.load_state_dict(older.state_dict())
+    assert resumed.param_groups[0]["fused"] is True
+    resumed.step()
 
 
 def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):

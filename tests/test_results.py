@@ -105,3 +105,9 @@ def test_jax_programs_are_kept_in_the_results_cache_and_give_the_same_numbers(tm
     assert sorted(p.name for p in (tmp_path / results.JAX_CACHE).iterdir()) == kept  # reused
     off = run(I2O_JAX_CACHE="0")
     assert off == ["None", first[1]]
+
+
+def test_a_checkpoint_folder_keeps_the_whole_key_when_the_name_holds_a_dot():
+    a = results.checkpoint_dir("meta", "train-lam0.5", {"seed": 0})
+    b = results.checkpoint_dir("meta", "train-lam0.5", {"seed": 1})
+    assert a != b and a.name.startswith("train-lam0.5-") and a.name.endswith(".ckpt")

@@ -18,6 +18,7 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
   :mod:`i2o.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results fingerprint``),
+  :mod:`i2o.dependencies` (the modules each job's key covers, ``python -m i2o.results deps``),
   :mod:`i2o.probes` (each kernel family fingerprinted, on this CPU or an emulated one),
   :mod:`i2o.golden` (the committed fingerprints every ``make test`` checks, ``make golden``);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),

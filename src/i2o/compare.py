@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from i2o import fingerprint
-
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
 
 
@@ -156,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from i2o import fingerprint  # lazy: a numbers comparison needs none of it
+
     kinds = [fingerprint.is_fingerprint(side) for side in (theirs, ours)]
     if any(kinds):
         if not all(kinds):
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def compare_fingerprints(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> int:
     """Print what differs between two fingerprint files; 0 when every entry agrees, else 1."""
-    from i2o import golden  # lazy: the numbers comparison needs none of it
+    from i2o import fingerprint, golden  # lazy: the numbers comparison needs none of it
 
     difference = fingerprint.difference(theirs, ours)
     for side, found in (("theirs", theirs), ("ours", ours)):

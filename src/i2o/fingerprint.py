@@ -14,8 +14,9 @@ with the current code's keys; an entry not in the cache is listed as missing.
     python -m i2o.results fingerprint [FIG ...] [--profile P] [--replicate R] [-o FILE]
 
 writes them as JSON with the machine (:func:`i2o.runtime.machine_facts`: CPU model, vendor,
-flags, caches, library versions, numerics pins); ``python -m i2o.compare A.json B.json`` names the
-entries that differ between two such files.
+flags, caches, library versions, numerics pins); its exit status is 1 when an entry is missing or
+corrupt. ``python -m i2o.compare A.json B.json`` names the entries that differ between two such
+files.
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ from i2o.job import Job
 
 #: The format of a fingerprint file (``kind``), so that ``i2o.compare`` can tell it apart.
 KIND = "i2o-fingerprint"
-_MEASURED = re.compile(r"(^|_)(seconds|mb)(_|$)|^(memory_method|device)$")
+_MEASURED = re.compile(r"(^|_)(seconds|mb)(_|$)|^(memory_method|device|resumed_from)$")
+#: What an entry that cannot be read is fingerprinted as (it differs from every true digest).
+CORRUPT = "corrupt"
 
 
 def is_measured(path: str) -> bool:
-    """Is the stored array ``path`` (``a/b/name``) a measurement of the machine (a time, a
-    memory size, the device's name) rather than a result? Decided by its last component:
-    ``seconds`` or ``mb`` as a word of it (``train_seconds``, ``seconds_per_step``,
-    ``peak_mb``), ``memory_method`` or ``device``."""
+    """Is the stored array ``path`` (``a/b/name``) a measurement of the machine or the run (a
+    time, a memory size, the device's name, the step a resumed run started from) rather than a
+    result? Decided by its last component: ``seconds`` or ``mb`` as a word of it
+    (``train_seconds``, ``seconds_per_step``, ``peak_mb``), ``memory_method``, ``device`` or
+    ``resumed_from``."""
     return bool(_MEASURED.search(path.rsplit("/", 1)[-1]))
 
 
@@ -64,19 +68,16 @@ def entry_fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _expand(job: Job) -> Iterator[Job]:
-    """``job`` and the jobs it is made of (fields holding a job or a tuple of jobs), depth
-    first, each cache entry once."""
+def entry_jobs(job: Job) -> Iterator[Job]:
+    """The cache entries ``job`` stands for: the jobs it is made of (fields holding a job or a
+    tuple of jobs), depth first, then itself unless it is no entry (:attr:`Job.is_entry`)."""
     for field in dataclasses.fields(job):
         value = getattr(job, field.name)
         for inner in (value if isinstance(value, tuple) else (value,)):
             if isinstance(inner, Job):
-                yield from _expand(inner)
-    try:
-        job.key()
-    except TypeError:  # a group of entries, not an entry itself
-        return
-    yield job
+                yield from entry_jobs(inner)
+    if job.is_entry:
+        yield job
 
 
 def _parameters_digest(job: Job) -> str:
@@ -90,7 +91,7 @@ def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
     (``name[0123456789]``) where several jobs share the name."""
     jobs: dict[tuple[str, str], Job] = {}
     for listed in sweep.chapter_runs(figure).jobs(params):
-        for job in _expand(listed):
+        for job in entry_jobs(listed):
             jobs.setdefault((job.name, _parameters_digest(job)), job)
     shared = Counter(name for name, _ in jobs)
     return {(name if shared[name] == 1 else f"{name}[{digest}]"):
@@ -110,12 +111,16 @@ def chapter_fingerprint(figure: str, params: profiles.Params) -> dict[str, Any]:
     ``computed_on`` lists the distinct machines and numerics the entries were computed with."""
     entries, missing, machines = {}, [], []
     for name, path in sorted(chapter_entries(figure, params).items()):
-        if path.exists():
-            entries[name] = entry_fingerprint(path)
-            if (machine := computed_on(path)) not in machines:
-                machines.append(machine)
-        else:
+        if not path.exists():
             missing.append(name)
+            continue
+        try:
+            entries[name] = entry_fingerprint(path)
+            machine = computed_on(path)
+        except (results.CorruptEntry, OSError, ValueError):
+            entries[name], machine = CORRUPT, None
+        if machine is not None and machine not in machines:
+            machines.append(machine)
     digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
     return {"digest": None if missing else digest, "entries": entries, "missing": missing,
             "computed_on": machines}
@@ -141,19 +146,22 @@ def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
 
 @dataclasses.dataclass(frozen=True)
 class Difference:
-    """What differs between two fingerprint files: per chapter, the entries whose fingerprints
-    differ (in the order of the entries' names) and the entries present on one side only."""
+    """What differs between two fingerprint files: the settings (profile, replicate) that are
+    not the same, and per chapter the entries whose fingerprints differ (in the order of their
+    names), the entries present on one side only and those computed on neither side."""
 
+    settings: list[str]
     differ: dict[str, list[str]]
     one_side: dict[str, list[str]]
+    missing: dict[str, list[str]]
 
     @property
     def same(self) -> bool:
-        return not self.differ and not self.one_side
+        return not (self.settings or self.differ or self.one_side or self.missing)
 
     def lines(self, first: int = 5) -> list[str]:
         """Up to ``first`` entries per chapter, one line each."""
-        out = []
+        out = [f"not comparable: {setting}" for setting in self.settings]
         for figure, names in self.differ.items():
             shown = ", ".join(names[:first]) + (f" and {len(names) - first} more"
                                                  if len(names) > first else "")
@@ -161,24 +169,35 @@ class Difference:
                        f"differ: {shown}")
         for figure, names in self.one_side.items():
             out.append(f"{figure}: on one side only: {', '.join(names[:first])}")
+        for figure, names in self.missing.items():
+            out.append(f"{figure}: computed on neither side (not in either results cache): "
+                       f"{', '.join(names[:first])}")
         return out
 
 
 def difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> Difference:
     """Compare two fingerprint files (:func:`fingerprint`), chapter by chapter."""
+    settings = [f"{what} {a.get(what)!r} against {b.get(what)!r}"
+                for what in ("profile", "replicate") if a.get(what) != b.get(what)]
     differ: dict[str, list[str]] = {}
     one_side: dict[str, list[str]] = {}
+    missing: dict[str, list[str]] = {}
     chapters_a, chapters_b = a.get("chapters", {}), b.get("chapters", {})
     for figure in [*chapters_a, *(f for f in chapters_b if f not in chapters_a)]:
         if figure not in chapters_a or figure not in chapters_b:
             one_side[figure] = ["(the whole chapter)"]
             continue
         ea, eb = chapters_a[figure]["entries"], chapters_b[figure]["entries"]
-        if names := sorted(name for name in ea.keys() & eb.keys() if ea[name] != eb[name]):
+        if names := sorted(name for name in ea.keys() & eb.keys()
+                           if ea[name] != eb[name] or ea[name] == CORRUPT):
             differ[figure] = names
         if alone := sorted(ea.keys() ^ eb.keys()):
             one_side[figure] = alone
-    return Difference(differ, one_side)
+        neither = set(chapters_a[figure].get("missing", [])) & set(
+            chapters_b[figure].get("missing", []))
+        if neither:
+            missing[figure] = sorted(neither)
+    return Difference(settings, differ, one_side, missing)
 
 
 def is_fingerprint(data: Any) -> bool:
@@ -190,10 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m i2o.results fingerprint",
         description="One SHA-256 per cache entry of each chapter's jobs (measured times and "
-                    "memory left out) and one per chapter, with the machine, as JSON.")
+                    "memory left out) and one per chapter, with the machine, as JSON. Entries "
+                    "are looked up in the results cache (I2O_RESULTS_DIR) under the current "
+                    "code's keys and numerics mode (I2O_NUMERICS).")
     parser.add_argument("figures", nargs="*", metavar="FIG",
-                        help=f"chapters (default all with jobs): {', '.join(sweep.sweepable())}")
-    parser.add_argument("--profile", default="smoke", help="smoke (default), quick or paper")
+                        help=f"chapters (default all with jobs): {', '.join(profiles.figures())}")
+    parser.add_argument("--profile", default="quick", help="smoke, quick (default) or paper")
     parser.add_argument("--replicate", type=int, default=0, help="default 0")
     parser.add_argument("-o", "--output", type=Path, help="write here (default: print)")
     args = parser.parse_args(argv)
@@ -207,9 +228,19 @@ def main(argv: list[str] | None = None) -> int:
         args.output.write_text(text)
     else:
         sys.stdout.write(text)
+    incomplete = False
     for figure, chapter in found["chapters"].items():
-        state = (f"sha256 {chapter['digest']}" if chapter["digest"] else
-                 f"{len(chapter['missing'])} of {len(chapter['missing']) + len(chapter['entries'])}"
-                 " entries not computed")
+        corrupt = sorted(name for name, value in chapter["entries"].items() if value == CORRUPT)
+        total = len(chapter["missing"]) + len(chapter["entries"])
+        if chapter["missing"] or corrupt:
+            incomplete = True
+            state = (f"{len(chapter['missing'])} of {total} entries not computed"
+                     + (f", {len(corrupt)} corrupt ({', '.join(corrupt)})" if corrupt else ""))
+        else:
+            state = f"sha256 {chapter['digest']}"
         print(f"{figure} ({args.profile}, replicate {args.replicate}): {state}", file=sys.stderr)
-    return 0
+    if incomplete:
+        print(f"looked up in {results.results_dir()} with numerics {runtime.numerics_mode()}: "
+              "an entry is found under the key of the current code, parameters and numerics "
+              "mode", file=sys.stderr)
+    return 1 if incomplete else 0

@@ -30,6 +30,8 @@ class Job:
 
     #: the figure (cache folder) the job belongs to: its chapter's ``FIGURE``
     figure: ClassVar[str]
+    #: whether the job is one cache entry (``False`` for a group that computes several)
+    is_entry: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

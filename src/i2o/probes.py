@@ -15,11 +15,13 @@ probe that differs names the library to blame.
 - ``transformer_step``: the DEQ transformer language model (linear layers, causal attention,
   LayerNorm), one unrolled training step;
 - ``torch_mlp``: a ReLU MLP trained by Adam (the separation chapter's networks);
-- ``torch_vector_math``: torch's elementwise exponential, logarithm and tanh (MKL's vector math);
-- ``torch_sqrt``: torch's elementwise square root, which torch takes
-  from MKL's vector math (the for-each Adam's square root: not portable, kept as the witness of
+- ``torch_vector_math``: torch's elementwise exponential, logarithm and tanh in float32 and its
+  exponential in float64 (MKL's vector math);
+- ``torch_sqrt``: torch's elementwise square root in float32 and float64, which torch takes
+  from MKL's vector math (the CPU's default Adam's square root: not portable, kept as the witness of
   why the book's Adam is fused, :func:`i2o.train.schedule.adam`);
-- ``jax_mlp_lbfgs``: a JAX MLP's gradient and jaxopt's L-BFGS in float64 (the meta chapter);
+- ``jax_mlp_lbfgs``: a JAX MLP's gradient with a batch normalisation, jaxopt's L-BFGS and optax's
+  Adam, in float64 (the meta chapter);
 - ``numpy_scipy``: NumPy's and SciPy's linear solves and SciPy's DOP853 integrator (the affine and
   separation chapters).
 
@@ -167,14 +169,15 @@ def torch_vector_math() -> list[Any]:
 
     rng = np.random.default_rng(8)
     x = torch.from_numpy(rng.random(4099).astype(np.float32) + 0.1)
-    return [x.exp(), x.log(), x.tanh()]
+    return [x.exp(), x.log(), x.tanh(), x.double().exp()]
 
 
 def torch_sqrt() -> list[Any]:
     torch = _torch_setup()
 
     rng = np.random.default_rng(8)
-    return [torch.from_numpy(rng.random(4099).astype(np.float32) + 0.1).sqrt()]
+    x = torch.from_numpy(rng.random(4099).astype(np.float32) + 0.1)
+    return [x.sqrt(), x.double().sqrt()]
 
 
 def jax_mlp_lbfgs() -> list[Any]:
@@ -182,6 +185,7 @@ def jax_mlp_lbfgs() -> list[Any]:
     import jax
     import jax.numpy as jnp
     import jaxopt
+    import optax
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(6)
@@ -190,12 +194,20 @@ def jax_mlp_lbfgs() -> list[Any]:
               jnp.asarray(rng.standard_normal((40, 1))) * 0.2, jnp.zeros(1))
 
     def loss(p: tuple) -> jax.Array:
-        hidden = jax.nn.relu(x @ p[0] + p[1])
+        hidden = x @ p[0] + p[1]
+        mean, var = jnp.mean(hidden, axis=0), jnp.var(hidden, axis=0)
+        hidden = jax.nn.relu((hidden - mean) * jax.lax.rsqrt(var + 1e-5))
         return jnp.mean((hidden @ p[2] + p[3] - y) ** 2) + 1e-3 * sum(jnp.sum(q * q) for q in p)
 
     gradient = jax.grad(loss)(params)
     solution = jaxopt.LBFGS(fun=loss, maxiter=20).run(params).params
-    return [*jax.tree_util.tree_leaves(gradient), *jax.tree_util.tree_leaves(solution)]
+    optimizer = optax.adam(1e-2)
+    state, trained = optimizer.init(params), params
+    for _ in range(5):
+        updates, state = optimizer.update(jax.grad(loss)(trained), state)
+        trained = optax.apply_updates(trained, updates)
+    return [*jax.tree_util.tree_leaves(gradient), *jax.tree_util.tree_leaves(solution),
+            *jax.tree_util.tree_leaves(trained)]
 
 
 def numpy_scipy() -> list[Any]:
@@ -232,8 +244,15 @@ def compute(names: Iterable[str] | None = None) -> dict[str, str]:
 
 def qemu() -> str | None:
     """The qemu-user binary for this machine's architecture, or ``None``."""
-    return shutil.which("qemu-x86_64") if runtime.machine_facts()["machine"] in (
-        "x86_64", "amd64") else None
+    return shutil.which("qemu-x86_64") if runtime.is_x86_64() else None
+
+
+def emulated_vendor(model: str) -> str:
+    """The CPUID vendor of a qemu CPU model (``EPYC-Rome`` → ``AuthenticAMD``)."""
+    amd = model.split("-")[0] in ("EPYC", "Opteron_G1", "Opteron_G2", "Opteron_G3", "Opteron_G4",
+                                  "Opteron_G5", "phenom")
+    return "AuthenticAMD" if amd else ("HygonGenuine" if model.startswith("Dhyana")
+                                       else "GenuineIntel")
 
 
 def run(mode: str | None = None, emulate: str | None = None,
@@ -247,15 +266,17 @@ def run(mode: str | None = None, emulate: str | None = None,
     if emulate:
         binary = qemu()
         if binary is None:
-            raise RuntimeError("qemu-x86_64 is not installed (Debian package qemu-user)")
+            raise RuntimeError("--emulate needs qemu-x86_64 on an x86-64 machine (Debian "
+                               "package qemu-user); `qemu-x86_64 -cpu help` lists the models")
         command = [binary, "-cpu", emulate, *command]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"probes ({emulate or 'this CPU'}) failed:\n{done.stderr[-3000:]}")
     found = json.loads(done.stdout)
-    if emulate:
-        found["machine"]["cpu"] = (f"{emulate} emulated by qemu-user (host: "
-                                   f"{found['machine']['cpu']})")
+    if emulate:  # the process read the host's /proc/cpuinfo: say what it ran on instead
+        machine = found["machine"]
+        machine.update(cpu=f"{emulate} emulated by qemu-user (host: {machine['cpu']})",
+                       vendor=emulated_vendor(emulate), flags=None, caches=None)
     return found
 
 
@@ -276,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.here:
         found = {"machine": runtime.machine_facts(), "probes": compute(args.names or None)}
     else:
-        found = run(emulate=args.emulate, names=args.names)
+        try:
+            found = run(emulate=args.emulate, names=args.names)
+        except RuntimeError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     print(json.dumps(found, indent=1, sort_keys=True))
     return 0
 

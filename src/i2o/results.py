@@ -13,7 +13,8 @@ and finds results without computing them, so it is left out. Without ``module`` 
 package.
 
 ``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
-jobs (:mod:`i2o.fingerprint`), to compare the results of two machines.
+jobs (:mod:`i2o.fingerprint`), to compare the results of two machines; ``python -m i2o.results
+deps [FIG ...]`` the modules each job class's key covers (:mod:`i2o.dependencies`).
 
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,
@@ -162,7 +163,8 @@ def entry_dir(figure: str, name: str, params: Mapping[str, Any],
 def checkpoint_dir(figure: str, name: str, params: Mapping[str, Any],
                    module: str | None = None) -> Path:
     """A directory, tied to the same key as the result, where a long run keeps its checkpoints."""
-    path = entry_dir(figure, name, params, module).with_suffix(".ckpt")
+    entry = entry_dir(figure, name, params, module)
+    path = entry.with_name(f"{entry.name}.ckpt")  # not with_suffix: a name may hold a dot
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -406,12 +408,18 @@ def clean(figure: str | None = None) -> None:
 
 
 #: ``python -m i2o.results COMMAND``: each command's module, whose ``main(argv)`` runs it.
-COMMANDS = {"fingerprint": "i2o.fingerprint"}
+COMMANDS = {"fingerprint": "i2o.fingerprint", "deps": "i2o.dependencies"}
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.results COMMAND ...``: the commands of :data:`COMMANDS`."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\n\n"
+              "  fingerprint  one SHA-256 per cached result of a chapter's jobs\n"
+              "  deps         the modules each job class's cache key covers\n\n"
+              "python -m i2o.results COMMAND --help describes each.")
+        return 0
     if not argv or argv[0] not in COMMANDS:
         given = f"got {argv[0]!r}" if argv else "none given"
         print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\nerror: the command "

@@ -130,6 +130,8 @@ def numerics_key() -> dict[str, Any] | None:
     mode = numerics_mode()
     if mode == "native":
         return None
+    if not is_x86_64():  # nothing is pinned there
+        return {"mode": mode}
     return {"mode": mode, "pins": PORTABLE_PINS, "xla": list(XLA_PORTABLE_FLAGS)}
 
 
@@ -167,7 +169,8 @@ def thread_env() -> dict[str, str]:
     return threads
 
 
-def _x86_64() -> bool:
+def is_x86_64() -> bool:
+    """Whether this is an x86-64 machine (the only kind portable mode pins)."""
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
@@ -192,7 +195,7 @@ def numerics_env(mode: str | None = None) -> dict[str, str]:
     """
     mode = _check_mode(mode)
     env = {"I2O_NUMERICS": mode, **thread_env()}
-    portable = mode == "portable" and _x86_64()
+    portable = mode == "portable" and is_x86_64()
     flags = _cpu_flags()
     if portable and flags and not {"avx2", "fma"} <= flags:
         raise RuntimeError("I2O_NUMERICS=portable pins every library to AVX2, which this CPU "
@@ -306,7 +309,7 @@ def provenance() -> dict[str, Any]:
     found in this process's environment (``pinned``: whether every pin of the mode is in effect)
     and what no pin covers."""
     mode = numerics_mode()
-    expected = PORTABLE_PINS if mode == "portable" and _x86_64() else {}
+    expected = PORTABLE_PINS if mode == "portable" and is_x86_64() else {}
     pins = {name: os.environ.get(name) for name in PORTABLE_PINS}
     xla = os.environ.get("XLA_FLAGS", "")
     pinned = all(pins[name] == value for name, value in expected.items()) and (

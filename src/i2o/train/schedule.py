@@ -49,11 +49,20 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
 def adam(parameters: Iterable[torch.Tensor], lr: float, weight_decay: float = 0.0
          ) -> torch.optim.Adam:
     """``torch.optim.Adam``, fused: one kernel whose square root is the CPU's own instruction,
-    correctly rounded on every CPU. The default (for-each) Adam takes its square roots from
-    MKL's vector math, whose result on a CPU without MKL's Intel branch (any AMD CPU) rests on an
-    approximate instruction that differs between vendors; portable numerics needs the fused one.
-    """
-    return torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay, fused=True)
+    correctly rounded on every CPU. The CPU's default Adam (one tensor at a time) takes its
+    square roots from MKL's vector math, whose result on a CPU outside MKL's Intel branch (any
+    AMD CPU) rests on an approximate instruction that differs between vendors; portable
+    numerics needs the fused one. It stays fused when a state saved by another Adam (an older
+    checkpoint) is loaded into it: loading otherwise restores the saved group's settings."""
+    optimizer = torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay, fused=True)
+    optimizer.register_load_state_dict_pre_hook(_stay_fused)
+    return optimizer
+
+
+def _stay_fused(optimizer: torch.optim.Optimizer, state_dict: dict) -> dict:
+    for group in state_dict["param_groups"]:
+        group.update(fused=True, foreach=None)
+    return state_dict
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

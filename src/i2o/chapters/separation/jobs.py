@@ -25,6 +25,7 @@ class Group(Job):
     label: str
     members: tuple[Job, ...]
     figure: ClassVar[str] = FIGURE
+    is_entry: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
