@@ -4,7 +4,11 @@ checks the portable-numerics promise of the Reproduce page.
 
 - ``tests/golden/smoke.json``: :func:`i2o.fingerprint.fingerprint` of every chapter at the smoke
   profile, replicate 0, portable mode;
-- ``tests/golden/probes.json``: :mod:`i2o.probes` on the same machine, portable mode.
+- ``tests/golden/probes.json``: :mod:`i2o.probes` on the same machine, portable mode;
+- ``tests/golden/quick.json``: the quick profile's fingerprints at replicate 0, written by hand
+  (``python -m i2o.results fingerprint --profile quick -o tests/golden/quick.json`` after a
+  ``make book``) and never checked by ``make test`` (quick takes an hour): a reproduction compares
+  its own with ``python -m i2o.compare tests/golden/quick.json mine.json``.
 
 ``make golden`` (``python -m i2o.golden``) executes every smoke notebook into a temporary build and
 results folder, then rewrites both files. Run it after a change that is meant to change results,
