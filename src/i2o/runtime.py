@@ -174,15 +174,20 @@ def is_x86_64() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def _cpu_flags() -> set[str]:
-    """The CPU's feature flags (``/proc/cpuinfo``), empty where unknown."""
+def _cpuinfo(field: str) -> str | None:
+    """The value of ``field`` in ``/proc/cpuinfo`` (its first processor), or ``None``."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+            if line.startswith(field):
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags (``/proc/cpuinfo``), empty where unknown."""
+    return set((_cpuinfo("flags") or "").split())
 
 
 def numerics_env(mode: str | None = None) -> dict[str, str]:
@@ -245,13 +250,8 @@ def _version(package: str) -> str:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+    return (_cpuinfo("model name") or platform.processor() or platform.machine()
+            or "unknown")
 
 
 def _torch_facts() -> dict[str, Any]:
@@ -268,13 +268,7 @@ def _torch_facts() -> dict[str, Any]:
 
 
 def _cpu_vendor() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    return _cpuinfo("vendor_id") or "unknown"
 
 
 #: The CPU features that decide which kernels a library may pick (the rest of the flags do not).
