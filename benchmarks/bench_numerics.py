@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from i2o import runtime
+from i2o import lineage, runtime
 from i2o.chapters.stability.stepcost import measure_step
 
 ROUNDS = 2
@@ -105,7 +105,7 @@ def _entries(name: str, times: dict[tuple[str, str | None], list[float]], unit_s
     median = {config: statistics.median(values) * unit_scale for config, values in times.items()}
     portable = median[("portable", None)]
     note = (f"median of {ROUNDS} fresh processes per configuration, alternating; CPU "
-            f"{runtime.provenance()['cpu']}; one thread")
+            f"{lineage.provenance()['cpu']}; one thread")
     entries = [{"name": f"portable numerics: {name}", "value": round(portable, 3), "unit": unit,
                 "peer": "native numerics (same run)",
                 "peer_value": round(median[("native", None)], 3),

@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from i2o import runtime
+from i2o import lineage, locations, runtime
 
 HERE = Path(__file__).resolve().parent
 REQUIRED = ("name", "value", "unit")
@@ -55,11 +55,11 @@ def main(topics: list[str]) -> int:
             ratio = f"  ratio {entry['ratio']:.3g} vs {entry['peer']}" if "ratio" in entry else ""
             print(f"  {entry['name']}: {entry['value']:.4g} {entry['unit']}{ratio}")
         print(f"  ({time.perf_counter() - start:.0f} s)")
-    report = {"git": runtime.git_sha(), "date": runtime.now_iso(), "machine": platform.node(),
-              "device": runtime.device_name(), "python": platform.python_version(),
-              "provenance": runtime.provenance(),
+    report = {"git": lineage.git_sha(), "date": lineage.now_iso(), "machine": platform.node(),
+              "device": lineage.device_name(), "python": platform.python_version(),
+              "provenance": lineage.provenance(),
               "entries": entries, "failed": failures}
-    out = runtime.build_dir() / "bench.json"
+    out = locations.build_dir() / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     if topics and out.exists():  # a partial run updates its topics, keeps the others
         previous = json.loads(out.read_text())

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import book, profiles, runtime
+from i2o import book, locations, profiles, runtime
 
-REPO = runtime.repo_root()
+REPO = locations.repo_root()
 
 
 def _toc_files() -> set[str]:

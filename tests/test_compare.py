@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from i2o import book, claims, compare, numbers, profiles, runtime
+from i2o import book, claims, compare, locations, numbers, profiles
 
 ROWS = [{"claim": "IFT keeps its accuracy", "holds": True, "value": "86.9 % vs 85.1 %",
          "profile": "quick"},
@@ -122,7 +122,7 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     claims.Claims(figure, "quick", [claims.Claim("a claim", True, "1.0", "quick")]).write()
     assert book.kernel_provenance(notebook) == provenance
     book.stage()
-    written = json.loads((runtime.build_dir() / "numbers.json").read_text())
+    written = json.loads((locations.build_dir() / "numbers.json").read_text())
     assert list(written) == [figure]  # the chapters not executed are absent
     assert written[figure]["numbers"] == {"x-rank": "3", "x-eta": "0.125"}
     assert written[figure]["costs"] == {"x-collect-seconds": "436"}

@@ -95,7 +95,8 @@ def test_jobs_and_grids_follow_the_parameters():
 
 def test_the_jobs_depend_on_what_trains_and_diagnoses_them():
     closure = set(import_graph.closure(TorchDEQJob.__module__))
-    assert {"i2o.diagnose", "i2o.chapters.diagnose.torchdeq_net", "i2o.train.classifier",
-            "i2o.models.mdeq", "i2o.data.cifar10"} <= closure
+    assert {"i2o.diagnose.measure", "i2o.diagnose.adapters", "i2o.chapters.diagnose.torchdeq_net",
+            "i2o.train.classifier", "i2o.models.mdeq", "i2o.data.cifar10"} <= closure
+    assert not {"i2o.diagnose.verdicts", "i2o.diagnose.run", "i2o.gates"} & closure
     assert not {f"i2o.chapters.diagnose.{face}" for face in ("runs", "claims", "figures",
                                                              "prose")} & closure

@@ -109,7 +109,7 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
 
 def test_the_graph_sees_function_level_and_relative_imports():
     assert "i2o.chapters.affine.sweeps" in import_graph.graph()["i2o.chapters.affine.jobs"]
-    assert "i2o.runtime" in import_graph.graph()["i2o.profiles"]
+    assert "i2o.lineage" in import_graph.graph()["i2o.profiles"]
 
 
 def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache):
@@ -122,3 +122,17 @@ def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache):
     _, again = run_jobs("test-job", [*jobs, Square(6)])
     assert (again.jobs, again.computed) == (3, 1)
     assert "1 computed, 2 read from the results cache" in again.text()
+
+
+def test_a_job_class_without_compute_is_refused_when_it_is_built():
+    @dataclasses.dataclass(frozen=True)
+    class Unfinished(Job):
+        figure: ClassVar[str] = "test-job"
+
+        @property
+        def name(self) -> str:
+            return "unfinished"
+
+    with pytest.raises(TypeError, match="compute"):
+        Unfinished()
+    assert Square(1).name == "square-1"  # a complete one is built

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from i2o import book, preflight, runtime
+from i2o import book, locations, preflight
 from i2o.data import CLASSES, fetch
 from i2o.job import Job
 
-REPO = runtime.repo_root()
+REPO = locations.repo_root()
 
 
 # --- 1. `make data` -------------------------------------------------------------------------

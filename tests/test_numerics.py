@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from i2o import book, profiles, results, runtime, sweep
+from i2o import book, lineage, locations, profiles, results, runtime, sweep
 from i2o.job import Job
 
 TORCH_STEPS = """
@@ -140,8 +140,8 @@ def test_a_notebook_kernel_starts_pinned(tmp_path, monkeypatch):
     import papermill
 
     monkeypatch.delenv("I2O_NUMERICS", raising=False)
-    code = ("import json, os, torch\nfrom i2o import runtime\n"
-            "print(json.dumps({**runtime.provenance(), "
+    code = ("import json, os, torch\nfrom i2o import lineage\n"
+            "print(json.dumps({**lineage.provenance(), "
             "'capability': torch.backends.cpu.get_cpu_capability()}))")
     source, out = tmp_path / "probe.ipynb", tmp_path / "probe.out.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), source)
@@ -281,14 +281,14 @@ def test_provenance_line_says_when_the_pins_are_missing(monkeypatch):
     monkeypatch.setenv("I2O_NUMERICS", "portable")
     for name in runtime.PORTABLE_PINS:
         monkeypatch.delenv(name, raising=False)
-    assert "NOT in effect" in runtime.provenance_line(runtime.provenance())
+    assert "NOT in effect" in lineage.provenance_line(lineage.provenance())
     with runtime.environment(runtime.numerics_env("portable")):
-        facts = runtime.provenance()
-    assert facts["pinned"] and "pinned to AVX2" in runtime.provenance_line(facts)
+        facts = lineage.provenance()
+    assert facts["pinned"] and "pinned to AVX2" in lineage.provenance_line(facts)
 
 
 def test_benchmark_subprocesses_run_in_the_mode_they_are_given():
-    sys.path.insert(0, str(Path(runtime.repo_root()) / "benchmarks"))
+    sys.path.insert(0, str(Path(locations.repo_root()) / "benchmarks"))
     try:
         import bench_numerics
     finally:

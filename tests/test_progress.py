@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from i2o import runtime
+from i2o import progress
 
 
 def test_progress_shows_rate_and_eta(monkeypatch, capsys):
     monkeypatch.setenv("I2O_PROGRESS_INTERVAL", "0")
-    with runtime.Progress(4, "demo loop", unit="step") as bar:
+    with progress.Progress(4, "demo loop", unit="step") as bar:
         for _ in range(4):
             bar.update(1)
             bar.note(loss="0.5")
@@ -24,16 +24,16 @@ def test_progress_shows_rate_and_eta(monkeypatch, capsys):
 
 def test_over_wraps_a_loop_and_keeps_the_items(monkeypatch, capsys):
     monkeypatch.setenv("I2O_PROGRESS_INTERVAL", "0")
-    assert list(runtime.Progress.over(range(3), "jobs", unit="job")) == [0, 1, 2]
+    assert list(progress.Progress.over(range(3), "jobs", unit="job")) == [0, 1, 2]
     assert "3/3" in capsys.readouterr().err
 
 
 def test_progress_can_be_turned_off(monkeypatch, capsys):
     monkeypatch.setenv("I2O_PROGRESS", "0")
-    with runtime.Progress(3, "silent") as bar:
+    with progress.Progress(3, "silent") as bar:
         bar.update(3)
     assert capsys.readouterr().err == ""
-    assert not runtime.Progress(1, "x", enabled=False).enabled
+    assert not progress.Progress(1, "x", enabled=False).enabled
 
 
 def test_inside_a_kernel_it_writes_to_the_terminal_copy_not_the_page(monkeypatch, tmp_path):
@@ -55,21 +55,21 @@ def test_inside_a_kernel_it_writes_to_the_terminal_copy_not_the_page(monkeypatch
     OutStream.__module__ = "ipykernel.iostream"
     monkeypatch.setattr(sys, "stderr", OutStream())
     monkeypatch.setenv("I2O_PROGRESS_INTERVAL", "0")
-    runtime._fd_stream.cache_clear()
+    progress._fd_stream.cache_clear()
     try:
-        with runtime.Progress(2, "in a kernel") as bar:
+        with progress.Progress(2, "in a kernel") as bar:
             bar.update(2)
     finally:
         os.close(fd)
-        runtime._fd_stream.cache_clear()
+        progress._fd_stream.cache_clear()
     assert "in a kernel" in target.read_text()
     assert not captured
 
     del OutStream._original_stdstream_copy
-    assert runtime.terminal_stream() is None
-    assert not runtime.Progress(1, "nowhere").enabled
+    assert progress.terminal_stream() is None
+    assert not progress.Progress(1, "nowhere").enabled
     OutStream._should_watch = False  # descriptor 2 not captured into the page: usable
-    assert runtime.terminal_stream() is sys.__stderr__
+    assert progress.terminal_stream() is sys.__stderr__
 
 
 def test_training_loop_reports_progress(monkeypatch, capsys):
@@ -92,8 +92,8 @@ def test_papermill_run_shows_progress_in_the_terminal_and_none_in_the_notebook(t
 
     source = tmp_path / "loop.ipynb"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from i2o import runtime\n"
-        "for _ in runtime.Progress.over(range(5), 'kernel loop', unit='step'):\n"
+        "from i2o import progress\n"
+        "for _ in progress.Progress.over(range(5), 'kernel loop', unit='step'):\n"
         "    pass\n"
         "print('done')")])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",

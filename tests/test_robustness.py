@@ -86,7 +86,7 @@ def test_page_without_replicates_names_the_command():
 
 
 def test_robustness_page_is_in_the_table_of_contents():
-    toc = (book.runtime.repo_root() / "_toc.yml").read_text()
+    toc = (book.locations.repo_root() / "_toc.yml").read_text()
     assert "book/robustness" in toc
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import book, profiles, runtime, site
+from i2o import book, locations, profiles, site
 
-REPO = runtime.repo_root()
+REPO = locations.repo_root()
 
 
 @pytest.mark.parametrize("output, label", [
@@ -112,7 +112,7 @@ def test_presenting_twice_is_stable():
 
 def _fake_build(tmp_path: Path, built: dict[str, float]) -> dict[str, Path]:
     """Executed notebooks with stamps for ``built`` ({figure: seconds}); placeholders otherwise."""
-    build = runtime.build_dir()
+    build = locations.build_dir()
     (build / "figures").mkdir(parents=True, exist_ok=True)
     (build / "claims").mkdir(parents=True, exist_ok=True)
     notebooks = {}

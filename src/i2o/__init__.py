@@ -23,7 +23,10 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.golden` (the committed fingerprints every ``make test`` checks, ``make golden``);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
-  loop); and :mod:`i2o.runtime` (paths, device, threads) under all of them.
+  loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its
+  pins: what can change a number, in every job's key) beside the modules that change none and are
+  in no key (:data:`i2o.results.INERT`): :mod:`i2o.locations` (paths), :mod:`i2o.progress`
+  (progress bars), :mod:`i2o.lineage` (provenance, commit, clock), :mod:`i2o.allocator`.
 
 Glossary (one name per quantity, from the manifest to the solver):
 

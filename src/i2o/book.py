@@ -45,13 +45,24 @@ import nbformat
 import yaml
 from filelock import FileLock, Timeout
 
-from i2o import numbers, preflight, profiles, results, robustness, runtime, site
+from i2o import (
+    lineage,
+    locations,
+    numbers,
+    preflight,
+    profiles,
+    progress,
+    results,
+    robustness,
+    runtime,
+    site,
+)
 
 STAMP_KEY = "i2o"
 
 
 def executed_dir() -> Path:
-    return runtime.build_dir() / "notebooks"
+    return locations.build_dir() / "notebooks"
 
 
 def executed_path(figure: str) -> Path:
@@ -59,7 +70,7 @@ def executed_path(figure: str) -> Path:
 
 
 def _stamp(figure: str, params: profiles.Params) -> str:
-    source = runtime.repo_root() / profiles.entry(figure)["notebook"]
+    source = locations.repo_root() / profiles.entry(figure)["notebook"]
     what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
             "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
     if (numerics := runtime.numerics_key()) is not None:  # as results.key: other pins re-execute
@@ -86,7 +97,7 @@ def kernel_env() -> dict[str, str]:
 @contextmanager
 def _exclusive(name: str, what: str) -> Iterator[bool]:
     """Hold the build lock ``name``; yield whether another process had to be waited for."""
-    locks = runtime.build_dir() / ".locks"
+    locks = locations.build_dir() / ".locks"
     locks.mkdir(parents=True, exist_ok=True)
     lock, owner = FileLock(str(locks / f"{name}.lock")), locks / f"{name}.owner"
     waited = False
@@ -101,7 +112,7 @@ def _exclusive(name: str, what: str) -> Iterator[bool]:
         lock.acquire()
         waited = True
     try:
-        owner.write_text(f"pid {os.getpid()} on {socket.gethostname()} since {runtime.now_iso()}\n")
+        owner.write_text(f"pid {os.getpid()} on {socket.gethostname()} since {lineage.now_iso()}\n")
         yield waited
     finally:
         lock.release()
@@ -117,7 +128,7 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
     asked = time.time()
     overrides = dict(overrides or {})
     params = profiles.resolve(figure, profile, **overrides)  # fails before any compute
-    source = runtime.repo_root() / profiles.entry(figure)["notebook"]
+    source = locations.repo_root() / profiles.entry(figure)["notebook"]
     if not source.exists():
         raise FileNotFoundError(f"figure {figure!r}: notebook {source} does not exist")
     target = executed_path(figure)
@@ -129,7 +140,7 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
                   f"parameters; using it ({target})")
             return target
         if same and not force:
-            print(f"[i2o] {figure}: up to date ({target.relative_to(runtime.build_dir())}, "
+            print(f"[i2o] {figure}: up to date ({target.relative_to(locations.build_dir())}, "
                   f"profile {profile}); --force to re-execute")
             return target
         return _execute(figure, profile, overrides, params, stamp, source, target)
@@ -137,7 +148,7 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
 
 def _progress_bar() -> bool | dict[str, Any]:
     """papermill's bar over the notebook's cells, on the terminal (never in the notebook)."""
-    if not runtime.progress_enabled():
+    if not progress.progress_enabled():
         return False
     return {"desc": "[i2o] cells", "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
 
@@ -167,7 +178,7 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     notebook = json.loads(partial.read_text())
     notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "figure": figure, "profile": profile,
                                        "params": params.as_dict(), "seconds": round(seconds, 1),
-                                       "git": runtime.git_sha(), "date": runtime.now_iso(),
+                                       "git": lineage.git_sha(), "date": lineage.now_iso(),
                                        "provenance": kernel_provenance(notebook)}
     partial.write_text(json.dumps(notebook, indent=1))
     partial.replace(target)
@@ -248,7 +259,7 @@ def report(failures: dict[str, str]) -> None:
 
 def stage() -> Path:
     """Assemble the book sources with executed notebooks into ``_build/stage``."""
-    root, staged = runtime.repo_root(), runtime.build_dir() / "stage"
+    root, staged = locations.repo_root(), locations.build_dir() / "stage"
     if staged.exists():
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
@@ -310,7 +321,7 @@ def html(strict: bool = False) -> Path:
 
 def _build_html(strict: bool = False) -> Path:
     staged = stage()
-    out = runtime.build_dir()
+    out = locations.build_dir()
     command = ["jupyter-book", "build", str(staged), "--path-output", str(staged),
                "--builder", "html", *(["--warningiserror", "--keep-going"] if strict else [])]
     jb = Path(sys.executable).with_name("jupyter-book")
@@ -328,7 +339,7 @@ def _build_html(strict: bool = False) -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.move(built, target)
-    shutil.copy(runtime.build_dir() / numbers.FILENAME, target / numbers.FILENAME)
+    shutil.copy(locations.build_dir() / numbers.FILENAME, target / numbers.FILENAME)
     print(f"[i2o] book built: {target / 'index.html'}"
           + (f" ({len(warnings)} warnings, see {log})" if warnings else ""))
     return target

@@ -3,7 +3,7 @@
 A chapter's results type is a frozen dataclass deriving from :class:`ChapterResults`, which adds
 the parameters that produced them (so ``claims.claims(results)``, ``claims.numbers(results)`` and
 the figures need nothing else), the run's :class:`Cost` and its provenance
-(:func:`i2o.runtime.provenance`). :func:`run_jobs` is how a chapter computes or reads its jobs and
+(:func:`i2o.lineage.provenance`). :func:`run_jobs` is how a chapter computes or reads its jobs and
 measures what that cost; every chapter reports its cost through :meth:`Cost.text`.
 """
 
@@ -14,9 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from i2o import runtime, sweep
+from i2o import lineage, sweep
 from i2o.job import Job
 from i2o.profiles import Params
+from i2o.progress import Progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ChapterResults:
 
     params: Params
     cost: Cost
-    provenance: dict[str, Any] = dataclasses.field(default_factory=runtime.provenance,
+    provenance: dict[str, Any] = dataclasses.field(default_factory=lineage.provenance,
                                                    repr=False, compare=False)
 
 
@@ -60,6 +61,6 @@ def run_jobs(figure: str, jobs: Sequence[Job], workers: int = 1, label: str | No
     start = time.perf_counter()
     jobs = list(jobs)
     missing = sweep.run_missing(figure, jobs, workers)
-    found = [job.run(progress) for job in runtime.Progress.over(
+    found = [job.run(progress) for job in Progress.over(
         jobs, label or f"{figure} jobs", unit="job")]
     return found, Cost(time.perf_counter() - start, len(jobs), len(missing))

@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from i2o import runtime
+from i2o import locations
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class Claims:
 
 
 def claims_dir() -> Path:
-    return runtime.build_dir() / "claims"
+    return locations.build_dir() / "claims"
 
 
 def read_all() -> dict[str, list[dict]]:

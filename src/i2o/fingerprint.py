@@ -13,7 +13,7 @@ with the current code's keys; an entry not in the cache is listed as missing.
 
     python -m i2o.results fingerprint [FIG ...] [--profile P] [--replicate R] [-o FILE]
 
-writes them as JSON with the machine (:func:`i2o.runtime.machine_facts`: CPU model, vendor,
+writes them as JSON with the machine (:func:`i2o.lineage.machine_facts`: CPU model, vendor,
 flags, caches, library versions, numerics pins); its exit status is 1 when an entry is missing or
 corrupt. ``python -m i2o.compare A.json B.json`` names the entries that differ between two such
 files.
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import profiles, results, runtime, sweep
+from i2o import lineage, profiles, results, runtime, sweep
 from i2o.job import Job
 
 #: The format of a fingerprint file (``kind``), so that ``i2o.compare`` can tell it apart.
@@ -140,8 +140,8 @@ def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
     for figure in figures:
         params = profiles.resolve(figure, profile, replicate=replicate)
         chapters[figure] = chapter_fingerprint(figure, params)
-    return {"kind": KIND, "profile": profile, "replicate": replicate, "git": runtime.git_sha(),
-            "machine": runtime.machine_facts(), "chapters": chapters}
+    return {"kind": KIND, "profile": profile, "replicate": replicate, "git": lineage.git_sha(),
+            "machine": lineage.machine_facts(), "chapters": chapters}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import fingerprint, probes, runtime
+from i2o import fingerprint, lineage, locations, probes, runtime
 
 #: Results that portable mode cannot make identical across CPUs, by chapter and entry name, with
 #: the reason; the golden test leaves exactly these out (the Reproduce page names them).
@@ -45,7 +45,7 @@ NOT_PORTABLE_PROBES: dict[str, str] = {
 
 
 def golden_dir() -> Path:
-    return runtime.repo_root() / "tests" / "golden"
+    return locations.repo_root() / "tests" / "golden"
 
 
 def smoke_path() -> Path:
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                             ).parse_args(argv)
     if runtime.numerics_mode() != "portable" or not runtime.is_x86_64():
         print(f"error: the golden fingerprints are those of portable mode on x86-64; here: "
-              f"{runtime.numerics_mode()} on {runtime.machine_facts()['machine']} (unset "
+              f"{runtime.numerics_mode()} on {lineage.machine_facts()['machine']} (unset "
               "I2O_NUMERICS)", file=sys.stderr)
         return 2
     old = read(smoke_path()) if smoke_path().exists() else None

@@ -1,10 +1,14 @@
 """The import graph of the ``i2o`` package, read from its source (no module is imported).
 
 A module's edges are the ``i2o`` modules it names in an ``import`` or ``from … import`` statement,
-at top level or inside a function, absolute or relative. ``from i2o.deq import solve`` is an edge
-to the package ``i2o.deq`` (its ``__init__``); ``from i2o import results`` an edge to the module
-``i2o.results``. The parents a submodule import executes on the way (``i2o``, ``i2o.deq``) are not
-edges unless named: they hold docstrings and re-exports, not computation.
+at top level or inside a function, absolute or relative: ``from i2o import results`` is an edge to
+the module ``i2o.results``. A name imported from a package goes through its face (``__init__``) to
+the submodule that defines it: ``from i2o.deq import SolverSpec`` is an edge to ``i2o.deq.spec``
+(:func:`face_exports`), not to everything the face re-exports; a name the face defines itself
+(``from i2o.chapters.meta import FIGURE``) is an edge to the face, whose own edges are only the
+imports its code uses. A whole package bound to a name (``import i2o.deq``) is an edge to every
+module its face exports. The parents a submodule import executes on the way (``i2o``,
+``i2o.deq``) are not edges unless named: they hold docstrings and re-exports, not computation.
 
 Two users: :mod:`i2o.results` keys a cache entry by the source of the :func:`closure` of the
 module that defines its job (so no source list is written by hand), and ``tests/test_layout.py``
@@ -41,30 +45,88 @@ def path_of(module: str, root: Path = PACKAGE_DIR) -> Path:
 
 
 def imports_of(module: str, root: Path = PACKAGE_DIR) -> set[str]:
-    """The i2o modules ``module`` imports."""
+    """The i2o modules ``module`` imports (a face: only those its own code uses)."""
     path = path_of(module, root)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    return imports_in(path, package, root) - {module}
+    return _edges(path, _package_of(module, path), root, _is_face(path)) - {module}
 
 
 def imports_in(path: Path, package: str = "", root: Path = PACKAGE_DIR) -> set[str]:
     """The i2o modules the Python file ``path`` imports (``package``: where its relative
     imports start; a file outside i2o has none that reach it)."""
+    return _edges(path, package, root, face=False)
+
+
+@cache
+def face_exports(package: str, root: Path = PACKAGE_DIR) -> dict[str, str]:
+    """The names ``package``'s face (``__init__``) imports from i2o, each with the module that
+    defines it: followed through further faces, a submodule for a name that is a module."""
+    path = path_of(package, root)
+    if not _is_face(path):
+        return {}
+    return {bound: target for bound, target, _ in _bindings(path, package, root)}
+
+
+def _is_face(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _package_of(module: str, path: Path) -> str:
+    return module if _is_face(path) else module.rsplit(".", 1)[0]
+
+
+def _origin(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _bindings(path: Path, package: str, root: Path) -> list[tuple[str, str, bool]]:
+    """Each i2o name the file binds by an import: (bound name, the module that defines it,
+    whether the binding is a whole package)."""
     known = modules(root)
-    found: set[str] = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                origin = f"{base}.{node.module}" if node.module else base
-            else:
-                origin = node.module or ""
             for alias in node.names:
-                child = f"{origin}.{alias.name}"
-                found.add(child if child in known else origin)
-    return {name for name in found if name in known}
+                if alias.name in known:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    found.append((bound, alias.name, _is_face(known[alias.name])))
+        elif isinstance(node, ast.ImportFrom):
+            origin = _origin(node, package)
+            for alias in node.names:
+                bound, child = alias.asname or alias.name, f"{origin}.{alias.name}"
+                if child in known:
+                    found.append((bound, child, _is_face(known[child])))
+                elif origin in known:
+                    target = face_exports(origin, root).get(alias.name, origin)
+                    found.append((bound, target, _is_face(known[target])))
+    return found
+
+
+def _edges(path: Path, package: str, root: Path, face: bool) -> set[str]:
+    """The modules the bindings of ``path`` reach; in a face, only the bindings its own code
+    reads (the rest are re-exports, followed by whoever imports them)."""
+    bindings = _bindings(path, package, root)
+    if face:
+        used = _names_read(path)
+        bindings = [binding for binding in bindings if binding[0] in used]
+    found: set[str] = set()
+    for _, target, whole_package in bindings:
+        found.add(target)
+        if whole_package:
+            found |= set(face_exports(target, root).values())
+    return found
+
+
+def _names_read(path: Path) -> set[str]:
+    """The names the file's code reads, outside ``__all__``."""
+    tree = ast.parse(path.read_text())
+    skip = {id(node) for statement in tree.body if isinstance(statement, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == "__all__"
+                    for target in statement.targets) for node in ast.walk(statement)}
+    return {node.id for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and id(node) not in skip}
 
 
 @cache

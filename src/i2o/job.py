@@ -15,6 +15,7 @@ live in modules that import what computes them, never the chapter's ``runs``, ``
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,9 +25,10 @@ from i2o import results
 
 
 @dataclasses.dataclass(frozen=True)
-class Job:
+class Job(abc.ABC):
     """Subclasses are frozen dataclasses that set ``figure``, define :attr:`name` and
-    :meth:`compute`."""
+    :meth:`compute` (abstract: a job class without them cannot be built, so it fails where its
+    chapter lists it, not inside a worker)."""
 
     #: the figure (cache folder) the job belongs to: its chapter's ``FIGURE``
     figure: ClassVar[str]
@@ -34,13 +36,13 @@ class Job:
     is_entry: ClassVar[bool] = True
 
     @property
+    @abc.abstractmethod
     def name(self) -> str:
         """The entry's readable name (its folder is ``<name>-<key prefix>``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def compute(self, progress: bool | None = None) -> Mapping[str, Any]:
         """The result: a (nested) dict of arrays, numbers and strings. Called only on a miss."""
-        raise NotImplementedError
 
     @property
     def module(self) -> str:

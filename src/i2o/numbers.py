@@ -8,7 +8,7 @@ whose notebook was executed::
                   "costs": {"<glue name>": <value as glued>, ...},
                   "claims": [<row of _build/claims/<figure>.json>, ...],
                   "profile": "quick", "params": {...}, "git": "...",
-                  "provenance": {<the kernel's i2o.runtime.provenance()>}}}
+                  "provenance": {<the kernel's i2o.lineage.provenance()>}}}
 
 "Value as glued" is what the text shows: the glued output's JSON if it has one, else its plain
 text (``repr`` of the value). Glued *costs* (names ending in a unit of time or memory, see
@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from i2o import claims, profiles, runtime
+from i2o import claims, locations, profiles
 
 FILENAME = "numbers.json"
 _GLUE_PREFIX = "application/papermill.record/"
@@ -61,7 +61,7 @@ def glued(notebook: dict[str, Any]) -> dict[str, Any]:
 
 
 def _executed(figure: str) -> Path:
-    return runtime.build_dir() / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
+    return locations.build_dir() / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
 
 
 def chapter(figure: str) -> dict[str, Any] | None:
@@ -90,7 +90,7 @@ def collect() -> dict[str, dict[str, Any]]:
 
 def write(path: Path | None = None) -> Path:
     """Write :func:`collect` to ``path`` (default ``_build/numbers.json``) and return it."""
-    path = path or runtime.build_dir() / FILENAME
+    path = path or locations.build_dir() / FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(collect(), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path

@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from i2o import runtime
+from i2o import lineage, locations
 
 
 class _FontDateNoise(logging.Filter):
@@ -52,7 +52,7 @@ def use_style() -> None:
 
 
 def figures_dir() -> Path:
-    return runtime.build_dir() / "figures"
+    return locations.build_dir() / "figures"
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
@@ -62,12 +62,12 @@ def params_hash(params: Mapping[str, Any]) -> str:
 
 def provenance_of(params: Mapping[str, Any]) -> dict[str, str]:
     return {
-        "git_sha": runtime.git_sha(),
+        "git_sha": lineage.git_sha(),
         "params_hash": params_hash(params),
         "profile": str(getattr(params, "profile", "unknown")),
         "figure": str(getattr(params, "figure", "unknown")),
-        "device": runtime.device_name(),
-        "date": runtime.now_iso(),
+        "device": lineage.device_name(),
+        "date": lineage.now_iso(),
     }
 
 
@@ -97,7 +97,7 @@ def provenance(path: Path) -> dict[str, str]:
 
 def profile_caption(params: Any) -> str:
     """A one-line caption naming the profile, to put under every figure."""
-    return f"profile {params.profile!r} · commit {runtime.git_sha()} · {runtime.device_name()}"
+    return f"profile {params.profile!r} · commit {lineage.git_sha()} · {lineage.device_name()}"
 
 
 def show(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> None:

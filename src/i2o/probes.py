@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import runtime
+from i2o import lineage, runtime
 
 #: The CPU models of qemu-user that stand for the CPUs the book is run on without one: an AMD
 #: EPYC (AuthenticAMD, 512 KB L2) and an Intel Haswell (the AVX2 baseline).
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown probe(s) {', '.join(unknown)}; allowed: {', '.join(PROBES)}")
     if args.here:
-        found = {"machine": runtime.machine_facts(), "probes": compute(args.names or None)}
+        found = {"machine": lineage.machine_facts(), "probes": compute(args.names or None)}
     else:
         try:
             found = run(emulate=args.emulate, names=args.names)

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from i2o import runtime
+from i2o import lineage
 
 PROFILES = ("smoke", "quick", "paper")
 MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
@@ -245,10 +245,10 @@ def show(params: Params) -> None:
     note = {"smoke": "proves the code path, not the science",
             "quick": "reduced sizes for a 2-core CPU",
             "paper": "the paper's settings"}[params.profile]
-    facts = runtime.provenance()
+    facts = lineage.provenance()
     lines = [f"Figure {params.figure!r} run with profile {params.profile!r} ({note}) "
-             f"on {runtime.device_name()}, commit {runtime.git_sha()}.",
-             runtime.provenance_line(facts)]
+             f"on {lineage.device_name()}, commit {lineage.git_sha()}.",
+             lineage.provenance_line(facts)]
     for name, value in params.items():
         mark = "  (overridden)" if name in params.overridden else ""
         help_text = spec["parameters"][name].get("help", "")

@@ -3,14 +3,16 @@
 An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics pins)``:
 changing a parameter, the code that computes a result, the numerics mode (``I2O_NUMERICS``) or
 portable mode's pins recomputes it; rerunning the book does not. Each entry's ``meta.json`` records
-its provenance (:func:`i2o.runtime.provenance`: machine, library versions, numerics pins). The
+its provenance (:func:`i2o.lineage.provenance`: machine, library versions, numerics pins). The
 source hashed is the import closure of the module that computes the result (``module=``, for a job
 the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.import_graph.closure`): the
 modules the computation can reach, found from the code and never listed by hand, so that an edit to
 one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's
 own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.import_graph`) stores
-and finds results without computing them, so it is left out. Without ``module`` it is the whole
-package.
+and finds results without computing them, so it is left out, as are the modules that change no
+number (:data:`INERT`: paths, progress bars, provenance, the allocator). An import through a
+package's face (``from i2o.deq import solve``) reaches the submodule that defines the name, not
+everything the face re-exports. Without ``module`` it is the whole package.
 
 ``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
 jobs (:mod:`i2o.fingerprint`), to compare the results of two machines; ``python -m i2o.results
@@ -49,7 +51,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from i2o import import_graph, runtime
+from i2o import import_graph, lineage, locations, runtime
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ARRAYS = "arrays.npz"
@@ -67,7 +69,7 @@ class CorruptEntry(RuntimeError):
 
 def results_dir() -> Path:
     """``I2O_RESULTS_DIR`` or ``<repo>/data/results``."""
-    return Path(os.environ.get("I2O_RESULTS_DIR", runtime.repo_root() / "data" / "results"))
+    return Path(os.environ.get("I2O_RESULTS_DIR", locations.repo_root() / "data" / "results"))
 
 
 #: Where :func:`jax_compilation_cache` keeps XLA's compiled programs, inside the results cache.
@@ -113,12 +115,20 @@ def source_hash(modules: Iterable[str] | None = None,
 #: The cache's own plumbing: how a result is stored and found, never what it is. A job's
 #: closure neither includes nor follows them, so that fixing the cache does not discard results.
 CACHE_MACHINERY = frozenset({"i2o.job", "i2o.results", "i2o.import_graph"})
+#: Modules a computation may call that never change its numbers: where files are
+#: (:mod:`i2o.locations`; data files are verified by checksum), progress bars
+#: (:mod:`i2o.progress`), provenance, the commit and the clock (:mod:`i2o.lineage`) and the
+#: allocator (:mod:`i2o.allocator`). A job's closure neither includes nor follows them, so that
+#: rewording a progress bar recomputes nothing. They import no computing module
+#: (``tests/test_job.py``).
+INERT = frozenset({"i2o.locations", "i2o.progress", "i2o.lineage", "i2o.allocator"})
 
 
-def dependencies(module: str) -> tuple[str, ...]:
+def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR) -> tuple[str, ...]:
     """The i2o modules a result computed by ``module`` depends on: its import closure, without
-    the cache machinery (:data:`CACHE_MACHINERY`)."""
-    return import_graph.closure(module, stop=CACHE_MACHINERY)
+    the cache machinery (:data:`CACHE_MACHINERY`) and the modules that change no number
+    (:data:`INERT`); ``root``: a copy of the package (tests)."""
+    return import_graph.closure(module, root, stop=CACHE_MACHINERY | INERT)
 
 
 def module_source_hash(module: str | None) -> str:
@@ -135,7 +145,8 @@ def module_source_hash(module: str | None) -> str:
     path = Path(spec.origin)
     digest = hashlib.sha256(path.read_bytes())
     imported = import_graph.imports_in(path)
-    digest.update(source_hash(import_graph.reach(imported, stop=CACHE_MACHINERY)).encode())
+    digest.update(source_hash(import_graph.reach(imported, stop=CACHE_MACHINERY | INERT))
+                  .encode())
     return digest.hexdigest()
 
 
@@ -251,7 +262,7 @@ def holding(path: Path, what: str) -> Iterator[None]:
     try:
         if lock.lock_counter == 1:
             lock_path(path).with_suffix(".owner").write_text(
-                f"pid {os.getpid()} on {socket.gethostname()} since {runtime.now_iso()}\n")
+                f"pid {os.getpid()} on {socket.gethostname()} since {lineage.now_iso()}\n")
         yield
     finally:
         lock.release()
@@ -331,8 +342,8 @@ def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> Non
         tmp.mkdir()
         try:
             np.savez(tmp / _ARRAYS, **flat)
-            meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": runtime.now_iso(),
-                    "git": runtime.git_sha(), "provenance": runtime.provenance()}
+            meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
+                    "git": lineage.git_sha(), "provenance": lineage.provenance()}
             (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
             _publish(tmp, path)
         finally:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i2o import preflight, profiles, runtime
+from i2o import lineage, locations, preflight, profiles
+from i2o.progress import Progress
 
 DEFAULT_REPLICATES = (0, 1, 2)
 PAGE = "book/robustness.md"
@@ -46,11 +47,11 @@ STATUSES = (SAME_DECIDED, SAME_UNDECIDED, FLIPS, INCOMPLETE)
 
 def replicate_dir(profile: str, replicate: int) -> Path:
     """The build folder of the chapters run at ``replicate`` in ``profile``."""
-    return runtime.build_dir() / "robustness" / profile / f"r{replicate}"
+    return locations.build_dir() / "robustness" / profile / f"r{replicate}"
 
 
 def summary_path() -> Path:
-    return runtime.build_dir() / "robustness.json"
+    return locations.build_dir() / "robustness.json"
 
 
 def command(profile: str, replicates: Sequence[int], figures: Sequence[str] | None = None) -> str:
@@ -120,7 +121,7 @@ class Task:
 
 def _expected_seconds(figure: str) -> float:
     """How long the book's own run of ``figure`` took (its stamp), for the ETA; 60 s if unknown."""
-    path = runtime.build_dir() / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
+    path = locations.build_dir() / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
     try:
         return float(json.loads(path.read_text())["metadata"]["i2o"]["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -159,7 +160,7 @@ def run(profile: str = "quick", replicates: Sequence[int] = DEFAULT_REPLICATES,
           f"{workers} at a time; logs in {replicate_dir(profile, 0).parent}", flush=True)
     failed: dict[Task, int] = {}
     pending, running = list(todo), {}
-    bar = runtime.Progress(round(sum(expected.values())), "robustness", unit="s (expected)")
+    bar = Progress(round(sum(expected.values())), "robustness", unit="s (expected)")
     started = time.perf_counter()
     while pending or running:
         while pending and len(running) < workers:
@@ -284,7 +285,7 @@ def collect(profile: str, replicates: Sequence[int],
         chapters[figure] = {"claims": table, "counts": counts(table), "runs": meta,
                             "missing": missing}
     return {"profile": profile, "replicates": list(replicates), "chapters": chapters,
-            "machines": list(machines.values()), "written": runtime.now_iso()}
+            "machines": list(machines.values()), "written": lineage.now_iso()}
 
 
 def _machine(stamp: Mapping[str, Any]) -> dict[str, Any]:

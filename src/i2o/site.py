@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import profiles, runtime
+from i2o import locations, profiles
 
 HIDE, REMOVE_INPUT, REMOVE_CELL = "hide-input", "remove-input", "remove-cell"
 TIMINGS_START = "<!-- i2o:timings:start -->"
@@ -180,7 +180,7 @@ def built_figures(notebooks: Mapping[str, Path]) -> set[str]:
 
 def claims_counts(figure: str) -> dict[str, int] | None:
     """``{"holds": n, "fails": n, "undecided": n}`` of a figure's claims, or ``None``."""
-    path = runtime.build_dir() / "claims" / f"{figure}.json"
+    path = locations.build_dir() / "claims" / f"{figure}.json"
     try:
         rows = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -211,7 +211,7 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
         chapter = Path(entry["notebook"]).stem
         for output in entry["outputs"]:
             label = paper_label(output)
-            png = runtime.build_dir() / "figures" / f"{output}.png"
+            png = locations.build_dir() / "figures" / f"{output}.png"
             if built and png.exists():
                 shutil.copy(png, thumbs / png.name)
                 thumbnail = f"![{label}](_figures/{png.name})"
@@ -277,7 +277,7 @@ def fill_timings(page: Path, notebooks: Mapping[str, Path]) -> bool:
 
 def mathjax_source() -> Path | None:
     """MathJax 3's browser bundle as installed by ``npm ci`` (``node_modules/mathjax/es5``)."""
-    folder = runtime.repo_root() / "node_modules" / "mathjax" / "es5"
+    folder = locations.repo_root() / "node_modules" / "mathjax" / "es5"
     return folder if (folder / "tex-chtml.js").is_file() else None
 
 

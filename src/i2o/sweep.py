@@ -46,8 +46,9 @@ import submitit
 import submitit.helpers
 import yaml
 
-from i2o import profiles, results, runtime
+from i2o import lineage, profiles, results, runtime
 from i2o.job import Job
+from i2o.progress import Progress
 
 EXECUTORS = ("local", "slurm", "debug")
 
@@ -214,10 +215,10 @@ def _submit(ex, figure: str, todo: Sequence[Job], executor: str,
         for submitted, job in zip(jobs, todo, strict=True):
             _log(figure, f"submitted {job.name}: job {submitted.job_id}")
         return [_wait(job, figure)
-                for job in runtime.Progress.over(jobs, f"{figure} sweep", unit="job")]
+                for job in Progress.over(jobs, f"{figure} sweep", unit="job")]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
         return [_wait(ex.submit(run_one, job, env), figure)
-                for job in runtime.Progress.over(todo, f"{figure} sweep", unit="job")]
+                for job in Progress.over(todo, f"{figure} sweep", unit="job")]
     gpu_ids = local_gpus()
     if gpu_ids:
         max_parallel = min(max_parallel, len(gpu_ids))
@@ -239,7 +240,7 @@ def _log(figure: str, message: str) -> None:
     path = log_path(figure)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as stream:
-        stream.write(f"{runtime.now_iso()} {message}\n")
+        stream.write(f"{lineage.now_iso()} {message}\n")
 
 
 def _wait(job, figure: str) -> str:
@@ -259,7 +260,7 @@ def _sliding_window(ex, figure: str, todo: Sequence[Job],
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
     pending, running, done = list(todo), [], []
-    bar = runtime.Progress(len(todo), f"{figure} sweep", unit="job")
+    bar = Progress(len(todo), f"{figure} sweep", unit="job")
     while pending or running:
         while pending and len(running) < max_parallel and (free or not gpu_ids):
             job = pending.pop(0)

@@ -23,7 +23,8 @@ checks their annotations):
 
 Imports run one way: chapters → book machinery (``book``, ``profiles``, ``job``, ``results``,
 ``chapter``, ``claims``, ``gates``, ``prose``, ``plotting``, ``sweep``) → engines (``deq``,
-``models``, ``data``, ``train``) → ``runtime``. The machinery finds a chapter through the
+``models``, ``data``, ``train``) → ``runtime`` and the inert base modules (``locations``,
+``progress``, ``lineage``, ``allocator``). The machinery finds a chapter through the
 manifest's ``package``, never by import, and no chapter imports another (``tests/test_layout.py``
 checks the import graph, :mod:`i2o.import_graph`).
 """

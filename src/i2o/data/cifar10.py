@@ -9,7 +9,7 @@ Where the images come from, in order:
 3. when neither is there, a download of the official release through torchvision into the data dir
    (into a private folder renamed into place, by one process at a time: :mod:`i2o.data.fetch`).
 
-The data dir is :func:`i2o.runtime.data_dir`: the environment variable ``I2O_DATA_DIR``, or
+The data dir is :func:`i2o.locations.data_dir`: the environment variable ``I2O_DATA_DIR``, or
 ``<repo>/data``. Decoded arrays are cached as ``.npy`` files under ``<repo>/data/cache`` (or
 ``I2O_CACHE_DIR``), one per source and split, written atomically; later loads take milliseconds.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from i2o import runtime
+from i2o import locations
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 
@@ -68,7 +68,7 @@ class ImageSet:
 
 def cache_dir() -> Path:
     """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see :mod:`i2o.runtime`)."""
-    return runtime.cache_dir()
+    return locations.cache_dir()
 
 
 def _check_split(split: str) -> None:
@@ -221,14 +221,14 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
                  download: bool = True) -> ImageSet:
     """The CIFAR-10 ``split`` ("train": 50,000 images, "test": 10,000) from the first source found.
 
-    ``data_dir`` defaults to :func:`i2o.runtime.data_dir` (``I2O_DATA_DIR`` or ``<repo>/data``).
+    ``data_dir`` defaults to :func:`i2o.locations.data_dir` (``I2O_DATA_DIR`` or ``<repo>/data``).
     Raises :class:`DataNotFoundError` naming every place looked at when no copy is found and the
     download is off or fails (e.g. offline), or naming the missing class folders of an image
     folder; :class:`DataCorruptError` naming every damaged file of one.
     """
     _check_split(split)
     explicit = data_dir is not None or "I2O_DATA_DIR" in os.environ
-    root = Path(data_dir).resolve() if data_dir is not None else runtime.data_dir()
+    root = Path(data_dir).resolve() if data_dir is not None else locations.data_dir()
     if explicit and not root.is_dir():
         raise DataNotFoundError(
             f"the CIFAR-10 data directory {root} does not exist (set by "

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from i2o import runtime
+from i2o import locations
 
 
 def download_lock(root: Path) -> FileLock:
     """The lock held by every download into ``root`` (kept in the array cache: ``root`` may be
     read-only)."""
-    locks = runtime.cache_dir() / "locks"
+    locks = locations.cache_dir() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:12]
     return FileLock(str(locks / f"download-{key}.lock"))

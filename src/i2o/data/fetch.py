@@ -1,7 +1,7 @@
 """Fetch and verify every data set once, before any job starts: ``make data``.
 
 ``python -m i2o.data.fetch [cifar10 shakespeare]`` finds each data set in the data dir
-(:func:`i2o.runtime.data_dir`: ``I2O_DATA_DIR`` or ``<repo>/data``), downloads it there when it is
+(:func:`i2o.locations.data_dir`: ``I2O_DATA_DIR`` or ``<repo>/data``), downloads it there when it is
 missing (online), and verifies it against its checksums (CIFAR-10: the image folder against
 ``cifar10.sha256``, the official archive against torchvision's MD5; Tiny Shakespeare: its
 published SHA-256). It decodes CIFAR-10 into the array cache so that the jobs only read it.
@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Iterable
 
-from i2o import runtime
+from i2o import locations
 from i2o.data.cifar10 import load_cifar10
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 from i2o.data.shakespeare import load_shakespeare
@@ -55,7 +55,7 @@ def one_line(name: str, error: BaseException) -> str:
         cause = error.__cause__
         tried = (f" (download failed: {type(cause).__name__}: {str(cause).splitlines()[0]})"
                  if cause is not None and str(cause).strip() else "")
-        return f"{name}: not found in {runtime.data_dir()}{tried}; {VARIABLE_HINT}"
+        return f"{name}: not found in {locations.data_dir()}{tried}; {VARIABLE_HINT}"
     if isinstance(error, DataCorruptError):  # the copy is found: name its bad files, the repair
         return f"{name}: {type(error).__name__}: {error.summary()}"
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [name for name in args.names if name not in DATASETS]:
         parser.error(f"unknown data set(s) {', '.join(unknown)}; the data sets are: "
                      f"{', '.join(DATASETS)}")
-    print(f"[i2o] data dir: {runtime.data_dir()}"
+    print(f"[i2o] data dir: {locations.data_dir()}"
           + (" (I2O_DATA_DIR)" if "I2O_DATA_DIR" in os.environ else " (default; I2O_DATA_DIR "
              "unset)"), flush=True)
     problems = ensure_all(args.names or DATASETS, download=not args.no_download)

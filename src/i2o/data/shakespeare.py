@@ -8,7 +8,7 @@ Where the text comes from, in order:
 
 1. ``<data dir>/tinyshakespeare/input.txt`` (the offline copy in ``../shared/data`` has this
    layout), where the data dir is ``I2O_DATA_DIR`` or ``<repo>/data``
-   (:func:`i2o.runtime.data_dir`);
+   (:func:`i2o.locations.data_dir`);
 2. when it is missing, a download of the public file into that place, checked against its SHA-256.
 
 Batches are windows of ``context + 1`` consecutive characters: the first ``context`` are the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from i2o import runtime
+from i2o import locations
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 
@@ -90,7 +90,7 @@ def find_text(data_dir: Path | str | None = None, download: bool = True) -> Path
 
     Raises :class:`DataNotFoundError` naming the path looked for (and the download tried).
     """
-    root = Path(data_dir).resolve() if data_dir is not None else runtime.data_dir()
+    root = Path(data_dir).resolve() if data_dir is not None else locations.data_dir()
     path = root / FOLDER / FILENAME
     if path.is_file():
         return path

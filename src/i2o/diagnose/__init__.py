@@ -16,6 +16,7 @@ fewer hurt), gated by a fit criterion, and the recommended ``N'``:
 Command line: ``python -m i2o.diagnose --help``.
 
 - :mod:`.run` — :func:`diagnose` and the checks made before any compute;
+- :mod:`.measure` — :func:`measure`, the sweeps alone (what a cached job stores);
 - :mod:`.adapters` — the :class:`Adapter` protocol, :class:`PlainDEQ` (``f(z, x)``, ``z0``,
   ``readout``), :func:`from_book_deq` (:class:`i2o.deq.DEQ`), :class:`BookMDEQ`;
 - :mod:`.torchdeq_model` — :class:`TorchDEQModel`, a module holding a torchdeq DEQ;
@@ -29,12 +30,13 @@ Machinery: imports engines (:mod:`i2o.deq`) and the book's gates and claims, nev
 
 from .adapters import Adapter, BookMDEQ, PlainDEQ, Swept, from_book_deq
 from .curves import Curves
+from .measure import Measurement, default_grid, measure
 from .metrics import Metric, custom
 from .result import Diagnosis
-from .run import check_inputs, default_grid, diagnose, from_curves
+from .run import check_inputs, diagnose, from_curves
 from .torchdeq_model import TorchDEQModel
 from .verdicts import Recommendation, Verdicts
 
-__all__ = ["Adapter", "BookMDEQ", "Curves", "Diagnosis", "Metric", "PlainDEQ", "Recommendation",
-           "Swept", "TorchDEQModel", "Verdicts", "check_inputs", "custom", "default_grid",
-           "diagnose", "from_book_deq", "from_curves"]
+__all__ = ["Adapter", "BookMDEQ", "Curves", "Diagnosis", "Measurement", "Metric", "PlainDEQ",
+           "Recommendation", "Swept", "TorchDEQModel", "Verdicts", "check_inputs", "custom",
+           "default_grid", "diagnose", "from_book_deq", "from_curves", "measure"]

@@ -37,9 +37,9 @@ import torch
 import torch.nn.functional as F
 
 from i2o import runtime
+from i2o.allocator import keep_freed_memory
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
-from i2o.runtime import keep_freed_memory
 from i2o.train.evaluate import evaluate_iterations
 from i2o.train.loop import OnStep, Plan, StepLoss, UntilFit, train_steps
 from i2o.train.seeding import epoch_order, seed_everything

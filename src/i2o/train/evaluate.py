@@ -20,9 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from i2o import runtime
+from i2o import allocator
 from i2o.deq import Probe, SolverSpec, sweep_iterations
 from i2o.models.mdeq import MDEQClassifier
+from i2o.progress import Progress
 
 
 def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,
@@ -35,7 +36,7 @@ def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: t
     device = next(model.parameters()).device
     model.eval()
     starts = range(0, images.shape[0], batch_size)
-    for start in runtime.Progress.over(starts, "evaluate", unit="batch"):
+    for start in Progress.over(starts, "evaluate", unit="batch"):
         batch = images[start:start + batch_size].to(device)
         wanted = labels[start:start + batch_size].to(device)
         f, x, z0 = model.prepare(batch)
@@ -74,7 +75,7 @@ def evaluate_iterations(
     """
     device = next(model.parameters()).device
     if device.type == "cpu":
-        runtime.keep_freed_memory()
+        allocator.keep_freed_memory()
     spec = SolverSpec(method=method, max_iter=1, tol=0.0, stop_mode=stop_mode,
                       return_best=return_best)
     swept = sweep_iterations(classification_probes(model, images, labels, batch_size),

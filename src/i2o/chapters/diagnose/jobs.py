@@ -1,6 +1,7 @@
 """The chapter's two cached jobs, one per model (:class:`i2o.job.Job`): train the model on a
-CIFAR-10 subset, then sweep it with :func:`i2o.diagnose.diagnose` on the test subset and on its
-own training images.
+CIFAR-10 subset, then sweep it with :func:`i2o.diagnose.measure` (the sweeps of
+:func:`i2o.diagnose.diagnose`, without its verdicts: the key covers no verdict code) on the test
+subset and on its own training images.
 
 - :class:`TorchDEQJob` (``torchdeq``): :class:`.torchdeq_net.ConvDEQ`, trained with
   ``td_train_iters`` torchdeq forward iterations by :func:`i2o.train.loop.train_steps`; diagnosed
@@ -16,6 +17,7 @@ stores the per-example sweep arrays only (the verdicts are decided from them at 
 
 from __future__ import annotations
 
+import abc
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,7 +30,9 @@ from i2o.chapters.diagnose import FIGURE, LABELS
 from i2o.chapters.diagnose.torchdeq_net import ConvDEQ, step_loss
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.deq import SolverSpec
-from i2o.diagnose import BookMDEQ, TorchDEQModel, diagnose
+from i2o.diagnose.adapters import BookMDEQ
+from i2o.diagnose.measure import measure
+from i2o.diagnose.torchdeq_model import TorchDEQModel
 from i2o.job import Job
 from i2o.models.mdeq import config
 from i2o.train.classifier import TrainSettings, build_and_train
@@ -67,13 +71,13 @@ class DiagnoseJob(Job):
         return f"{self.model}{replicates.suffix(self.replicate)}"
 
     @property
+    @abc.abstractmethod
     def train_iters(self) -> int:
         """``N``: the model's forward iterations in training."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def train(self, x: torch.Tensor, y: torch.Tensor, seed: int) -> tuple[Any, dict[str, Any]]:
         """The trained model as an :mod:`i2o.diagnose` adapter, and its training history."""
-        raise NotImplementedError
 
     def compute(self, progress: bool | None = None) -> dict[str, Any]:
         runtime.set_threads()
@@ -83,14 +87,15 @@ class DiagnoseJob(Job):
         start = time.perf_counter()
         adapter, history = self.train(train_x, train_y, seed)
         train_seconds = time.perf_counter() - start
-        d = diagnose(adapter, (test_x, test_y), train=(train_x, train_y),
-                     train_iters=self.train_iters, grid=list(self.grid), metric="accuracy",
-                     batch_size=self.eval_batch)
+        swept = measure(adapter, (test_x, test_y), train=(train_x, train_y),
+                        train_iters=self.train_iters, grid=list(self.grid), metric="accuracy",
+                        batch_size=self.eval_batch)
+        test, train = swept.test[0], swept.train[0]
         parameters = sum(p.numel() for p in adapter.model.parameters())
-        return {"test": {"values": d.test.values[0], "residual": d.test.residual[0]},
-                "train": {"values": d.train.values[0], "residual": d.train.residual[0]},
+        return {"test": {"values": test.values, "residual": test.residual},
+                "train": {"values": train.values, "residual": train.residual},
                 "grid": np.asarray(list(self.grid)), "train_seconds": train_seconds,
-                "sweep_seconds": d.seconds, "solves": d.solves, "parameters": parameters,
+                "sweep_seconds": swept.seconds, "solves": swept.solves, "parameters": parameters,
                 "loss": np.asarray(history["loss"], dtype=float),
                 "nonfinite": int(bool(history.get("nonfinite_step")))}
 

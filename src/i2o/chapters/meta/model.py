@@ -11,6 +11,7 @@ the evaluation's or the plots'. Training checkpoints go to the job's checkpoint 
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import time
 from collections.abc import Callable
@@ -68,13 +69,13 @@ class Model(Job):
 
     # -- what each method defines --------------------------------------------------------------
 
+    @abc.abstractmethod
     def config(self) -> Any:
         """The method's configuration (``MAMLConfig`` or ``IMAMLConfig``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def meta_loss(self) -> outer.MetaLoss:
         """The meta-loss of a meta-batch, as a function of the meta-parameters and the tasks."""
-        raise NotImplementedError
 
     def tag(self) -> str:
         """The method's hyperparameters in the model's label (after N)."""

@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from i2o import runtime
 from i2o.chapters.meta import checkpoint
 from i2o.chapters.meta.mlp import Params
 from i2o.chapters.meta.tasks import TaskBatch, sample_tasks
+from i2o.progress import Progress
 
 MetaLoss = Callable[[Params, TaskBatch], jax.Array]
 TaskSource = Callable[[jax.Array], TaskBatch]
@@ -120,7 +120,7 @@ def train(meta_loss: MetaLoss, task_source: TaskSource, init_params: Params,
     step = resumed_from = int(state["step"])
     chunks: dict[int, Callable] = {}
     start_time = time.perf_counter()
-    bar = runtime.Progress(config.n_steps, "meta outer steps", unit="step", initial=step)
+    bar = Progress(config.n_steps, "meta outer steps", unit="step", initial=step)
     steady_cpu, steady_steps = 0.0, 0
     while step < config.n_steps and (stop_at is None or step < stop_at):
         length = min(config.checkpoint_every, config.n_steps - step)

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o import plotting, profiles, runtime
+from i2o import lineage, plotting, profiles
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.claims import LABELS, resolution_points
 from i2o.chapters.stability.runs import StabilityResults
@@ -60,7 +60,7 @@ def run_report(results: StabilityResults) -> str:
     lines.append(results.cost.text())
     devices = sorted({str(r.get("device", "?")) for rs in results.runs.values() for r in rs})
     lines.append(f"jobs trained on: {', '.join(devices)}; this notebook runs on "
-                 f"{runtime.device_name()}")
+                 f"{lineage.device_name()}")
     rule = (f"trained until the training accuracy at N reaches {100 * p['fit_accuracy']:g} % "
             f"(checked every {p['fit_every']} epochs) plus {p['extra_epochs']} epochs, at most "
             f"{p['epochs']}" if p["fit_every"] > 0 else f"trained {p['epochs']} epochs")

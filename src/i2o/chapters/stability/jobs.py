@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from i2o import job, replicates, runtime
+from i2o import job, lineage, replicates, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.deq import SolverSpec
@@ -167,5 +167,5 @@ class TrainJob(job.Job):
             "train_seconds": train_seconds,
             "eval_seconds": eval_seconds,
             "deq_step_seconds": float(np.median(deq_steps)) if deq_steps.size else float("nan"),
-            "device": runtime.device_name(),
+            "device": lineage.device_name(),
         }

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from i2o import job, runtime
+from i2o import allocator, job, lineage, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.deq import DEQ, SolverSpec
 from i2o.models.mdeq import MDEQClassifier, config
@@ -83,7 +83,7 @@ def _measure_here(model_name: str, arm: str, train_iter: int, backward_iter: int
     torch.set_num_threads(threads)
     device = runtime.device()
     if device == "cpu":
-        runtime.keep_freed_memory()
+        allocator.keep_freed_memory()
     torch.manual_seed(0)
     model = MDEQClassifier(config(model_name)).to(device).train()
     images = torch.randn(batch, 3, 32, 32, device=device)
@@ -130,7 +130,7 @@ def _measure_here(model_name: str, arm: str, train_iter: int, backward_iter: int
     cpu_steady = cpu_times[1 + warmup:]
     return {"model": model_name, "arm": arm, "train_iter": train_iter,
             "backward_iter": backward_iter, "batch": batch, "solver": solver, "tol": tol,
-            "memory": memory, "threads": threads, "device": runtime.device_name(),
+            "memory": memory, "threads": threads, "device": lineage.device_name(),
             "seconds": statistics.median(times) if times else first, "seconds_all": times,
             "cpu_seconds": statistics.median(cpu_steady) if cpu_steady else cpu_times[0],
             "first_step_seconds": first, "peak_mb": peak, "memory_method": method}

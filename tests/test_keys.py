@@ -1,0 +1,141 @@
+"""Exact cache keys (issue 38): a job's key covers the code that computes it and nothing else.
+
+Every job class of every chapter is checked: its closure (:func:`i2o.results.dependencies`)
+reaches no verdict, prose, figure, plotting or book machinery, and no module that changes no number
+(:data:`i2o.results.INERT`); on a temporary copy of the package, an edit to each of those modules
+leaves every key as it was, while an edit to the numerics leaves none.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from i2o import dependencies, import_graph, profiles, results, sweep
+
+PACKAGE = Path(import_graph.__file__).resolve().parent
+
+#: The faces of a chapter and the book's machinery that present, decide or drive, never compute.
+PRESENTING_FACES = ("claims", "prose", "figures", "runs", "plot", "verdicts", "result", "cli",
+                    "curves")
+MACHINERY = {"i2o.gates", "i2o.claims", "i2o.prose", "i2o.plotting", "i2o.book", "i2o.site",
+             "i2o.robustness", "i2o.numbers", "i2o.sweep", "i2o.chapter", "i2o.profiles",
+             "i2o.compare", "i2o.fingerprint", "i2o.golden", "i2o.preflight", "i2o.diagnose.run"}
+
+
+def presenting(root: Path = PACKAGE) -> set[str]:
+    """Every module that presents or decides (verdicts, prose, figures, plots, the book)."""
+    return {name for name in import_graph.modules(root)
+            if name in MACHINERY or name.rsplit(".", 1)[-1] in PRESENTING_FACES}
+
+
+def job_modules() -> dict[str, set[str]]:
+    """Each module defining a job class, with the classes (every chapter, smoke and quick)."""
+    found: dict[str, set[str]] = {}
+    for figure in sweep.sweepable():
+        for profile in ("smoke", "quick"):
+            params = profiles.resolve(figure, profile)
+            for label, (module, _) in dependencies.job_modules(figure, params).items():
+                found.setdefault(module, set()).add(label)
+    return found
+
+
+def route(start: str, goal: str) -> list[str]:
+    """The import path from ``start`` to ``goal`` (for a readable failure)."""
+    edges, parents, todo = import_graph.graph(), {start: ""}, deque([start])
+    while todo:
+        node = todo.popleft()
+        for target in edges[node]:
+            if target not in parents:
+                parents[target] = node
+                todo.append(target)
+    path = [goal]
+    while parents.get(path[-1]):
+        path.append(parents[path[-1]])
+    return path[::-1]
+
+
+def forbidden_in_key(module: str) -> dict[str, list[str]]:
+    """The presenting or inert modules ``module``'s key would cover, each with its import path."""
+    reached = set(import_graph.closure(module, stop=results.CACHE_MACHINERY))
+    covered = set(results.dependencies(module))
+    bad = (presenting() & covered) | (results.INERT & covered)
+    bad |= {name for name in presenting() & reached if name in covered}
+    return {name: route(module, name) for name in sorted(bad)}
+
+
+def test_every_chapter_has_job_classes_to_check():
+    modules = job_modules()
+    assert len(modules) >= 10, modules
+    assert any("diagnose" in module for module in modules)
+
+
+@pytest.mark.parametrize("module", sorted(job_modules()))
+def test_no_job_key_covers_verdict_prose_figure_plotting_or_inert_code(module):
+    found = forbidden_in_key(module)
+    assert not found, "\n".join(f"{name}: reached by {' -> '.join(path)}"
+                                for name, path in found.items())
+
+
+def test_the_check_catches_a_job_module_that_reaches_verdicts():
+    """The predicate fails where it should: a job defined beside ``diagnose`` (which decides)
+    would be keyed by the verdicts and the claims."""
+    found = forbidden_in_key("i2o.diagnose.run")
+    assert {"i2o.diagnose.verdicts", "i2o.gates", "i2o.claims"} <= set(found)
+    assert found["i2o.diagnose.verdicts"][0] == "i2o.diagnose.run"
+
+
+def test_inert_modules_import_no_computing_module():
+    """What leaves the keys must not hide computation behind it: an inert module imports only
+    inert modules, or the numerics it reports (:mod:`i2o.runtime`)."""
+    graph = import_graph.graph()
+    for module in results.INERT:
+        assert graph[module] <= results.INERT | {"i2o.runtime"}, (module, graph[module])
+    assert not graph["i2o.train.loop"] <= results.INERT | {"i2o.runtime"}  # a computing one
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# an edit that computes nothing\n")
+
+
+def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_change_them(tmp_path):
+    """On a temporary copy of the package: every job module's source hash, before and after an
+    edit of every presenting and inert module (gates, claims, prose, figures, plotting, progress
+    bars, paths, provenance); then after an edit of the numerics module."""
+    root = tmp_path / "i2o"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    modules = sorted(job_modules())
+
+    def keys() -> dict[str, str]:
+        return {module: results.source_hash(results.dependencies(module, root), root)
+                for module in modules}
+
+    before = keys()
+    edited = sorted(presenting(root) | results.INERT)
+    assert {"i2o.gates", "i2o.progress", "i2o.chapters.stability.claims"} <= set(edited)
+    for module in edited:
+        _edit(import_graph.path_of(module, root))
+    assert keys() == before
+    _edit(root / "runtime.py")
+    after = keys()
+    numeric = [module for module in modules if "i2o.runtime" in results.dependencies(module)]
+    assert numeric and all(after[module] != before[module] for module in numeric)
+
+
+def test_a_name_imported_through_a_package_face_reaches_its_defining_module(tmp_path):
+    graph = import_graph.graph()
+    assert "i2o.deq.spec" in graph["i2o.chapters.diagnose.jobs"]
+    assert "i2o.deq" not in graph["i2o.chapters.diagnose.jobs"]
+    assert graph["i2o.deq"] == frozenset()  # a face of re-exports computes nothing itself
+    assert import_graph.face_exports("i2o.diagnose")["diagnose"] == "i2o.diagnose.run"
+    assert "i2o.chapters.diagnose" in graph["i2o.chapters.diagnose.jobs"]  # FIGURE is its own
+    whole = tmp_path / "whole.py"
+    whole.write_text("import i2o.deq\nfrom i2o.deq import solve\n")
+    found = import_graph.imports_in(whole)
+    assert {"i2o.deq", "i2o.deq.spec", "i2o.deq.solve", "i2o.deq.layer"} <= found
+    named = tmp_path / "named.py"
+    named.write_text("from i2o.diagnose import Curves\n")
+    assert import_graph.imports_in(named) == {"i2o.diagnose.curves"}
