@@ -120,8 +120,8 @@ results.jax_compilation_cache()
 import jax, jax.numpy as jnp, optax
 from i2o.chapters.meta import imaml, mlp, outer
 book = profiles.resolve("meta", "quick")
-config = imaml.IMAMLConfig(regularization=book.imaml_regularization,
-                           acceleration=book.imaml_acceleration)
+config = imaml.IMAMLConfig(regularization=book["imaml_regularization"],
+                           acceleration=book["imaml_acceleration"])
 params = mlp.init_mlp(jax.random.PRNGKey(0))
 optimizer = optax.adam(1e-3)
 chunk = outer._chunk_fn(functools.partial(imaml.meta_loss, config=config),
@@ -170,11 +170,11 @@ def run() -> list[dict]:
     maml5 = _ours(functools.partial(maml.meta_loss, config=maml.MAMLConfig(5)), 100)
     # the book's setting (the meta chapter's quick profile), CG tolerance 1e-7
     book = book_setting()
-    book_config = imaml.IMAMLConfig(regularization=book.imaml_regularization,
-                                    acceleration=book.imaml_acceleration)
+    book_config = imaml.IMAMLConfig(regularization=book["imaml_regularization"],
+                                    acceleration=book["imaml_acceleration"])
     ours_imaml = _ours(functools.partial(imaml.meta_loss, config=book_config), 20)
     batched = _ours(functools.partial(imaml.meta_loss, config=book_config, batched=True), 20)
-    peer_imaml = _peer(20, book.imaml_regularization, book.imaml_acceleration)
+    peer_imaml = _peer(20, book["imaml_regularization"], book["imaml_acceleration"])
     times = {"maml1": [], "maml5": [], "imaml": [], "batched": [], "peer": []}
     for _ in range(ROUNDS):
         times["maml1"].append(maml1())
@@ -189,9 +189,9 @@ def run() -> list[dict]:
          "note": note},
         {"name": "meta: MAML N=5 outer step", "value": round(ms["maml5"], 3), "unit": "ms",
          "note": note},
-        {"name": f"meta: iMAML outer step (λ={book.imaml_regularization:g}, 16 "
-                 f"{'FISTA' if book.imaml_acceleration else 'gradient-descent'} iterations, CG 5, "
-                 "tol 1e-7)",
+        {"name": f"meta: iMAML outer step (λ={book['imaml_regularization']:g}, 16 "
+                 f"{'FISTA' if book['imaml_acceleration'] else 'gradient-descent'} iterations, "
+                 "CG 5, tol 1e-7)",
          "value": round(ms["imaml"], 3), "unit": "ms",
          "peer": "authors'-style jaxopt iMAML loop (per-step jit, written for this benchmark)",
          "peer_value": round(ms["peer"], 3), "ratio": round(ms["imaml"] / ms["peer"], 3),

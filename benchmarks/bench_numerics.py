@@ -63,8 +63,8 @@ sys.path.insert(0, {str(HERE)!r})
 import bench_meta
 from i2o.chapters.meta import imaml
 book = bench_meta.book_setting()
-config = imaml.IMAMLConfig(regularization=book.imaml_regularization,
-                           acceleration=book.imaml_acceleration)
+config = imaml.IMAMLConfig(regularization=book["imaml_regularization"],
+                           acceleration=book["imaml_acceleration"])
 run = bench_meta._ours(functools.partial(imaml.meta_loss, config=config), 20)
 print(json.dumps(statistics.median(run() for _ in range(3))))
 """

@@ -77,10 +77,10 @@ def _row(results, starts: str):
 
 def test_collect_returns_the_stored_form_and_reads_back_the_same(smoke, tmp_path, monkeypatch):
     params, results = smoke
-    assert results.left["d_x"] == params.left_d_x and isinstance(results.left["d_x"], int)
-    assert results.right["nlb"].shape[:2] == (params.n_seeds, params.d_theta_max)
-    assert results.g3["rank_C"] == min(params.g3_d_x, params.g3_rank_out)
-    assert results.cor2["z_score"].shape == (params.cor2_instances,)
+    assert results.left["d_x"] == params["left_d_x"] and isinstance(results.left["d_x"], int)
+    assert results.right["nlb"].shape[:2] == (params["n_seeds"], params["d_theta_max"])
+    assert results.g3["rank_C"] == min(params["g3_d_x"], params["g3_rank_out"])
+    assert results.cor2["z_score"].shape == (params["cor2_instances"],)
     assert results.params is params and results.cost.jobs == 5
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     again = affine_runs.collect(params)
@@ -97,15 +97,15 @@ def test_jobs_are_keyed_by_the_parameters_they_use():
                                           "corollary2-nonnormal"]
     assert all(isinstance(job, Job) and job.figure == "affine" for job in jobs)
     left, right, g3, checks, cor2 = jobs
-    assert left.left_n_list == tuple(params.left_n_list) and "cor2_n" not in left.key()
-    assert right.key()["right_d_z"] == params.right_d_z and "g3_d_z" not in right.key()
-    assert cor2.key()["cor2_draws"] == params.cor2_draws and "n_seeds" not in cor2.key()
+    assert left.left_n_list == tuple(params["left_n_list"]) and "cor2_n" not in left.key()
+    assert right.key()["right_d_z"] == params["right_d_z"] and "g3_d_z" not in right.key()
+    assert cor2.key()["cor2_draws"] == params["cor2_draws"] and "n_seeds" not in cor2.key()
     # a parameter enters the key of the jobs that use it, and only theirs
-    changed = affine_runs.jobs(params.with_(cor2_draws=params.cor2_draws + 1))
+    changed = affine_runs.jobs(params.with_(cor2_draws=params["cor2_draws"] + 1))
     assert [a == b for a, b in zip(jobs, changed, strict=True)] == [True] * 4 + [False]
     changed = affine_runs.jobs(params.with_(replicate=1))
     assert not any(a == b for a, b in zip(jobs, changed, strict=True))
-    assert g3.draw_seed == right.draw_seed == params.seed and checks.ift_max_steps > 0
+    assert g3.draw_seed == right.draw_seed == params["seed"] and checks.ift_max_steps > 0
     # the jobs' module does not import what plots or judges them (their cache key would)
     assert affine_jobs.__name__ == left.module
 
@@ -236,8 +236,8 @@ def test_every_glue_name_of_the_chapter_is_provided(smoke):
     numbers = affine_claims.numbers(results)
     assert used and used <= set(numbers)
     assert all(isinstance(v, int | float) for v in numbers.values())
-    assert numbers["affine-left-rank-u"] == params.left_d_x
-    assert numbers["affine-g3-rank-c"] == min(params.g3_d_x, params.g3_rank_out)
+    assert numbers["affine-left-rank-u"] == params["left_d_x"]
+    assert numbers["affine-g3-rank-c"] == min(params["g3_d_x"], params["g3_rank_out"])
 
 
 def test_tables_list_every_instance_and_every_N(smoke):
@@ -258,15 +258,16 @@ def test_figures_have_the_expected_axes_and_curves(smoke):
     params, results = smoke
     left = affine_figures.figure_1_left(results.left, params)
     (ax,) = left.axes
-    assert len(ax.get_lines()) == len(params.left_n_list) + 2  # + the ΔN = 0 and D = 0 lines
+    assert len(ax.get_lines()) == len(params["left_n_list"]) + 2  # + the ΔN = 0 and D = 0 lines
     right = affine_figures.figure_1_right(results.right, params)
     assert len(right.axes) == 2
     # left panel: seed mean, Lemma A.4 line (K_in invertible), rank C line
     assert len(right.axes[0].get_lines()) == 3
-    assert len(right.axes[1].get_lines()) == len(params.right_d_theta_panel) * (params.n_seeds + 1)
+    lines = len(params["right_d_theta_panel"]) * (params["n_seeds"] + 1)
+    assert len(right.axes[1].get_lines()) == lines
     g3 = affine_figures.figure_g3(results.g3, params)
     assert len(g3.axes) == 2
     assert len(g3.axes[0].get_lines()) == 2  # no Lemma A.4 line: K_in not invertible
-    assert len(g3.axes[1].get_lines()) == len(params.g3_d_theta_panel) * (params.n_seeds + 1)
+    assert len(g3.axes[1].get_lines()) == len(params["g3_d_theta_panel"]) * (params["n_seeds"] + 1)
     for fig in (left, right, g3):
         plt.close(fig)

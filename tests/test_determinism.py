@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from i2o import profiles, sweep
+from i2o import door
 
 #: Two small smoke jobs per chapter (names of the jobs its ``runs.jobs`` lists).
 JOBS = {
@@ -26,12 +26,11 @@ JOBS = {
 }
 RUN_JOBS = """
 import json, sys
-from i2o import profiles, sweep
+from i2o import door, sweep
 figure, names, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-jobs = [job for job in sweep.chapter_runs(figure).jobs(profiles.resolve(figure, "smoke"))
-        if job.name in names]
+jobs = [job for job in door.enter(figure, "smoke").jobs() if job.name in names]
 assert len(jobs) == len(names), (names, jobs)
-sweep.run_jobs(figure, jobs, "local", max_parallel=workers)
+sweep.submit(figure, [(job,) for job in jobs], "local", max_parallel=workers)
 """
 RUN_AFFINE = """
 from i2o import profiles
@@ -77,8 +76,7 @@ def _run(script: str, args: list[str], results_dir: Path) -> None:
 @pytest.mark.parametrize("figure", list(JOBS))
 def test_jobs_are_bit_identical_in_fresh_processes_with_one_and_two_workers(figure, data_dir,
                                                                              tmp_path):
-    names = JOBS[figure] or [job.name for job in sweep.chapter_runs(figure).jobs(
-        profiles.resolve(figure, "smoke"))][:2]
+    names = JOBS[figure] or [job.name for job in door.enter(figure, "smoke").jobs()][:2]
     for workers in (1, 2):
         _run(RUN_JOBS, [figure, json.dumps(names), str(workers)], tmp_path / f"w{workers}")
     _assert_identical(_entries(tmp_path / "w1", figure), _entries(tmp_path / "w2", figure))

@@ -328,13 +328,11 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     ({"lm_train_chars": 64}, "lm_train_chars"),
 ])
 def test_check_params_names_the_parameter_before_any_compute(change, named):
-    from i2o import profiles
-    from i2o.chapters.deq_gaps import runs
+    from i2o import door, profiles
 
-    runs.check_params(profiles.resolve("deq_gaps", "quick"))  # the profiles themselves pass
-    params = profiles.resolve("deq_gaps", "quick", **change)
+    door.enter("deq_gaps", "quick")  # the profiles themselves pass
     with pytest.raises(profiles.ParameterError, match=named):
-        runs.build_jobs(params)
+        door.enter("deq_gaps", "quick", **change)
 
 
 def _toy_corpus(length: int = 600):

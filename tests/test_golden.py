@@ -102,26 +102,17 @@ class _Same(Job):
         return {"w": np.arange(self.width)}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Group(Job):
-    members: tuple[Job, ...]
-    figure: ClassVar[str] = "stability"
-    is_entry: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return "group"
-
-
 def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
-    jobs = [_Group((_Leaf(1.0), _Uses(_Leaf(2.0)))), _Leaf(1.0), _Same(1), _Same(2)]
+    jobs = [_Uses(_Leaf(2.0)), _Leaf(1.0), _Same(1), _Same(2)]
 
     class Runs:
+        check_params = staticmethod(lambda params: None)
+
         @staticmethod
         def jobs(params):
             return jobs
 
-    monkeypatch.setattr(fingerprint.sweep, "chapter_runs", lambda figure: Runs)
+    monkeypatch.setattr(fingerprint.door, "runs_module", lambda figure: Runs)
     params = fingerprint.profiles.resolve("stability", "smoke")
     labels = sorted(fingerprint.chapter_entries("stability", params))
     assert labels[:2] == ["leaf-1.0", "leaf-2.0"] and labels[4] == "uses"
@@ -168,12 +159,14 @@ def test_uncomputed_entries_and_other_settings_never_compare_equal():
 
 def test_a_corrupt_entry_is_reported_and_fails_the_command(monkeypatch, capsys):
     class Runs:
+        check_params = staticmethod(lambda params: None)
+
         @staticmethod
         def jobs(params):
             return [_Leaf(3.0)]
 
-    monkeypatch.setattr(fingerprint.sweep, "chapter_runs", lambda figure: Runs)
-    monkeypatch.setattr(fingerprint.sweep, "sweepable", lambda: ["stability"])
+    monkeypatch.setattr(fingerprint.door, "runs_module", lambda figure: Runs)
+    monkeypatch.setattr(fingerprint.door, "sweepable", lambda: ["stability"])
     _Leaf(3.0).run()
     assert fingerprint.main(["stability", "--profile", "smoke"]) == 0
     path = fingerprint.chapter_entries("stability", fingerprint.profiles.resolve(

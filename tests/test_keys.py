@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import dependencies, import_graph, profiles, results, sweep
+from i2o import dependencies, door, import_graph, profiles, results
 
 PACKAGE = Path(import_graph.__file__).resolve().parent
 
@@ -35,7 +35,7 @@ def presenting(root: Path = PACKAGE) -> set[str]:
 def job_modules() -> dict[str, set[str]]:
     """Each module defining a job class, with the classes (every chapter, smoke and quick)."""
     found: dict[str, set[str]] = {}
-    for figure in sweep.sweepable():
+    for figure in door.sweepable():
         for profile in ("smoke", "quick"):
             params = profiles.resolve(figure, profile)
             for label, (module, _) in dependencies.job_modules(figure, params).items():
@@ -98,7 +98,8 @@ def test_inert_modules_import_no_computing_module():
 
 
 def _edit(path: Path) -> None:
-    path.write_text(path.read_text() + "\n# an edit that computes nothing\n")
+    """An edit of code (a comment would not count: keys cover code, not comments)."""
+    path.write_text(path.read_text() + "\n_EDITED = True\n")
 
 
 def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_change_them(tmp_path):
@@ -110,8 +111,7 @@ def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_chan
     modules = sorted(job_modules())
 
     def keys() -> dict[str, str]:
-        return {module: results.source_hash(results.dependencies(module, root), root)
-                for module in modules}
+        return {module: results.module_source_hash(module, root) for module in modules}
 
     before = keys()
     edited = sorted(presenting(root) | results.INERT)
@@ -139,3 +139,19 @@ def test_a_name_imported_through_a_package_face_reaches_its_defining_module(tmp_
     named = tmp_path / "named.py"
     named.write_text("from i2o.diagnose import Curves\n")
     assert import_graph.imports_in(named) == {"i2o.diagnose.curves"}
+
+
+def test_a_docstring_or_a_comment_changes_no_key_and_code_does(tmp_path):
+    """A key covers code (:func:`i2o.results.code_of`): rewording the Broyden solver's docstrings
+    and comments leaves a stability job's key as it was; changing one constant of its code
+    does not."""
+    root = tmp_path / "i2o"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    module, solver = "i2o.chapters.stability.jobs", root / "deq" / "broyden.py"
+    before = results.module_source_hash(module, root)
+    text = solver.read_text()
+    first = text.index('"""') + 3
+    solver.write_text(text[:first] + "Reworded. " + text[first:] + "\n# a comment\n")
+    assert results.module_source_hash(module, root) == before
+    _edit(solver)
+    assert results.module_source_hash(module, root) != before

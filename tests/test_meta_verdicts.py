@@ -250,12 +250,10 @@ def test_floor_and_baselines():
                                             ({"fig4_meta_batches": [5]}, "fig4_meta_batches"),
                                             ({"maml_inner_steps": [1, 1]}, "maml_inner_steps")])
 def test_chapter_parameters_checked_before_compute(override, word):
-    from i2o import profiles
-    from i2o.chapters.meta import runs
+    from i2o import door, profiles
 
-    params = profiles.resolve("meta", "smoke", **override)
     with pytest.raises(profiles.ParameterError, match=word):
-        runs.jobs(params)
+        door.enter("meta", "smoke", **override)
     with pytest.raises(profiles.ParameterError, match="normalization"):
         profiles.resolve("meta", "smoke", normalization="batch")
 

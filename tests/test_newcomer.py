@@ -259,6 +259,9 @@ class _Named(Job):
     def name(self) -> str:
         return self.label
 
+    def compute(self, progress=None):
+        raise AssertionError("never run")
+
 
 class _InstantExecutor:
     """Stands in for submitit's local executor: every job is done at once."""
@@ -268,12 +271,12 @@ class _InstantExecutor:
 
     def submit(self, fn, *args):
         class Done:
-            job_id = f"4{len(args[0].name)}"
+            job_id = f"4{len(args[0][0].name)}"
 
             def done(self):
                 return True
 
-            def result(self, name=args[0].name):
+            def result(self, name=args[0][0].name):
                 return name
 
         return Done()
@@ -288,7 +291,8 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: _InstantExecutor())
     todo = [_Named(f"ift-N18-seed{i}") for i in range(3)]
-    assert sweep.run_jobs("stability", todo, "local", max_parallel=2) == [j.name for j in todo]
+    assert sweep.submit("stability", [(j,) for j in todo], "local", max_parallel=2) == [
+        j.name for j in todo]
     shown = capsys.readouterr()
     for word in ("submitted", "finished", "local jobs"):
         assert word not in shown.out and word not in shown.err, shown

@@ -163,11 +163,14 @@ class _Probe(Job):
     def name(self) -> str:
         return "probe"
 
+    def compute(self, progress=None):
+        raise AssertionError("never run: the worker only reports its environment")
+
 
 class _ReportEnvironment:
     """A stand-in sweep job: what the worker process was started with."""
 
-    def __call__(self, job, env: dict) -> dict:
+    def __call__(self, task, env: dict) -> dict:
         import os as worker_os
 
         names = (*runtime.PORTABLE_PINS, "XLA_FLAGS", "I2O_NUMERICS", "I2O_THREADS")
@@ -183,7 +186,7 @@ def test_a_local_sweep_worker_starts_pinned(monkeypatch):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(sweep, "ResumableJob", _ReportEnvironment)
     monkeypatch.setattr(sweep, "_wait", lambda job, *log: job.result())
-    (seen,) = sweep.run_jobs("stability", [_Probe()], "local", max_parallel=1)
+    (seen,) = sweep.submit("stability", [(_Probe(),)], "local", max_parallel=1)
     assert {k: seen[k] for k in runtime.PORTABLE_PINS} == runtime.PORTABLE_PINS
     assert set(runtime.XLA_PORTABLE_FLAGS) <= set(seen["XLA_FLAGS"].split())
     assert not set(runtime.PORTABLE_PINS) & set(os.environ)  # the parent is left as it was

@@ -3,12 +3,16 @@
 For each parameter of each figure in ``figures.yaml`` the fuzz tries a value of the wrong type,
 values outside its range (below ``min``, above ``max``, not among ``choices``, an element out of
 range in a list), an empty list where a list goes, a non-finite number where a number goes, and a
-misspelt name. Each case goes through both doors a user has: the command line
-(``python -m i2o.book run … -p NAME VALUE``, with papermill replaced by a tripwire, so "before
-any compute" is checked, not assumed) and the notebook's own validation
-(:func:`i2o.profiles.resolve_namespace`, what a papermill run reaches). Each must refuse and name
-the parameter. The cases are generated, so their count grows with the manifest; it is printed.
-Budget: ~3 s.
+misspelt name; and, per chapter, one value its own rules between parameters refuse
+(``runs.check_params``: :data:`CROSS`). Each case goes through every path into a chapter, all of
+which enter through :mod:`i2o.door`: the command line (``python -m i2o.book run … -p NAME
+VALUE``, ``make fig-*``, with papermill replaced by a tripwire, so "before any compute" is checked,
+not assumed), the notebook's first cell (:func:`i2o.door.enter_namespace`, what a papermill run
+reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
+replaced by a tripwire) and the robustness runs (``make robustness``, whose parameters are the
+profile's: the bad value is put into the manifest's profile). Each must refuse and name the
+parameter. The cases are generated, so their count grows with the manifest; it is printed.
+Budget: ~5 s.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from i2o import book, profiles
+from i2o import book, door, profiles, robustness, sweep
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,23 @@ def fuzz_cases(figure: str) -> list[Case]:
     return cases
 
 
+#: One value per chapter that the manifest's schema accepts and the chapter's own rules between
+#: parameters refuse (``runs.check_params``), from the chapter's smoke profile.
+CROSS = {
+    "affine": lambda smoke: ("left_rank_out", smoke["left_d_z"] + 1),
+    "stability": lambda smoke: ("pretrain_steps", 100_000),
+    "deq_gaps": lambda smoke: ("inv_crop", smoke["inv_crop"] + 1),
+    "diagnose": lambda smoke: ("td_channels", 6),
+    "meta": lambda smoke: ("maml_inner_steps", [smoke["maml_inner_steps"][0]] * 2),
+    "separation": lambda smoke: ("diag_n", smoke["diag_d"]),
+}
+
+
+def cross_case(figure: str) -> Case:
+    name, value = CROSS[figure](profiles.entry(figure)["profiles"]["smoke"])
+    return Case(figure, name, "refused by the chapter's rules", value, name)
+
+
 def _names_it(case: Case, message: str) -> bool:
     """Does the refusal name the parameter (and, for a misspelt name, the name given)?"""
     if case.fault != "misspelt name":
@@ -111,33 +132,87 @@ def tripwire(monkeypatch):
                         types.SimpleNamespace(execute_notebook=execute_notebook))
 
 
-@pytest.mark.parametrize("figure", profiles.figures())
-def test_every_bad_parameter_is_refused_before_any_compute(figure, tripwire, capsys):
-    cases = fuzz_cases(figure)
-    failures, slowest = [], 0.0
-    for case in cases:
-        text = yaml.safe_dump(case.value, default_flow_style=True).removesuffix("\n...\n").strip()
-        assert yaml.safe_load(text) == case.value or case.fault == "not finite", text
-        start = time.perf_counter()
-        code = book.main(["run", figure, "--profile", "smoke", "-p", case.name, text])
-        slowest = max(slowest, time.perf_counter() - start)
+@pytest.fixture
+def no_submission(monkeypatch):
+    """The sweep's submission replaced by a tripwire: nothing may be submitted."""
+    def submit(*args, **kwargs):
+        raise AssertionError("a sweep was submitted although its parameters are bad")
+
+    monkeypatch.setattr(sweep, "submit", submit)
+
+
+def _yaml(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).removesuffix("\n...\n").strip()
+
+
+def _refusals(case: Case, capsys, monkeypatch, sweepable: bool) -> list[str]:
+    """The paths that did not refuse ``case`` naming its parameter (empty: all refused)."""
+    failures = []
+    text = _yaml(case.value)
+    code = book.main(["run", case.figure, "--profile", "smoke", "-p", case.name, text])
+    error = capsys.readouterr().err
+    if code != 2 or not _names_it(case, error):
+        failures.append(f"CLI {case}: exit {code}, {error!r}")
+    try:
+        door.enter_namespace(case.figure, {"profile": "smoke", case.name: case.value})
+        failures.append(f"notebook {case}: accepted")
+    except profiles.ParameterError as refusal:
+        if not _names_it(case, str(refusal)):
+            failures.append(f"notebook {case}: {refusal}")
+    if sweepable:
+        code = sweep.main([case.figure, "--profile", "smoke", "-p", case.name, text])
         error = capsys.readouterr().err
         if code != 2 or not _names_it(case, error):
-            failures.append(f"CLI {case}: exit {code}, {error!r}")
-        namespace = {"profile": "smoke", case.name: case.value}
-        try:
-            profiles.resolve_namespace(figure, namespace)
-            failures.append(f"notebook {case}: accepted")
-        except profiles.ParameterError as refusal:
-            if not _names_it(case, str(refusal)):
-                failures.append(f"notebook {case}: {refusal}")
+            failures.append(f"sweep {case}: exit {code}, {error!r}")
+    # a profile holds only the manifest's names; robustness sets the replicate itself (its own
+    # --replicates check refuses a bad one)
+    if case.fault != "misspelt name" and case.parameter != "replicate":
+        with monkeypatch.context() as patch:
+            patch.setitem(profiles.entry(case.figure)["profiles"]["smoke"], case.name,
+                          case.value)
+            try:
+                robustness.check_request("smoke", [0, 1], [case.figure])
+                failures.append(f"robustness {case}: accepted")
+            except profiles.ParameterError as refusal:
+                if not _names_it(case, str(refusal)):
+                    failures.append(f"robustness {case}: {refusal}")
+    return failures
+
+
+@pytest.mark.parametrize("figure", profiles.figures())
+def test_every_bad_parameter_is_refused_on_every_path_before_any_compute(
+        figure, tripwire, no_submission, capsys, monkeypatch):
+    cases = [*fuzz_cases(figure), cross_case(figure)]
+    sweepable = door.has_jobs(figure)
+    failures, slowest = [], 0.0
+    for case in cases:
+        text = _yaml(case.value)
+        assert yaml.safe_load(text) == case.value or case.fault == "not finite", text
+        start = time.perf_counter()
+        failures += _refusals(case, capsys, monkeypatch, sweepable)
+        slowest = max(slowest, time.perf_counter() - start)
     assert not book.executed_path(figure).exists()
     assert not failures, "\n".join(failures)
     with capsys.disabled():
         count = len(profiles.entry(figure)["parameters"])
-        print(f"\n[fuzz] {figure}: {len(cases)} bad parameters over {count} "
-              f"parameters, each refused by the CLI and by the notebook's validation; slowest "
-              f"CLI refusal {1000 * slowest:.0f} ms")
+        paths = "CLI, notebook, " + ("sweep, " if sweepable else "") + "robustness"
+        print(f"\n[fuzz] {figure}: {len(cases)} bad parameters over {count} parameters, each "
+              f"refused on every path ({paths}); slowest case {1000 * slowest:.0f} ms")
+
+
+def test_a_good_value_passes_every_door(tripwire, no_submission, capsys, monkeypatch, tmp_path):
+    """The predicate of the fuzz fails where it should: the smoke profile's own values are
+    accepted by the notebook's door and the robustness check, and a sweep with everything cached
+    submits nothing (an empty cache: it reaches the tripwire, the proof that it would submit)."""
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
+    smoke = profiles.entry("stability")["profiles"]["smoke"]
+    assert door.enter_namespace("stability", {"profile": "smoke"}).params == smoke
+    assert robustness.check_request("smoke", [0, 1], ["stability"]) == [0, 1]
+    with pytest.raises(AssertionError, match="submitted"):
+        sweep.main(["stability", "--profile", "smoke", "-p", "pretrain_steps",
+                    str(smoke["pretrain_steps"])])
+    case = cross_case("stability")
+    assert _refusals(case, capsys, monkeypatch, sweepable=True) == []
 
 
 def test_the_fuzz_grows_with_the_manifest(capsys):
@@ -156,7 +231,18 @@ def test_the_fuzz_grows_with_the_manifest(capsys):
         total, parameters = total + len(cases), parameters + len(schemas)
     with capsys.disabled():
         print(f"\n[fuzz] {total} cases over {len(profiles.figures())} figures and {parameters} "
-              "parameters (each tried through the CLI and the notebook's validation)")
+              "parameters (each tried on every path into its chapter)")
+
+
+def test_the_sweep_command_refuses_before_submission():
+    """The issue's case, ``make sweep FIG=stability P="-p pretrain_steps 100000"``, through a
+    fresh ``python -m i2o.sweep`` process: refused, naming the parameter, nothing listed."""
+    done = subprocess.run([sys.executable, "-m", "i2o.sweep", "stability", "--profile", "smoke",
+                           "-p", "pretrain_steps", "100000"], capture_output=True, text=True,
+                          timeout=120, env=os.environ.copy())
+    assert done.returncode == 2, done.stderr
+    assert _names_it(cross_case("stability"), done.stderr), done.stderr
+    assert "jobs" not in done.stdout and "would run" not in done.stdout
 
 
 def test_the_real_command_line_refuses_quickly(tmp_path):

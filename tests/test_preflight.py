@@ -142,7 +142,7 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
         f: ("cifar10: DataNotFoundError: no copy; set I2O_DATA_DIR" if f == "stability" else None)
         for f in names})
 
-    def fake_run(figure, profile="quick", overrides=None, force=False):
+    def fake_run(figure, profile="quick", overrides=None, force=False, chapter=None):
         ran.append(figure)
         if figure == "affine":
             raise RuntimeError("boom\nsecond line")

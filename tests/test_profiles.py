@@ -23,9 +23,11 @@ def manifest(monkeypatch):
 
 def test_profile_values_and_overrides(manifest):
     params = profiles.resolve("toy", "paper", n=7, eta=None)
-    assert params.n == 7 and params.eta == 0.5 and params.profile == "paper"
+    assert params["n"] == 7 and params["eta"] == 0.5 and params.profile == "paper"
     assert params.overridden == ("n",)
-    assert isinstance(profiles.resolve("toy", "quick", eta=1).eta, float)
+    assert isinstance(profiles.resolve("toy", "quick", eta=1)["eta"], float)
+    with pytest.raises(AttributeError):  # parameters are read one way: params["n"]
+        params.n  # noqa: B018
 
 
 @pytest.mark.parametrize("given, message", [
@@ -56,7 +58,7 @@ def test_namespace_reads_papermill_variables(manifest):
     namespace = {"profile": "smoke", "n": None, "eta": 0.25, "arm": None, "test_n": None,
                  "In": [], "get_ipython": print, "np": pytest, "_": 1}
     params = profiles.resolve_namespace("toy", namespace)
-    assert params.profile == "smoke" and params.eta == 0.25 and params.n == 3
+    assert params.profile == "smoke" and params["eta"] == 0.25 and params["n"] == 3
     with pytest.raises(ParameterError, match="unknown parameter"):
         profiles.resolve_namespace("toy", {**namespace, "n_seed": 4})
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from i2o import profiles, sweep
+from i2o import door, profiles, sweep
 from i2o.chapters.separation import diagonal, gotu, nets, runs, sawtooth, steep
 from i2o.chapters.separation.gotu import GotuModel
-from i2o.chapters.separation.jobs import Group
 
 
 @pytest.mark.parametrize("m", range(1, 13))
@@ -160,56 +159,54 @@ def test_check_params_refuses_what_the_schema_cannot_say():
 
 def test_flops_matched_widths_are_closest_in_cost():
     p = profiles.resolve("separation", "quick")
-    target = nets.flops_deq(1, p.flops_deq_width, p.flops_deq_width)
+    target = nets.flops_deq(1, p["flops_deq_width"], p["flops_deq_width"])
     for depth, width in runs.flops_matched_widths(p).items():
         cost = nets.flops_fnn(1, width, depth)
         assert abs(cost - target) <= abs(nets.flops_fnn(1, width + 1, depth) - target)
         assert abs(cost - target) <= abs(nets.flops_fnn(1, max(width - 1, 1), depth) - target)
 
 
-def test_jobs_are_listed_run_and_then_cached(tmp_path, monkeypatch):
+def test_small_models_share_a_task_and_a_task_runs_its_jobs_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     p = profiles.resolve("separation", "smoke", saw_steps=2, gotu_steps=2)
-    jobs = {job.name: job for job in runs.jobs(p)}
-    assert list(jobs) == ["gotu-f2-deq_contractive", "gotu-f1-deq_contractive", "sawtooth-k2",
-                          "diagonal", "steep-deq_lower-d3", "steep-deq_lower-d2",
-                          "gotu-f2-others", "gotu-f1-others", "steep-fnn", "frozen"]
-    for name in ("sawtooth-k2", "steep-deq_lower-d3", "diagonal", "frozen"):
-        assert not jobs[name].is_cached()
-        jobs[name].run()
-        assert jobs[name].is_cached()
-    assert not jobs["steep-deq_lower-d2"].is_cached()
-    group = jobs["sawtooth-k2"]
-    assert isinstance(group, Group) and all(member.is_cached() for member in group.members)
-    found = group.run()  # a group's result is its members', by entry name
-    assert list(found) == [member.name for member in group.members]
+    tasks = runs.tasks(p)
+    assert runs.jobs(p) == [job for task in tasks for job in task]
+    names = [job.name for job in runs.jobs(p)]
+    assert len(names) == len(set(names))  # one cache entry per job
+    assert [task[0].name for task in tasks[:2]] == ["gotu-f2-deq_contractive",
+                                                    "gotu-f1-deq_contractive"]
+    assert all(len(task) == 1 for task in tasks[:2]) and tasks[-1][0].name == "frozen"
+    saw = next(task for task in tasks if task[0].name.startswith("saw-k2"))
     width = runs.flops_matched_widths(p)[2]
-    assert "saw-k2-deq_lower-w4-L1-s0" in found and f"saw-lbfgs-k2-fnn-w{width}-L2-s0" in found
-    with pytest.raises(TypeError, match="not a cache entry"):
-        group.key()
+    assert {"saw-k2-deq_lower-w4-L1-s0", f"saw-lbfgs-k2-fnn-w{width}-L2-s0"} <= {
+        job.name for job in saw}
+    assert not any(job.is_cached() for job in saw)
+    assert sweep.run_one(saw, {}) == f"{saw[0].name} and {len(saw) - 1} more"
+    assert all(job.is_cached() for job in saw)
+    assert saw not in sweep.missing_tasks(tasks) and len(sweep.missing_tasks(tasks)) == 9
 
 
 def test_a_jobs_key_holds_what_its_model_uses():
     p = profiles.resolve("separation", "smoke")
     dln = runs.gotu_job(p, "f1", "dln", 0)
-    assert dln == GotuModel("f1", "dln", 0, p.gotu_dim, p.gotu_train_size, p.gotu_steps,
-                            p.gotu_lr, p.heatmap_points, alpha=p.dln_alpha)
+    assert dln == GotuModel("f1", "dln", 0, p["gotu_dim"], p["gotu_train_size"], p["gotu_steps"],
+                            p["gotu_lr"], p["heatmap_points"], alpha=p["dln_alpha"])
     assert runs.gotu_job(p.with_(gotu_width=16, gotu_depth=3), "f1", "dln", 0) == dln
     fnn = runs.gotu_job(p, "f1", "fnn", 0)
-    assert (fnn.width, fnn.depth, fnn.gamma, fnn.alpha) == (p.gotu_width, p.gotu_depth, None, None)
+    assert (fnn.width, fnn.depth, fnn.gamma, fnn.alpha) == (p["gotu_width"], p["gotu_depth"],
+                                                            None, None)
     assert runs.gotu_job(p.with_(gotu_width=16), "f1", "fnn", 0) != fnn
     assert runs.steep_job(p, "fnn", 3) == steep.SteepStack(
-        "fnn", 3, tuple(runs.steep_seeds(p)), p.steep_width, p.steep_depth, p.steep_train_size,
-        p.steep_steps, p.steep_lr, p.steep_level)
+        "fnn", 3, tuple(runs.steep_seeds(p)), p["steep_width"], p["steep_depth"],
+        p["steep_train_size"], p["steep_steps"], p["steep_lr"], p["steep_level"])
 
 
 def test_the_sweep_finds_the_chapter_through_the_manifest():
-    assert sweep.has_jobs("separation")
-    listed = sweep.list_jobs("separation", profiles.resolve("separation", "smoke"))
-    assert {job.name for job, _ in listed} == {
-        "steep-deq_lower-d2", "steep-deq_lower-d3", "steep-fnn", "sawtooth-k2", "diagonal",
-        "frozen", "gotu-f1-deq_contractive", "gotu-f2-deq_contractive", "gotu-f1-others",
-        "gotu-f2-others"}
+    assert door.has_jobs("separation")
+    chapter = door.enter("separation", "smoke")
+    listed = sweep.list_jobs(chapter)
+    assert [job for job, _ in listed] == runs.jobs(chapter.params)
+    assert len(chapter.tasks()) == 10 and len(listed) > 10
 
 
 def test_steep_target_weights_and_slope():

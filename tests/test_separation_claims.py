@@ -78,7 +78,7 @@ def _saw(p, deq_train, deq_test, fnn_train, fnn_test):
     n = len(models)
     train = np.full((n, 3), fnn_train, dtype=float)
     test = np.full((n, 3), fnn_test, dtype=float) + np.array([0.0, 0.001, -0.001])
-    deq = next(i for i, m in enumerate(models) if m == ("deq_lower", p.flops_deq_width, 1))
+    deq = next(i for i, m in enumerate(models) if m == ("deq_lower", p["flops_deq_width"], 1))
     train[deq], test[deq] = deq_train, deq_test + np.array([0.0, 0.001, -0.001])
     runs_k = {"train_mse": train, "test_mse": test, "target_variance": np.full((n, 3), 0.1)}
     return {"models": {"kind": np.array([m[0] for m in models]),

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from i2o import profiles, results, sweep
+from i2o import door, profiles, results, sweep
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import TrainJob
 from i2o.job import Job
@@ -42,7 +42,7 @@ def test_the_sweep_and_the_notebook_build_the_same_keys():
     """The sweep lists the chapter's jobs and pickles each one to its worker; the notebook builds
     them again from the same parameters: the same values, hence the same entries."""
     params = profiles.resolve("stability", "smoke", seeds=[0, 1])
-    listed = [job for job, _ in sweep.list_jobs("stability", params)]
+    listed = [job for job, _ in sweep.list_jobs(door.entered(params))]
     built = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0, 1]))
     assert listed == built
     for job, again in zip(listed, built, strict=True):
@@ -97,7 +97,7 @@ def test_the_debug_executor_computes_a_job_into_the_cache(data_dir):
     params = profiles.resolve("stability", "smoke", **TINY_RUN)
     job, other = stability.jobs(params)
     assert _entry(job) is None
-    assert sweep.run_jobs(stability.FIGURE, [job], "debug") == [job.name]
+    assert sweep.submit(stability.FIGURE, [(job,)], "debug") == [job.name]
     (again, _) = stability.jobs(profiles.resolve("stability", "smoke", **TINY_RUN))
     assert again.is_cached() and not other.is_cached()
     found = _entry(again)
@@ -161,7 +161,7 @@ class _RecordingExecutor:
             def done(self):
                 return True
 
-            def result(self, name=args[0].name):
+            def result(self, name=args[0][0].name):
                 return name
 
         assert isinstance(fn, sweep.ResumableJob)
@@ -180,7 +180,8 @@ def test_local_jobs_never_hide_a_visible_gpu(monkeypatch, count):
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: recorder)
     todo = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0, 1]))  # never run
     assert len(todo) == 4
-    assert sweep.run_jobs("stability", todo, "local", max_parallel=4) == [j.name for j in todo]
+    assert sweep.submit("stability", [(j,) for j in todo], "local", max_parallel=4) == [
+        j.name for j in todo]
     assert all(recorder.devices), f"a local job would run with CUDA_VISIBLE_DEVICES='': " \
                                   f"{recorder.devices}"
     assert {int(d) for d in recorder.devices} == set(range(count))

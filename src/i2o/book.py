@@ -46,6 +46,7 @@ import yaml
 from filelock import FileLock, Timeout
 
 from i2o import (
+    door,
     lineage,
     locations,
     numbers,
@@ -119,15 +120,18 @@ def _exclusive(name: str, what: str) -> Iterator[bool]:
 
 
 def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = None,
-        force: bool = False) -> Path:
-    """Validate, then execute one figure's notebook; return the executed copy's path.
+        force: bool = False, chapter: door.Chapter | None = None) -> Path:
+    """Validate (through :mod:`i2o.door`, unless ``chapter`` is the figure already entered with
+    these parameters), then execute one figure's notebook; return the executed copy's path.
 
     While another process runs the same figure, wait for it; then use its notebook if its stamp is
     this run's (even with ``force``: it was executed after this run was asked for).
     """
     asked = time.time()
     overrides = dict(overrides or {})
-    params = profiles.resolve(figure, profile, **overrides)  # fails before any compute
+    if chapter is None:
+        chapter = door.enter(figure, profile, **overrides)  # fails before any compute
+    params = chapter.params
     source = locations.repo_root() / profiles.entry(figure)["notebook"]
     if not source.exists():
         raise FileNotFoundError(f"figure {figure!r}: notebook {source} does not exist")
@@ -228,8 +232,8 @@ def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
     """
 
     figures = profiles.figures()
-    for figure in figures:  # parameter errors stop everything, before any compute
-        profiles.resolve(figure, profile)
+    # parameter errors stop everything, before any compute
+    chapters = {figure: door.enter(figure, profile) for figure in figures}
     print("[i2o] preflight: data sets of " + ", ".join(
         f for f in figures if preflight.needs(f)), flush=True)
     failures = {figure: reason for figure, reason in preflight.check(figures).items() if reason}
@@ -240,7 +244,7 @@ def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
         if figure in failures:
             continue
         try:
-            run(figure, profile, force=force)
+            run(figure, profile, force=force, chapter=chapters[figure])
         except profiles.ParameterError:
             raise
         except Exception as error:  # keep going: the others still run, the reason is reported
@@ -373,12 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            profiles.resolve(args.figure, args.profile, **_parse_overrides(args.parameter))
+            overrides = _parse_overrides(args.parameter)
+            chapter = door.enter(args.figure, args.profile, **overrides)
             if reason := preflight.check([args.figure])[args.figure]:
                 print(f"error: {args.figure} cannot run: {reason}", file=sys.stderr)
                 _record_failure(args.figure, reason)
                 return 1
-            run(args.figure, args.profile, _parse_overrides(args.parameter), args.force)
+            run(args.figure, args.profile, overrides, args.force, chapter)
         elif args.command in ("all", "book"):
             failures = run_all(args.profile, args.force)
             if args.command == "book":

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from i2o import lineage, sweep
+from i2o.door import Task
 from i2o.job import Job
 from i2o.profiles import Params
 from i2o.progress import Progress
@@ -53,14 +54,17 @@ class ChapterResults:
                                                    repr=False, compare=False)
 
 
-def run_jobs(figure: str, jobs: Sequence[Job], workers: int = 1, label: str | None = None,
+def run_jobs(figure: str, work: Sequence[Job | Task], workers: int = 1, label: str | None = None,
              progress: bool | None = None) -> tuple[list[dict[str, Any]], Cost]:
     """Every job's result, in order, and what it cost: the missing ones computed first in
     ``workers`` local processes (:func:`i2o.sweep.run_missing`; with one worker each is computed
-    here as it is read), then everything read from the results cache."""
+    here as it is read), then everything read from the results cache. ``work`` holds jobs, or
+    tasks (:data:`i2o.door.Task`: small jobs a worker computes in one process), whose results
+    come in their place, one per job."""
     start = time.perf_counter()
-    jobs = list(jobs)
-    missing = sweep.run_missing(figure, jobs, workers)
+    tasks = [item if isinstance(item, tuple) else (item,) for item in work]
+    jobs = [job for task in tasks for job in task]
+    missing = sweep.run_missing(figure, tasks, workers)
     found = [job.run(progress) for job in Progress.over(
         jobs, label or f"{figure} jobs", unit="job")]
     return found, Cost(time.perf_counter() - start, len(jobs), len(missing))

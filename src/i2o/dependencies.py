@@ -12,14 +12,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from i2o import fingerprint, profiles, results, sweep
+from i2o import door, fingerprint, profiles, results
 
 
 def job_modules(figure: str, params: profiles.Params) -> dict[str, tuple[str, int]]:
     """Each job class of ``figure``'s jobs for ``params`` (``module.Class``), with the module
     whose closure keys it and how many of the chapter's entries it has."""
     found: dict[str, tuple[str, int]] = {}
-    for listed in sweep.chapter_runs(figure).jobs(params):
+    for listed in door.entered(params).jobs():
         for job in fingerprint.entry_jobs(listed):
             label = f"{type(job).__module__}.{type(job).__qualname__}"
             module, count = found.get(label, (job.module, 0))
@@ -42,7 +42,7 @@ def report(figures: Sequence[str], profile: str = "quick") -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.results deps [FIG ...]``: the modules each job class's key covers."""
-    allowed = sweep.sweepable()
+    allowed = door.sweepable()
     parser = argparse.ArgumentParser(
         prog="python -m i2o.results deps",
         description="For each job class of a chapter, the i2o modules its cache key covers: an "

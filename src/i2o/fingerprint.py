@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import lineage, profiles, results, runtime, sweep
+from i2o import door, lineage, profiles, results, runtime
 from i2o.job import Job
 
 #: The format of a fingerprint file (``kind``), so that ``i2o.compare`` can tell it apart.
@@ -70,14 +70,13 @@ def entry_fingerprint(path: Path) -> str:
 
 def entry_jobs(job: Job) -> Iterator[Job]:
     """The cache entries ``job`` stands for: the jobs it is made of (fields holding a job or a
-    tuple of jobs), depth first, then itself unless it is no entry (:attr:`Job.is_entry`)."""
+    tuple of jobs, e.g. the model an evaluation reads), depth first, then itself."""
     for field in dataclasses.fields(job):
         value = getattr(job, field.name)
         for inner in (value if isinstance(value, tuple) else (value,)):
             if isinstance(inner, Job):
                 yield from entry_jobs(inner)
-    if job.is_entry:
-        yield job
+    yield job
 
 
 def _parameters_digest(job: Job) -> str:
@@ -90,7 +89,7 @@ def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
     does not depend on the code: the job's name, followed by a digest of its parameters
     (``name[0123456789]``) where several jobs share the name."""
     jobs: dict[tuple[str, str], Job] = {}
-    for listed in sweep.chapter_runs(figure).jobs(params):
+    for listed in door.entered(params).jobs():
         for job in entry_jobs(listed):
             jobs.setdefault((job.name, _parameters_digest(job)), job)
     shared = Counter(name for name, _ in jobs)
@@ -130,8 +129,8 @@ def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
                 replicate: int = 0) -> dict[str, Any]:
     """The fingerprint file of ``figures`` (default every figure with jobs) at ``profile`` and
     ``replicate``, read from the results cache (:func:`i2o.results.results_dir`)."""
-    figures = list(figures or sweep.sweepable())
-    allowed = sweep.sweepable()
+    figures = list(figures or door.sweepable())
+    allowed = door.sweepable()
     unknown = [figure for figure in figures if figure not in allowed]
     if unknown:
         raise profiles.ParameterError(f"figure(s) {', '.join(map(repr, unknown))} have no "

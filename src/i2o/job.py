@@ -32,8 +32,6 @@ class Job(abc.ABC):
 
     #: the figure (cache folder) the job belongs to: its chapter's ``FIGURE``
     figure: ClassVar[str]
-    #: whether the job is one cache entry (``False`` for a group that computes several)
-    is_entry: ClassVar[bool] = True
 
     @property
     @abc.abstractmethod

@@ -160,7 +160,9 @@ def require(figure: str, params: Mapping[str, Any],
 
 
 class Params(dict):
-    """Validated parameters of one figure run; attribute access, plus ``figure`` and ``profile``."""
+    """Validated parameters of one figure run, read one way in every chapter: ``params["name"]``
+    (there is no attribute access to a parameter); plus ``figure``, ``profile`` and
+    ``overridden``."""
 
     def __init__(self, figure: str, profile: str, values: Mapping[str, Any],
                  overridden: tuple[str, ...] = ()):
@@ -168,13 +170,6 @@ class Params(dict):
         self.figure = figure
         self.profile = profile
         self.overridden = overridden
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            figure = self.__dict__.get("figure", "?")  # not yet set while a copy is unpickled
-            raise AttributeError(f"figure {figure!r} has no parameter {name!r}") from None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self)

@@ -1,6 +1,6 @@
 """The results cache: expensive computations stored once, keyed by what determines them.
 
-An entry's key is ``sha256(figure, name, parameters, hash of the i2o source, numerics pins)``:
+An entry's key is ``sha256(figure, name, parameters, hash of the i2o code, numerics pins)``:
 changing a parameter, the code that computes a result, the numerics mode (``I2O_NUMERICS``) or
 portable mode's pins recomputes it; rerunning the book does not. Each entry's ``meta.json`` records
 its provenance (:func:`i2o.lineage.provenance`: machine, library versions, numerics pins). The
@@ -12,7 +12,8 @@ own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.im
 and finds results without computing them, so it is left out, as are the modules that change no
 number (:data:`INERT`: paths, progress bars, provenance, the allocator). An import through a
 package's face (``from i2o.deq import solve``) reaches the submodule that defines the name, not
-everything the face re-exports. Without ``module`` it is the whole package.
+everything the face re-exports. What is hashed is each module's code without its comments and
+docstrings (:func:`code_of`). Without ``module`` it is the whole package.
 
 ``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
 jobs (:mod:`i2o.fingerprint`), to compare the results of two machines; ``python -m i2o.results
@@ -34,6 +35,8 @@ next process that uses the figure's cache.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.util
 import json
@@ -98,9 +101,10 @@ def jax_compilation_cache() -> Path | None:
 
 
 def source_hash(modules: Iterable[str] | None = None,
-                root: Path = import_graph.PACKAGE_DIR) -> str:
+                root: Path = import_graph.PACKAGE_DIR, code_only: bool = False) -> str:
     """SHA-256 of the source of the named i2o modules (dotted names, e.g. ``"i2o.deq.broyden"``;
-    a package's name is its ``__init__``), or of every module of the package."""
+    a package's name is its ``__init__``), or of every module of the package; with
+    ``code_only``, of their code without comments and docstrings (:func:`code_of`)."""
     if modules is None:
         files = sorted(root.rglob("*.py"))
     else:
@@ -108,8 +112,31 @@ def source_hash(modules: Iterable[str] | None = None,
     digest = hashlib.sha256()
     for file in files:
         digest.update(str(file.relative_to(root)).encode())
-        digest.update(file.read_bytes())
+        digest.update(code_of(file) if code_only else file.read_bytes())
     return digest.hexdigest()
+
+
+def code_of(path: Path) -> bytes:
+    """The code of a Python file, without what cannot run: its syntax tree with every docstring
+    and every other bare string statement removed, dumped without line numbers (comments and
+    layout are not in a syntax tree). A cache key covers this, so rewording a docstring or a
+    comment recomputes nothing. The tree is Python 3.11's (the interpreter the project pins,
+    ``scripts/check_python.py``); another version's tree may differ, and would recompute."""
+    stat = path.stat()
+    return _code_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+class _WithoutDocstrings(ast.NodeTransformer):
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None
+        return node
+
+
+@functools.lru_cache(maxsize=1024)
+def _code_of(path: str, mtime_ns: int, size: int) -> bytes:
+    tree = _WithoutDocstrings().visit(ast.parse(Path(path).read_text()))
+    return ast.dump(tree, include_attributes=False).encode()
 
 
 #: The cache's own plumbing: how a result is stored and found, never what it is. A job's
@@ -131,22 +158,23 @@ def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR) -> tuple[st
     return import_graph.closure(module, root, stop=CACHE_MACHINERY | INERT)
 
 
-def module_source_hash(module: str | None) -> str:
-    """:func:`source_hash` of ``module``'s :func:`dependencies` (the whole package when
-    ``None``). A module outside i2o (a researcher's own job, a test) is hashed with the
-    dependencies of the i2o modules it imports."""
+def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR) -> str:
+    """:func:`source_hash` of the code of ``module``'s :func:`dependencies` (of the whole
+    package when ``None``; ``root``: a copy of the package, in tests). A module outside i2o (a
+    researcher's own job, a test) is hashed with the dependencies of the i2o modules it
+    imports."""
     if module is None:
-        return source_hash()
-    if module in import_graph.modules():
-        return source_hash(dependencies(module))
+        return source_hash(root=root, code_only=True)
+    if module in import_graph.modules(root):
+        return source_hash(dependencies(module, root), root, code_only=True)
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ValueError(f"module {module!r}: no Python source to hash")
     path = Path(spec.origin)
-    digest = hashlib.sha256(path.read_bytes())
-    imported = import_graph.imports_in(path)
-    digest.update(source_hash(import_graph.reach(imported, stop=CACHE_MACHINERY | INERT))
-                  .encode())
+    digest = hashlib.sha256(code_of(path))
+    imported = import_graph.imports_in(path, root=root)
+    digest.update(source_hash(import_graph.reach(imported, root, CACHE_MACHINERY | INERT), root,
+                              code_only=True).encode())
     return digest.hexdigest()
 
 

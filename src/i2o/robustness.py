@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations, preflight, profiles
+from i2o import door, lineage, locations, preflight, profiles
 from i2o.progress import Progress
 
 DEFAULT_REPLICATES = (0, 1, 2)
@@ -85,9 +85,9 @@ def check_request(profile: str, replicates: Sequence[Any], figures: Sequence[str
         out.append(value)
     if len(set(out)) != len(out):
         raise profiles.ParameterError(f"--replicates must not repeat a value; got {out}")
-    for figure in figures:
+    for figure in figures:  # every parameter of every run, through the chapter's door
         for r in out:
-            profiles.resolve(figure, profile, replicate=r)
+            door.enter(figure, profile, replicate=r)
     return out
 
 

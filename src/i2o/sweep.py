@@ -4,12 +4,15 @@ A chapter's jobs are the values ``<package>.runs.jobs(params)`` returns (:class:
 ``affine`` one per figure or check; ``stability`` one per (seed, arm, training N); ``deq_gaps``
 one per trained DEQ (the three tasks, the two inverse-problem variants, the overparametrization
 subsets); ``meta`` one per meta-learned and evaluated model (Figures 3 and 4, the ablation);
-``separation`` one per trained stack of small networks (or group of small models); ``diagnose``
-one per model checked. Each job is pickled as it is and computes one result with
-:meth:`i2o.job.Job.run`, under the key the figure's notebook uses, resuming from its checkpoint
-directory when a previous attempt was interrupted; jobs whose result is already cached are not
-submitted. The notebook, run afterwards with the same profile and parameters, then only reads and
-plots.
+``separation`` one per trained stack of small networks or small model; ``diagnose`` one per model
+checked. A chapter is entered through :mod:`i2o.door`, which validates every parameter before a
+job is listed, so a bad value is refused before anything is submitted. What is submitted is a
+task (:meth:`i2o.door.Chapter.tasks`): one job, or several small ones computed in order in one
+process (separation's models of a second each). Each job is pickled as it is and computes one
+result with :meth:`i2o.job.Job.run`, under the key the figure's notebook uses, resuming from its
+checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
+are not submitted. The notebook, run afterwards with the same profile and parameters, then only
+reads and plots.
 
 Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
 
@@ -33,73 +36,58 @@ preemption SLURM requeues them and they resume from their training checkpoints.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import submitit
 import submitit.helpers
 import yaml
 
-from i2o import lineage, profiles, results, runtime
+from i2o import door, lineage, profiles, results, runtime
+from i2o.door import Task
 from i2o.job import Job
 from i2o.progress import Progress
 
 EXECUTORS = ("local", "slurm", "debug")
 
 
-def chapter_runs(figure: str) -> ModuleType:
-    """The ``runs`` module of ``figure``'s chapter package (the manifest's ``package``).
-
-    A chapter with sweep jobs exposes ``jobs(params) -> list[Job]``. The machinery finds the
-    chapter by name, never by import, so a new chapter only edits the manifest and its own
-    folder.
-    """
-    package = profiles.entry(figure)["package"]
-    runtime.jax_single_thread()  # before a chapter imports JAX
-    return importlib.import_module(f"{package}.runs")
+def list_jobs(chapter: door.Chapter) -> list[tuple[Job, bool]]:
+    """Every job of an entered chapter, with whether it is cached."""
+    return [(job, job.is_cached()) for job in chapter.jobs()]
 
 
-def has_jobs(figure: str) -> bool:
-    """Whether ``figure``'s chapter has sweep jobs."""
-    return callable(getattr(chapter_runs(figure), "jobs", None))
+def run_one(task: Task, env: dict[str, str]) -> str:
+    """What a submitted task runs: set the caller's results/data paths and threads, compute its
+    jobs in order; returns the task's name (:func:`task_name`).
 
-
-def sweepable() -> list[str]:
-    """The figures whose chapters have sweep jobs, in manifest order."""
-    return [figure for figure in profiles.load_manifest() if has_jobs(figure)]
-
-
-def list_jobs(figure: str, params: Mapping[str, Any]) -> list[tuple[Job, bool]]:
-    """Every job of ``figure`` for these parameters, with whether it is cached."""
-    return [(job, job.is_cached()) for job in chapter_runs(figure).jobs(params)]
-
-
-def run_one(job: Job, env: dict[str, str]) -> str:
-    """What a submitted job runs: set the caller's results/data paths and threads, compute.
-
-    The environment is restored afterwards, so a job run in the caller's process (the debug
+    The environment is restored afterwards, so a task run in the caller's process (the debug
     executor) leaves no numerics pins behind for the processes the caller spawns later.
     """
     with runtime.environment(env):
         runtime.jax_single_thread()
         runtime.set_threads()
-        job.run()
-    return job.name
+        for job in task:
+            job.run()
+    return task_name(task)
+
+
+def task_name(task: Task) -> str:
+    """A task's name in the logs: its job's, or the first's with the count of the others."""
+    return task[0].name if len(task) == 1 else f"{task[0].name} and {len(task) - 1} more"
 
 
 class ResumableJob(submitit.helpers.Checkpointable):
     """:func:`run_one` as a requeueable submitit job: on timeout or preemption submitit calls
-    :meth:`checkpoint`, which resubmits the same call; the job then resumes from the training
-    checkpoints it wrote under the results cache (nothing else needs saving)."""
+    :meth:`checkpoint`, which resubmits the same call; the task then skips its cached jobs and
+    resumes from the training checkpoints it wrote under the results cache (nothing else needs
+    saving)."""
 
-    def __call__(self, job: Job, env: dict[str, str]) -> str:
-        return run_one(job, env)
+    def __call__(self, task: Task, env: dict[str, str]) -> str:
+        return run_one(task, env)
 
 
 def local_gpus(device_count: int | None = None, visible: str | None = None) -> list[int]:
@@ -126,7 +114,7 @@ def local_gpus(device_count: int | None = None, visible: str | None = None) -> l
 
 def _environment() -> dict[str, str]:
     """What a job needs of this process's environment: paths, and threads and numerics pins
-    (:func:`i2o.runtime.numerics_env`; :func:`run_jobs` also puts them into this process's
+    (:func:`i2o.runtime.numerics_env`; :func:`submit` also puts them into this process's
     environment, which submitit's workers start with, so they are in place before torch loads)."""
     keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT")
     env = {k: os.environ[k] for k in keep if k in os.environ}
@@ -138,13 +126,14 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
           overrides: Mapping[str, Any] | None = None, partition: str | None = None,
           time_min: int = 240, gpus: int = 0, cpus: int = 1, max_parallel: int = 2,
           slurm_args: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:
-    """Submit every job of ``figure`` not yet cached; wait for them; return the names computed.
+    """Submit every job of ``figure`` not yet cached; wait for them; return the tasks run.
 
-    Raises :class:`i2o.profiles.ParameterError` (bad figure parameter) or ``ValueError`` (bad
-    executor option) before anything is submitted.
+    Raises :class:`i2o.profiles.ParameterError` (bad figure parameter, :mod:`i2o.door`) or
+    ``ValueError`` (bad executor option) before anything is listed or submitted.
     """
-    if figure not in profiles.load_manifest() or not has_jobs(figure):
-        raise ValueError(f"figure {figure!r} has no sweep; allowed: {', '.join(sweepable())}")
+    if figure not in profiles.load_manifest() or not door.has_jobs(figure):
+        raise ValueError(f"figure {figure!r} has no sweep; allowed: "
+                         f"{', '.join(door.sweepable())}")
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
     for label, value, low in (("time", time_min, 1), ("gpus", gpus, 0), ("cpus", cpus, 1),
@@ -153,39 +142,50 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
             raise ValueError(f"--{label} must be ≥ {low}; got {value}")
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
-    params = profiles.resolve(figure, profile, **dict(overrides or {}))
-    listing = list_jobs(figure, params)
-    todo = [job for job, done in listing if not done]
-    print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - len(todo)} cached, "
-          f"{len(todo)} to run with the {executor} executor (log: {log_path(figure)})",
-          flush=True)
-    if dry_run or not todo:
-        for job in todo:
-            print(f"  would run {job.name}")
+    chapter = door.enter(figure, profile, **dict(overrides or {}))
+    tasks = missing_tasks(chapter.tasks())
+    listing = chapter.jobs()
+    todo = sum(len(task) for task in tasks)
+    print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - todo} cached, "
+          f"{todo} to run in {len(tasks)} task(s) with the {executor} executor "
+          f"(log: {log_path(figure)})", flush=True)
+    if dry_run or not tasks:
+        for task in tasks:
+            for job in task:
+                print(f"  would run {job.name}")
         return []
-    return run_jobs(figure, todo, executor, max_parallel, partition, time_min, gpus, cpus,
-                    slurm_args)
+    return submit(figure, tasks, executor, max_parallel, partition, time_min, gpus, cpus,
+                  slurm_args)
 
 
-def run_missing(figure: str, jobs: Sequence[Job], workers: int) -> list[Job]:
-    """Before a notebook reads ``figure``'s ``jobs``: say how many are cached, and compute the
-    missing ones in ``workers`` local processes (with one worker the caller computes each one
-    as it reads it, in its own process). Returns the jobs that were missing."""
-    missing = [job for job in jobs if not job.is_cached()]
-    print(f"{figure}: {len(jobs)} jobs, {len(jobs) - len(missing)} in the results cache, "
-          f"{len(missing)} to compute", flush=True)
+def missing_tasks(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks with a job missing from the results cache, each reduced to its missing jobs."""
+    found = [tuple(job for job in task if not job.is_cached()) for task in tasks]
+    return [task for task in found if task]
+
+
+def run_missing(figure: str, tasks: Sequence[Task], workers: int) -> list[Job]:
+    """Before a notebook reads ``figure``'s jobs (given as tasks): say how many are cached, and
+    compute the missing ones in ``workers`` local processes (with one worker the caller computes
+    each one as it reads it, in its own process). Returns the jobs that were missing."""
+    missing = missing_tasks(tasks)
+    count = sum(len(task) for task in tasks)
+    jobs = [job for task in missing for job in task]
+    print(f"{figure}: {count} jobs, {count - len(jobs)} in the results cache, "
+          f"{len(jobs)} to compute", flush=True)
     if missing and workers > 1:
-        run_jobs(figure, missing, "local", max_parallel=workers)
-    return missing
+        submit(figure, missing, "local", max_parallel=workers)
+    return jobs
 
 
-def run_jobs(figure: str, todo: Sequence[Job], executor: str = "local",
-             max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
-             gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None
-             ) -> list[str]:
-    """Run the given jobs of ``figure`` with submitit; return their names.
+def submit(figure: str, todo: Sequence[Task], executor: str = "local",
+           max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
+           gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None
+           ) -> list[str]:
+    """Run the given tasks of ``figure`` with submitit; return their names (:func:`task_name`).
 
-    Used by :func:`sweep` and by notebooks that compute their missing jobs in parallel.
+    Used by :func:`sweep` and by notebooks that compute their missing jobs in parallel
+    (:func:`i2o.chapter.run_jobs`).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
@@ -207,18 +207,18 @@ def run_jobs(figure: str, todo: Sequence[Job], executor: str = "local",
         return _submit(ex, figure, todo, executor, max_parallel, env)
 
 
-def _submit(ex, figure: str, todo: Sequence[Job], executor: str,
+def _submit(ex, figure: str, todo: Sequence[Task], executor: str,
             max_parallel: int, env: dict[str, str]) -> list[str]:
-    """Submit ``todo`` to the configured executor ``ex`` and wait for every job."""
+    """Submit ``todo`` to the configured executor ``ex`` and wait for every task."""
     if executor == "slurm":  # one array job; SLURM enforces the parallelism
         jobs = ex.map_array(ResumableJob(), list(todo), [env] * len(todo))
-        for submitted, job in zip(jobs, todo, strict=True):
-            _log(figure, f"submitted {job.name}: job {submitted.job_id}")
+        for submitted, task in zip(jobs, todo, strict=True):
+            _log(figure, f"submitted {task_name(task)}: job {submitted.job_id}")
         return [_wait(job, figure)
-                for job in Progress.over(jobs, f"{figure} sweep", unit="job")]
+                for job in Progress.over(jobs, f"{figure} sweep", unit="task")]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
-        return [_wait(ex.submit(run_one, job, env), figure)
-                for job in Progress.over(todo, f"{figure} sweep", unit="job")]
+        return [_wait(ex.submit(run_one, task, env), figure)
+                for task in Progress.over(todo, f"{figure} sweep", unit="task")]
     gpu_ids = local_gpus()
     if gpu_ids:
         max_parallel = min(max_parallel, len(gpu_ids))
@@ -249,7 +249,7 @@ def _wait(job, figure: str) -> str:
     return name
 
 
-def _sliding_window(ex, figure: str, todo: Sequence[Job],
+def _sliding_window(ex, figure: str, todo: Sequence[Task],
                     env: dict[str, str], max_parallel: int,
                     gpu_ids: list[int] | None = None) -> list[str]:
     """Keep ``max_parallel`` jobs running; start the next one as soon as one ends.
@@ -260,20 +260,20 @@ def _sliding_window(ex, figure: str, todo: Sequence[Job],
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
     pending, running, done = list(todo), [], []
-    bar = Progress(len(todo), f"{figure} sweep", unit="job")
+    bar = Progress(len(todo), f"{figure} sweep", unit="task")
     while pending or running:
         while pending and len(running) < max_parallel and (free or not gpu_ids):
-            job = pending.pop(0)
+            task = pending.pop(0)
             gpu = None
             if gpu_ids:
                 gpu = free.pop(0)
                 ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
-            submitted = ex.submit(ResumableJob(), job, env)
+            submitted = ex.submit(ResumableJob(), task, env)
             running.append(submitted)
             if gpu is not None:
                 holder[id(submitted)] = gpu
             where = f" on GPU {gpu}" if gpu is not None else ""
-            _log(figure, f"submitted {job.name}{where}: job {submitted.job_id}")
+            _log(figure, f"submitted {task_name(task)}{where}: job {submitted.job_id}")
         finished = [job for job in running if job.done()]
         for job in finished:
             running.remove(job)

@@ -99,8 +99,8 @@ class ChapterJobs:
 
 
 def build_jobs(params: Params) -> ChapterJobs:
-    """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked first)."""
-    check_params(params)
+    """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked by
+    :mod:`i2o.door`)."""
     p = params
     seeds = [replicates.seed(s, p["replicate"]) for s in p["seeds"]]
     seed = seeds[0]
@@ -221,7 +221,7 @@ class GapsResults(ChapterResults):
 
 def collect(params: Params) -> GapsResults:
     """Every DEQ of the chapter trained and swept (or read from the cache; the missing ones in
-    ``params.workers`` processes), and its curves."""
+    ``params["workers"]`` processes), and its curves."""
     built = build_jobs(params)
     listed = built.all()
     found, cost = run_jobs(FIGURE, listed, params["workers"])

@@ -480,13 +480,13 @@ def noise_table(noise: dict[str, Any]) -> str:
 
 def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
     """The gates' values of a parameter set ``p`` (the ``meta`` entry of figures.yaml)."""
-    return Thresholds(min_outer_steps=p.min_outer_steps_to_decide,
-                      fig4_min_outer_steps=p.fig4_min_outer_steps_to_decide,
+    return Thresholds(min_outer_steps=p["min_outer_steps_to_decide"],
+                      fig4_min_outer_steps=p["fig4_min_outer_steps_to_decide"],
                       baseline_mse=floor["task_agnostic"],
-                      max_diverged_fraction=p.max_diverged_fraction,
-                      plateau_window=p.plateau_window, plateau_rtol=p.plateau_rtol,
-                      grad_fraction=p.converged_grad_fraction,
-                      min_converged_fraction=p.min_converged_fraction)
+                      max_diverged_fraction=p["max_diverged_fraction"],
+                      plateau_window=p["plateau_window"], plateau_rtol=p["plateau_rtol"],
+                      grad_fraction=p["converged_grad_fraction"],
+                      min_converged_fraction=p["min_converged_fraction"])
 
 
 def claims(results: MetaResults) -> Claims:
@@ -520,9 +520,9 @@ def claims(results: MetaResults) -> Claims:
         if curves.get("normalization") == "per_set_bn":
             record("ablation", f"ablation/{name}/above-floor", above_floor_claim(curves),
                    above_floor(curves, floor["centred"], floor["standard_error"]))
-    regularization = float(params.imaml_regularization)
+    regularization = float(params["imaml_regularization"])
     record("noise", "noise/usable-meta-gradient", usable_meta_gradient_claim(regularization),
-           usable_meta_gradient(results.noise, regularization, float(params.max_noise_ratio)))
+           usable_meta_gradient(results.noise, regularization, float(params["max_noise_ratio"])))
     table.facts["sections"] = sections
     return table
 
@@ -566,12 +566,12 @@ def numbers(results: MetaResults) -> dict[str, Any]:
     numbers |= {"meta-floor-centred": floor["centred"], "meta-floor-standardized":
                 floor["standardized"], "meta-target-variance": floor["target_variance"],
                 "meta-task-agnostic-mse": floor["task_agnostic"],
-                "meta-min-outer-steps": int(p.min_outer_steps_to_decide),
-                "meta-imaml-lambda": f"{float(p.imaml_regularization):g}",
-                "meta-noise-batches": int(p.noise_batches),
-                "meta-noise-level": gradient_noise.noise_level(int(p.noise_batches)),
+                "meta-min-outer-steps": int(p["min_outer_steps_to_decide"]),
+                "meta-imaml-lambda": f"{float(p['imaml_regularization']):g}",
+                "meta-noise-batches": int(p["noise_batches"]),
+                "meta-noise-level": gradient_noise.noise_level(int(p["noise_batches"])),
                 "meta-imaml-solver": ("FISTA (jaxopt's accelerated gradient descent) with "
-                                      "backtracking line search" if p.imaml_acceleration else
+                                      "backtracking line search" if p["imaml_acceleration"] else
                                       "plain gradient descent with backtracking line search")}
     if results.figure4:
         rows = figure4_summary(results.figure4)

@@ -45,7 +45,7 @@ class MetaResults(ChapterResults):
 
 def tasks_seed(p: Params) -> int:
     """The seed of the fixed test tasks (Figure 3) and of the floor's tasks at the replicate."""
-    return replicates.seed(p.test_seed, p.replicate)
+    return replicates.seed(p["test_seed"], p["replicate"])
 
 
 def check_params(params: Params) -> None:
@@ -59,38 +59,39 @@ def check_params(params: Params) -> None:
 
 
 def _maml(p: Params, n: int, normalization: str) -> MAMLModel:
-    return MAMLModel(n, p.maml_outer_steps, step_size=p.maml_step_size,
-                     meta_batch_size=p.meta_batch_size, learning_rate=p.learning_rate,
-                     normalization=normalization, seed=replicates.seed(p.seed, p.replicate),
-                     checkpoint_every=p.checkpoint_every)
+    return MAMLModel(n, p["maml_outer_steps"], step_size=p["maml_step_size"],
+                     meta_batch_size=p["meta_batch_size"], learning_rate=p["learning_rate"],
+                     normalization=normalization, seed=replicates.seed(p["seed"], p["replicate"]),
+                     checkpoint_every=p["checkpoint_every"])
 
 
 def _imaml(p: Params, outer_steps: int, n_meta_batches: int | None, seed: int) -> IMAMLModel:
-    return IMAMLModel(p.imaml_inner_steps, outer_steps, regularization=p.imaml_regularization,
-                      cg_maxiter=p.cg_maxiter, acceleration=p.imaml_acceleration,
-                      n_meta_batches=n_meta_batches, meta_batch_size=p.meta_batch_size,
-                      learning_rate=p.learning_rate, normalization=p.normalization, seed=seed,
-                      checkpoint_every=p.checkpoint_every)
+    return IMAMLModel(p["imaml_inner_steps"], outer_steps, regularization=p["imaml_regularization"],
+                      cg_maxiter=p["cg_maxiter"], acceleration=p["imaml_acceleration"],
+                      n_meta_batches=n_meta_batches, meta_batch_size=p["meta_batch_size"],
+                      learning_rate=p["learning_rate"], normalization=p["normalization"], seed=seed,
+                      checkpoint_every=p["checkpoint_every"])
 
 
 def figure3_models(p: Params) -> list[Model]:
     """The Figure 3 models of a parameter set ``p`` (see the ``meta`` entry of figures.yaml)."""
-    return ([_maml(p, n, p.normalization) for n in p.maml_inner_steps]
-            + [_imaml(p, p.imaml_outer_steps, None, replicates.seed(p.seed, p.replicate))])
+    return ([_maml(p, n, p["normalization"]) for n in p["maml_inner_steps"]]
+            + [_imaml(p, p["imaml_outer_steps"], None, replicates.seed(p["seed"], p["replicate"]))])
 
 
 def figure4_models(p: Params) -> list[Model]:
     """One iMAML model per (training-set size, seed): each seed draws its own training set."""
-    return [_imaml(p, p.fig4_outer_steps, b, seed)
-            for b in p.fig4_meta_batches for seed in replicates.seeds(p.fig4_seeds, p.replicate)]
+    return [_imaml(p, p["fig4_outer_steps"], b, seed)
+            for b in p["fig4_meta_batches"]
+            for seed in replicates.seeds(p["fig4_seeds"], p["replicate"])]
 
 
 def ablation_models(p: Params) -> list[Model]:
     """The normalization ablation: the first Figure 3 MAML model with
     ``ablation_normalization`` (none when it equals the chapter's normalization)."""
-    if p.ablation_normalization == p.normalization:
+    if p["ablation_normalization"] == p["normalization"]:
         return []
-    return [_maml(p, p.maml_inner_steps[0], p.ablation_normalization)]
+    return [_maml(p, p["maml_inner_steps"][0], p["ablation_normalization"])]
 
 
 def all_models(p: Params) -> list[Model]:
@@ -102,12 +103,12 @@ def evaluation(p: Params, model: Model) -> Evaluation:
     trained on tasks drawn on the fly (Figure 3; an iMAML model's with its convergence
     reference), on its own training tasks for a model trained on a fixed set (Figure 4)."""
     if model.n_meta_batches is None:
-        max_steps = p.maml_max_test_steps if model.method == "maml" else p.imaml_max_test_steps
-        tasks = {"test_seed": tasks_seed(p), "n_test_tasks": p.n_test_tasks,
-                 "reference_iters": p.reference_iters if model.method == "imaml" else 0}
+        max_steps = p["maml_max_test_steps" if model.method == "maml" else "imaml_max_test_steps"]
+        tasks = {"test_seed": tasks_seed(p), "n_test_tasks": p["n_test_tasks"],
+                 "reference_iters": p["reference_iters"] if model.method == "imaml" else 0}
     else:
-        max_steps, tasks = p.fig4_max_test_steps, {}
-    grid = evaluate.step_grid(max(max_steps, model.inner_steps), p.grid_points_per_decade,
+        max_steps, tasks = p["fig4_max_test_steps"], {}
+    grid = evaluate.step_grid(max(max_steps, model.inner_steps), p["grid_points_per_decade"],
                               include=(model.inner_steps,))
     return Evaluation(model, tuple(int(k) for k in grid), **tasks)
 
@@ -115,19 +116,18 @@ def evaluation(p: Params, model: Model) -> Evaluation:
 def jobs(params: Params) -> list[Job]:
     """Every model of Figures 3 and 4 and of the ablation, as the job that sweeps it (and trains
     it first when it is missing): exactly the cache entries :func:`collect` reads."""
-    check_params(params)
     return [evaluation(params, model) for model in all_models(params)]
 
 
 def bn_floor(p: Params) -> BNFloor:
     """The per-set-BN floor (:mod:`i2o.chapters.meta.floor`) on the replicate's tasks."""
-    return BNFloor(n_tasks=p.floor_tasks, seed=tasks_seed(p))
+    return BNFloor(n_tasks=p["floor_tasks"], seed=tasks_seed(p))
 
 
 def noise_regularizations(p: Params) -> list[float]:
     """The λ of the iMAML meta-gradients measured at initialization: the chapter's own and
     ``noise_regularizations``, ascending."""
-    return sorted({float(p.imaml_regularization), *map(float, p.noise_regularizations)})
+    return sorted({float(p["imaml_regularization"]), *map(float, p["noise_regularizations"])})
 
 
 def meta_gradient_noise(p: Params) -> MetaGradientNoise:
@@ -135,13 +135,13 @@ def meta_gradient_noise(p: Params) -> MetaGradientNoise:
     chapter's initialization, over the first ``noise_batches`` meta-batches its online models
     train on, for the query loss without adaptation, MAML with the first ``maml_inner_steps``
     and iMAML at each λ of :func:`noise_regularizations` (with the chapter's solver)."""
-    reference = _maml(p, p.maml_inner_steps[0], p.normalization)
+    reference = _maml(p, p["maml_inner_steps"][0], p["normalization"])
     return MetaGradientNoise(
-        seed=reference.seed, n_batches=p.noise_batches, meta_batch_size=p.meta_batch_size,
-        hidden=reference.hidden, normalization=p.normalization,
-        maml_inner_steps=reference.inner_steps, maml_step_size=p.maml_step_size,
-        imaml_inner_steps=p.imaml_inner_steps, cg_maxiter=p.cg_maxiter,
-        acceleration=p.imaml_acceleration, regularizations=tuple(noise_regularizations(p)))
+        seed=reference.seed, n_batches=p["noise_batches"], meta_batch_size=p["meta_batch_size"],
+        hidden=reference.hidden, normalization=p["normalization"],
+        maml_inner_steps=reference.inner_steps, maml_step_size=p["maml_step_size"],
+        imaml_inner_steps=p["imaml_inner_steps"], cg_maxiter=p["cg_maxiter"],
+        acceleration=p["imaml_acceleration"], regularizations=tuple(noise_regularizations(p)))
 
 
 def _curves(job: Evaluation, swept: dict[str, Any]) -> Curves:
@@ -172,7 +172,7 @@ def collect(params: Params) -> MetaResults:
     """Every model's curves, the floor and the meta-gradient noise. Models missing from the cache
     are first trained and swept in ``workers`` local processes; everything is then read."""
     sweeps = jobs(params)
-    swept, cost = run_jobs(FIGURE, sweeps, params.workers)
+    swept, cost = run_jobs(FIGURE, sweeps, params["workers"])
     (floor, noise), more = run_jobs(FIGURE, [bn_floor(params), meta_gradient_noise(params)])
     curves = {job.model.label: _curves(job, found)
               for job, found in zip(sweeps, swept, strict=True)}

@@ -108,9 +108,9 @@ def flops_claim(section: dict[str, Any], k: int, p: Params) -> tuple[bool | None
     variance = float(np.mean(runs["target_variance"]))
 
     def fit(i: int) -> tuple[bool, str]:
-        return fits({"train_mse": runs["train_mse"][i]}, variance, p.fit_fraction)
+        return fits({"train_mse": runs["train_mse"][i]}, variance, p["fit_fraction"])
 
-    deq = _index(models, "deq_lower", p.flops_deq_width, 1)
+    deq = _index(models, "deq_lower", p["flops_deq_width"], 1)
     parts = []
     for L, w in section["flops_matched"].items():
         fnn = _index(models, "fnn", int(w), int(L.removeprefix("depth")))
@@ -130,7 +130,7 @@ def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Params) -> tuple[b
     variance = float(np.mean(fitted["target_variance"]))
 
     def fit(i: int) -> tuple[bool, str]:
-        return fits({"train_mse": fitted["best_train_mse"][i]}, variance, p.fit_fraction)
+        return fits({"train_mse": fitted["best_train_mse"][i]}, variance, p["fit_fraction"])
 
     parts = []
     for i, (L, w) in enumerate(section["flops_matched"].items(), start=1):
@@ -199,7 +199,7 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
             flow = diagonal[seed]["flow"]
             residual = float(flow["relative_residual"])
             yield gates.condition(  # not "≤": a NaN residual does not close the gate
-                not residual > 10 * p.diag_tol,
+                not residual > 10 * p["diag_tol"],
                 f"{seed}: the gradient flow did not interpolate (relative residual "
                 f"{residual:.1e} at time {flow['time']:g})")
 
@@ -208,7 +208,7 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
         stationarity = float(sol["stationarity"])
         if bool(sol["found"]):
             distance = float(sol["distance"])
-            holds, _ = gates.compare(distance, "<=", p.argmin_rtol)
+            holds, _ = gates.compare(distance, "<=", p["argmin_rtol"])
             return holds, (f"{seed}: distance {distance:.1e} (gradient descent "
                            f"{float(sol['distance_gd']):.1e}), KKT {stationarity:.1e}")
         text = (f"{seed}: no minimizer found ({sol['reason']}); the limit's KKT residual is "
@@ -220,7 +220,7 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
 
     def measured() -> gates.Decision:
         holds, value = gates.all_of(problem(seed) for seed in seeds)
-        return holds, value + f" (the argmin needs distance ≤ {p.argmin_rtol:g})"
+        return holds, value + f" (the argmin needs distance ≤ {p['argmin_rtol']:g})"
 
     return gates.gated(interpolated(), measured)
 
@@ -231,7 +231,7 @@ def density_claim(diagonal: dict[str, Any], p: Params) -> tuple[bool | None, str
     :func:`i2o.gates.all_of`). Gate: both models interpolated on every problem."""
     seeds = _seeds(diagonal)
     interpolated = (gates.condition(  # not "≤": a NaN residual does not close the gate
-        not float(diagonal[seed][model]["relative_residual"]) > 10 * p.diag_tol,
+        not float(diagonal[seed][model]["relative_residual"]) > 10 * p["diag_tol"],
         f"{seed}: the {model.upper()} did not interpolate")
         for seed in seeds for model in ("flow", "dln"))
 
@@ -296,7 +296,7 @@ def _fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]:
     """The GOTU fit gate: the MSE on the whole seen part, not only the training points."""
     model = entry[kind]
     on_seen = {"train_mse": model.get("seen_mse", model["train_mse"])}
-    ok, text = fits(on_seen, float(np.mean(model["seen_variance"])), p.fit_fraction)
+    ok, text = fits(on_seen, float(np.mean(model["seen_variance"])), p["fit_fraction"])
     return ok, text.replace("training MSE", "MSE on the seen part")
 
 
@@ -336,7 +336,7 @@ def gotu_comparison(gotu: dict[str, Any], target: str, a: str, b: str, p: Params
 # --- Section 4, the frozen-coordinate task -------------------------------------------------------
 
 def _frozen_fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]:
-    return fits(entry[kind], float(np.mean(entry["seen_variance"])), p.fit_fraction)
+    return fits(entry[kind], float(np.mean(entry["seen_variance"])), p["fit_fraction"])
 
 
 def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
@@ -385,13 +385,13 @@ def _rows(p: Params, r: SeparationResults
              "width-m ReLU DEQ with strictly lower-triangular W realizes 2^m linear pieces "
              "(exact construction, book's solver)",
              construction_claim(saw["construction"]))]
-    for k in p.saw_exponents:
+    for k in p["saw_exponents"]:
         rows.append((f"sawtooth/adam-k{k}", f"Rebuttal Table 1 (Adam, every run): on the "
-                     f"sawtooth with 2^{k} pieces the width-{p.flops_deq_width} DEQ has a lower "
+                     f"sawtooth with 2^{k} pieces the width-{p['flops_deq_width']} DEQ has a lower "
                      f"test MSE than FNNs of similar forward FLOPs", flops_claim(saw, k, p)))
         rows.append((f"sawtooth/lbfgs-k{k}", f"Rebuttal Table 1 (float64 L-BFGS, best of "
-                     f"{p.saw_restarts} restarts): on the sawtooth with 2^{k} pieces the "
-                     f"width-{p.flops_deq_width} DEQ has a lower test MSE than FNNs of similar "
+                     f"{p['saw_restarts']} restarts): on the sawtooth with 2^{k} pieces the "
+                     f"width-{p['flops_deq_width']} DEQ has a lower test MSE than FNNs of similar "
                      f"forward FLOPs", flops_best_of_r_claim(saw, k, p)))
     rows.append(("steep/weights", "Theorem 2 / rebuttal Figure 1: for the target δ/(x₁ + δ) "
                  "with δ = 2^-d, the max |weight| an FNN needs at equal training loss grows "
@@ -451,7 +451,7 @@ def numbers(results: SeparationResults) -> dict[str, Any]:
     first = _seeds(diag)[0]
     out: dict[str, Any] = {
         "sep-construction-max-m": int(np.max(saw["construction"]["m"])),
-        "sep-seeds": len(results.params.seeds),
+        "sep-seeds": len(results.params["seeds"]),
         "sep-diag-steps": int(diag[first]["deq"]["steps"]),
         "sep-diag-distance-gd": float(diag[first]["plus"]["distance_gd"]),
         "sep-diag-distance-plus": float(diag[first]["plus"]["distance"]),

@@ -32,7 +32,7 @@ def figure_sawtooth(results: SeparationResults) -> plt.Figure:
     plotting.use_style()
     params = results.params
     saw = results.sawtooth
-    ks = list(params.saw_exponents)
+    ks = list(params["saw_exponents"])
     fig, axes = plt.subplots(1, 1 + len(ks), figsize=(4.2 * (1 + len(ks)), 3.6))
     c = saw["construction"]
     axes[0].semilogy(c["m"], c["pieces"], "o", label="counted (exact grid)")
@@ -44,11 +44,11 @@ def figure_sawtooth(results: SeparationResults) -> plt.Figure:
         runs = saw[f"k{k}"]
         mean, se = _mean_se(runs["test_mse"])
         params_count = runs["parameters"][:, 0]
-        groups = [("deq_lower", 1)] + [("fnn", int(L)) for L in params.fnn_depths]
+        groups = [("deq_lower", 1)] + [("fnn", int(L)) for L in params["fnn_depths"]]
         for kind, depth in groups:
             idx = [i for i in range(len(models["kind"])) if models["kind"][i] == kind
                    and int(models["depth"][i]) == depth
-                   and (kind != "fnn" or int(models["width"][i]) in params.fnn_widths)]
+                   and (kind != "fnn" or int(models["width"][i]) in params["fnn_widths"])]
             if not idx:
                 continue
             idx = sorted(idx, key=lambda i: params_count[i])
@@ -57,7 +57,7 @@ def figure_sawtooth(results: SeparationResults) -> plt.Figure:
                         label=label, linestyle="-" if kind != "fnn" else "--")
         variance = float(np.mean(runs["target_variance"]))
         ax.axhline(variance, color="grey", lw=1, ls=":", label="target variance")
-        ax.axhline(params.fit_fraction * variance, **plotting.ZERO_LINE, label="fit threshold")
+        ax.axhline(params["fit_fraction"] * variance, **plotting.ZERO_LINE, label="fit threshold")
         ax.set(xscale="log", yscale="log", xlabel="parameters", ylabel="test MSE",
                title=f"sawtooth $\\Delta^{{{k}}}$ ({2 ** k} pieces)")
     axes[-1].legend(fontsize=7)
@@ -75,16 +75,16 @@ def flops_table(results: SeparationResults) -> pd.DataFrame:
     saw = results.sawtooth
     models = saw["models"]
     rows = []
-    wanted = [("deq_lower", params.flops_deq_width, 1)] + [
+    wanted = [("deq_lower", params["flops_deq_width"], 1)] + [
         ("fnn", int(w), int(L.removeprefix("depth"))) for L, w in saw["flops_matched"].items()]
     for kind, width, depth in wanted:
         i = next(j for j in range(len(models["kind"])) if models["kind"][j] == kind
                  and int(models["width"][j]) == width and int(models["depth"][j]) == depth)
         row = {"model": f"{'DEQ' if kind != 'fnn' else 'FNN'} width {width}"
                         + (f", depth {depth}" if kind == "fnn" else ""),
-               "forward FLOPs": int(saw[f"k{params.saw_exponents[0]}"]["flops"][i, 0]),
-               "parameters": int(saw[f"k{params.saw_exponents[0]}"]["parameters"][i, 0])}
-        for k in params.saw_exponents:
+               "forward FLOPs": int(saw[f"k{params['saw_exponents'][0]}"]["flops"][i, 0]),
+               "parameters": int(saw[f"k{params['saw_exponents'][0]}"]["parameters"][i, 0])}
+        for k in params["saw_exponents"]:
             mean, se = _mean_se(saw[f"k{k}"]["test_mse"][i])
             train = float(np.mean(saw[f"k{k}"]["train_mse"][i]))
             row[f"test MSE, 2^{k} pieces (Adam)"] = f"{mean:.4f} ± {se:.4f}"
@@ -104,11 +104,11 @@ def _implicit_row(saw: dict[str, Any], params: Params) -> dict[str, Any]:
     are those of its solver's iteration cap."""
     models = saw["models"]
     i = next(j for j in range(len(models["kind"])) if models["kind"][j] == "deq_contractive")
-    first = saw[f"k{params.saw_exponents[0]}"]
+    first = saw[f"k{params['saw_exponents'][0]}"]
     row = {"model": f"implicit DEQ width {int(models['width'][i])} (contractive W)",
            "forward FLOPs": int(first["flops"][i, 0]),
            "parameters": int(first["parameters"][i, 0])}
-    for k in params.saw_exponents:
+    for k in params["saw_exponents"]:
         mean, se = _mean_se(saw[f"k{k}"]["test_mse"][i])
         row[f"test MSE, 2^{k} pieces (Adam)"] = f"{mean:.4f} ± {se:.4f}"
         row[f"train MSE, 2^{k} (Adam)"] = f"{float(np.mean(saw[f'k{k}']['train_mse'][i])):.4f}"
@@ -183,7 +183,7 @@ def figure_gotu(results: SeparationResults) -> plt.Figure:
         for i, kind in enumerate(kinds):
             mean, se = _mean_se(entry[kind]["unseen_mse"])
             fitted = (float(np.mean(entry[kind]["train_mse"]))
-                      <= params.fit_fraction * float(np.mean(entry[kind]["seen_variance"])))
+                      <= params["fit_fraction"] * float(np.mean(entry[kind]["seen_variance"])))
             ax.bar(i, mean, yerr=se, capsize=3, color=_KIND_COLOURS[kind] if fitted else "none",
                    edgecolor=_KIND_COLOURS[kind], hatch=None if fitted else "//")
         for bias, style in (("bias", "-"), ("no_bias", ":")):

@@ -24,9 +24,9 @@ from i2o.chapters.separation import FIGURE, gotu, nets, sawtooth
 from i2o.chapters.separation.diagonal import Diagonal
 from i2o.chapters.separation.frozen import Frozen
 from i2o.chapters.separation.gotu import GotuDeqStack, GotuModel
-from i2o.chapters.separation.jobs import Group
 from i2o.chapters.separation.sawtooth import Construction, SawtoothModel, SawtoothRestarts
 from i2o.chapters.separation.steep import SteepStack
+from i2o.door import Task
 from i2o.job import Job
 from i2o.profiles import Params, require
 
@@ -52,28 +52,28 @@ def check_params(params: Params) -> None:
     require(FIGURE, p, [
         *((name, len(set(p[name])) == len(p[name]), "a list without repeated values")
           for name in _DISTINCT),
-        ("diag_n", p.diag_n < p.diag_d, f"< diag_d = {p.diag_d} (the implicit-bias problem "
-                                        f"needs n < d: interpolation)"),
-        ("heatmap_points", p.heatmap_points <= p.gotu_train_size,
-         f"≤ gotu_train_size = {p.gotu_train_size}"),
-        ("seeds", len(p.seeds) >= 1, "a list of at least one seed"),
+        ("diag_n", p["diag_n"] < p["diag_d"],
+         f"< diag_d = {p['diag_d']} (the implicit-bias problem needs n < d: interpolation)"),
+        ("heatmap_points", p["heatmap_points"] <= p["gotu_train_size"],
+         f"≤ gotu_train_size = {p['gotu_train_size']}"),
+        ("seeds", len(p["seeds"]) >= 1, "a list of at least one seed"),
     ])
 
 
 def model_seeds(p: Params) -> list[int]:
     """The seeds of every trained model and random problem at the run's replicate."""
-    return replicates.seeds(p.seeds, p.replicate)
+    return replicates.seeds(p["seeds"], p["replicate"])
 
 
 def gotu_seeds(p: Params) -> list[int]:
     """The seeds of Section 4 (GOTU and the frozen-coordinate task; its comparisons over seeds
     need more than Section 1's)."""
-    return replicates.seeds(p.gotu_seeds, p.replicate)
+    return replicates.seeds(p["gotu_seeds"], p["replicate"])
 
 
 def steep_seeds(p: Params) -> list[int]:
     """The seeds of Section 2 (its slope comparison needs more than the other sections)."""
-    return replicates.seeds(p.steep_seeds, p.replicate)
+    return replicates.seeds(p["steep_seeds"], p["replicate"])
 
 
 # --- Section 1: sawtooth ------------------------------------------------------------------------
@@ -81,9 +81,9 @@ def steep_seeds(p: Params) -> list[int]:
 def flops_matched_widths(p: Params) -> dict[int, int]:
     """For every depth of ``flops_fnn_depths``, the FNN width whose forward cost is closest to
     that of the width-``flops_deq_width`` lower-triangular DEQ (its ``width`` solver steps)."""
-    target = nets.flops_deq(1, p.flops_deq_width, p.flops_deq_width)
+    target = nets.flops_deq(1, p["flops_deq_width"], p["flops_deq_width"])
     out = {}
-    for depth in p.flops_fnn_depths:
+    for depth in p["flops_fnn_depths"]:
         widths = np.arange(1, 2000)
         costs = np.array([nets.flops_fnn(1, int(w), depth) for w in widths])
         out[depth] = int(widths[np.argmin(np.abs(costs - target))])
@@ -93,14 +93,14 @@ def flops_matched_widths(p: Params) -> dict[int, int]:
 def implicit_saw_model(p: Params) -> tuple[str, int, int]:
     """The genuinely implicit row of Section 1: a contractive (non-nilpotent) ReLU DEQ of the
     FLOPs-matched width, solved to tolerance by fixed-point iteration."""
-    return ("deq_contractive", p.flops_deq_width, 1)
+    return ("deq_contractive", p["flops_deq_width"], 1)
 
 
 def saw_models(p: Params) -> list[tuple[str, int, int]]:
     """(kind, width, depth) of every Section 1 model, per target and seed."""
-    models = [("deq_lower", w, 1) for w in sorted(set(p.deq_widths) | {p.flops_deq_width})]
+    models = [("deq_lower", w, 1) for w in sorted(set(p["deq_widths"]) | {p["flops_deq_width"]})]
     models += [implicit_saw_model(p)]
-    models += [("fnn", w, L) for L in p.fnn_depths for w in p.fnn_widths]
+    models += [("fnn", w, L) for L in p["fnn_depths"] for w in p["fnn_widths"]]
     models += [("fnn", w, L) for L, w in flops_matched_widths(p).items()
                if ("fnn", w, L) not in models]
     return models
@@ -108,32 +108,32 @@ def saw_models(p: Params) -> list[tuple[str, int, int]]:
 
 def flops_models(p: Params) -> list[tuple[str, int, int]]:
     """(kind, width, depth) of the FLOPs-matched comparison: the DEQ, then one FNN per depth."""
-    return [("deq_lower", p.flops_deq_width, 1)] + [
+    return [("deq_lower", p["flops_deq_width"], 1)] + [
         ("fnn", w, L) for L, w in flops_matched_widths(p).items()]
 
 
 def saw_job(p: Params, k: int, kind: str, width: int, depth: int, seed: int) -> SawtoothModel:
-    return SawtoothModel(k, kind, width, depth, seed, p.saw_train_size, p.saw_test_size,
-                         p.saw_steps, p.saw_lr)
+    return SawtoothModel(k, kind, width, depth, seed, p["saw_train_size"], p["saw_test_size"],
+                         p["saw_steps"], p["saw_lr"])
 
 
 def lbfgs_job(p: Params, k: int, kind: str, width: int, depth: int, seed: int
               ) -> SawtoothRestarts:
     """``saw_restarts`` float64 L-BFGS fits of one FLOPs-matched model on seed ``seed``'s data."""
-    return SawtoothRestarts(k, kind, width, depth, seed, p.saw_train_size, p.saw_test_size,
-                            p.saw_restarts, p.saw_lbfgs_iters)
+    return SawtoothRestarts(k, kind, width, depth, seed, p["saw_train_size"], p["saw_test_size"],
+                            p["saw_restarts"], p["saw_lbfgs_iters"])
 
 
 def construction_job(p: Params) -> Construction:
     """Theorem 1's construction checked for every m of ``construction_m``."""
-    return Construction(tuple(p.construction_m))
+    return Construction(tuple(p["construction_m"]))
 
 
-def sawtooth_group(p: Params, k: int) -> Group:
+def sawtooth_task(p: Params, k: int) -> Task:
     """Every model of target Δ^k, every seed: the Adam runs, then the L-BFGS restarts."""
-    members = [saw_job(p, k, *m, seed) for m in saw_models(p) for seed in model_seeds(p)]
-    members += [lbfgs_job(p, k, *m, seed) for m in flops_models(p) for seed in model_seeds(p)]
-    return Group(f"sawtooth-k{k}", tuple(members))
+    adam = [saw_job(p, k, *m, seed) for m in saw_models(p) for seed in model_seeds(p)]
+    return (*adam, *(lbfgs_job(p, k, *m, seed) for m in flops_models(p)
+                     for seed in model_seeds(p)))
 
 
 def sawtooth_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
@@ -144,7 +144,7 @@ def sawtooth_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str
         "depth": np.array([m[2] for m in models])}, "flops_matched": {}}
     for L, w in flops_matched_widths(p).items():
         out["flops_matched"][f"depth{L}"] = w
-    for k in p.saw_exponents:
+    for k in p["saw_exponents"]:
         runs = [[entry[saw_job(p, k, *m, seed).name] for seed in model_seeds(p)]
                 for m in models]
         out[f"k{k}"] = {key: np.array([[r[key] for r in row] for row in runs])
@@ -162,15 +162,15 @@ def sawtooth_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str
 
 def steep_job(p: Params, kind: str, d: int) -> SteepStack:
     """The Section 2 runs of one model kind at input dimension d, δ = 2^-d, every seed."""
-    return SteepStack(kind, d, tuple(steep_seeds(p)), p.steep_width, p.steep_depth,
-                      p.steep_train_size, p.steep_steps, p.steep_lr, p.steep_level)
+    return SteepStack(kind, d, tuple(steep_seeds(p)), p["steep_width"], p["steep_depth"],
+                      p["steep_train_size"], p["steep_steps"], p["steep_lr"], p["steep_level"])
 
 
 def steep_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """Per model kind: arrays (dims × seeds) of every recorded number, δ = 2^-d."""
-    out: dict[str, Any] = {"dims": np.array(p.steep_dims)}
+    out: dict[str, Any] = {"dims": np.array(p["steep_dims"])}
     for kind in STEEP_MODELS:
-        rows = [entry[steep_job(p, kind, d).name] for d in p.steep_dims]
+        rows = [entry[steep_job(p, kind, d).name] for d in p["steep_dims"]]
         out[kind] = {key: np.stack([np.asarray(row[key]) for row in rows]) for key in rows[0]}
     return out
 
@@ -179,37 +179,37 @@ def steep_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str, A
 
 def diagonal_job(p: Params) -> Diagonal:
     """Section 3 for every seed (seconds)."""
-    return Diagonal(tuple(model_seeds(p)), p.diag_n, p.diag_d, p.diag_lr_scale,
-                    p.diag_max_steps, p.diag_tol, p.dln_alpha)
+    return Diagonal(tuple(model_seeds(p)), p["diag_n"], p["diag_d"], p["diag_lr_scale"],
+                    p["diag_max_steps"], p["diag_tol"], p["dln_alpha"])
 
 
 # --- Section 4: GOTU ----------------------------------------------------------------------------
 
 def gotu_job(p: Params, target: str, kind: str, seed: int) -> GotuModel:
-    return GotuModel.of(target, kind, seed, p.gotu_dim, p.gotu_train_size, p.gotu_steps,
-                        p.gotu_lr, p.heatmap_points, p.gotu_width, p.gotu_depth, p.deq_gamma,
-                        p.dln_alpha)
+    return GotuModel.of(target, kind, seed, p["gotu_dim"], p["gotu_train_size"], p["gotu_steps"],
+                        p["gotu_lr"], p["heatmap_points"], p["gotu_width"], p["gotu_depth"],
+                        p["deq_gamma"], p["dln_alpha"])
 
 
 def gotu_deq_job(p: Params, target: str) -> GotuDeqStack:
     """The ReLU DEQs of one GOTU target, every seed trained at once."""
-    return GotuDeqStack(target, tuple(gotu_seeds(p)), p.gotu_dim, p.gotu_train_size,
-                        p.gotu_width, p.gotu_steps, p.gotu_lr, p.deq_gamma, p.heatmap_points)
+    return GotuDeqStack(target, tuple(gotu_seeds(p)), p["gotu_dim"], p["gotu_train_size"],
+                        p["gotu_width"], p["gotu_steps"], p["gotu_lr"], p["deq_gamma"],
+                        p["heatmap_points"])
 
 
-def gotu_others(p: Params, target: str) -> Group:
+def gotu_others(p: Params, target: str) -> Task:
     """The models of one GOTU target other than its ReLU DEQs, every seed."""
-    return Group(f"gotu-{target}-others", tuple(
-        gotu_job(p, target, kind, seed) for kind in gotu.MODELS if kind != "deq_contractive"
-        for seed in gotu_seeds(p)))
+    return tuple(gotu_job(p, target, kind, seed) for kind in gotu.MODELS
+                 if kind != "deq_contractive" for seed in gotu_seeds(p))
 
 
 def gotu_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for target in gotu.TARGETS:
         section: dict[str, Any] = {"prediction": {
-            "bias": gotu.affine_prediction(target, p.gotu_dim, bias=True),
-            "no_bias": gotu.affine_prediction(target, p.gotu_dim, bias=False)}}
+            "bias": gotu.affine_prediction(target, p["gotu_dim"], bias=True),
+            "no_bias": gotu.affine_prediction(target, p["gotu_dim"], bias=False)}}
         for kind in gotu.MODELS:
             if kind == "deq_contractive":
                 stack = entry[gotu_deq_job(p, target).name]
@@ -227,27 +227,32 @@ def gotu_section(p: Params, entry: Mapping[str, dict[str, Any]]) -> dict[str, An
 def frozen_job(p: Params) -> Frozen:
     """The frozen-coordinate task of Section 4 (:mod:`.frozen`) for every ``f̂(∅)`` of
     ``frozen_means`` and every seed (seconds)."""
-    return Frozen(tuple(gotu_seeds(p)), p.gotu_dim, p.dln_alpha, tuple(p.frozen_means),
-                  p.frozen_lr, p.frozen_steps, p.frozen_tol)
+    return Frozen(tuple(gotu_seeds(p)), p["gotu_dim"], p["dln_alpha"], tuple(p["frozen_means"]),
+                  p["frozen_lr"], p["frozen_steps"], p["frozen_tol"])
 
 
 # --- everything ---------------------------------------------------------------------------------
 
-def jobs(params: Params) -> list[Job]:
-    """Every sweep job of the chapter, in the order the workers take them: the longest first
-    (the GOTU DEQs, the sawtooth, Section 3's gradient flows, the DEQs of Section 2), so that the
-    workers finish together. The DEQs of Section 2 have one job per input dimension, the FNNs
-    one for every dimension (they are several times faster)."""
+def tasks(params: Params) -> list[Task]:
+    """The chapter's jobs as a sweep submits them, one process per task, in the order the
+    workers take them: the longest first (the GOTU DEQs, the sawtooth, Section 3's gradient
+    flows, the DEQs of Section 2), so that the workers finish together. Models of a second or
+    less share a task: every model of a sawtooth target, a GOTU target's models other than its
+    ReLU DEQs, the FNNs of Section 2 (the DEQs of Section 2 have a task per input dimension)."""
     p = params
-    check_params(p)
     targets = sorted(gotu.TARGETS, reverse=True)
-    return [*(gotu_deq_job(p, target) for target in targets),
-            *(sawtooth_group(p, k) for k in p.saw_exponents),
-            diagonal_job(p),
-            *(steep_job(p, "deq_lower", d) for d in sorted(p.steep_dims, reverse=True)),
+    return [*((gotu_deq_job(p, target),) for target in targets),
+            *(sawtooth_task(p, k) for k in p["saw_exponents"]),
+            (diagonal_job(p),),
+            *((steep_job(p, "deq_lower", d),) for d in sorted(p["steep_dims"], reverse=True)),
             *(gotu_others(p, target) for target in targets),
-            Group("steep-fnn", tuple(steep_job(p, "fnn", d) for d in p.steep_dims)),
-            frozen_job(p)]
+            tuple(steep_job(p, "fnn", d) for d in p["steep_dims"]),
+            (frozen_job(p),)]
+
+
+def jobs(params: Params) -> list[Job]:
+    """Every job of the chapter (one cache entry each), in the order of :func:`tasks`."""
+    return [job for task in tasks(params) for job in task]
 
 
 def collect(params: Params) -> SeparationResults:
@@ -255,11 +260,10 @@ def collect(params: Params) -> SeparationResults:
     (a job of its own, too short for the sweep), those missing from the cache computed first in
     ``workers`` local processes (one worker: here, as they are read)."""
     p = params
-    todo = [*jobs(p), construction_job(p)]
-    found, cost = chapter.run_jobs(FIGURE, todo, p.workers)
-    entry: dict[str, dict[str, Any]] = {}
-    for job, result in zip(todo, found, strict=True):
-        entry.update(result if isinstance(job, Group) else {job.name: result})
+    todo = [*tasks(p), (construction_job(p),)]
+    found, cost = chapter.run_jobs(FIGURE, todo, p["workers"])
+    entry = {job.name: result
+             for job, result in zip((job for task in todo for job in task), found, strict=True)}
     return SeparationResults(
         sawtooth=sawtooth_section(p, entry), steep=steep_section(p, entry),
         diagonal=entry[diagonal_job(p).name], gotu=gotu_section(p, entry),

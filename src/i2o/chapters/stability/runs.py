@@ -80,7 +80,7 @@ class StabilityResults(ChapterResults):
 
 
 def collect(params: Params) -> StabilityResults:
-    """Every result of the chapter, computed (missing training jobs in ``params.workers``
+    """Every result of the chapter, computed (missing training jobs in ``params["workers"]``
     processes, then the step costs one at a time) or read back."""
     listed = jobs(params)
     found, cost = run_jobs(FIGURE, listed, params["workers"])

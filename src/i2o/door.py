@@ -1,0 +1,101 @@
+"""One door into every chapter: its manifest entry opened with parameters validated once.
+
+Every path into a chapter enters here, before any job is listed, submitted or computed:
+
+- the notebook's first code cell (:func:`enter_namespace`, on the papermill-injected variables);
+- ``make fig-*`` and ``make book`` (:mod:`i2o.book`, before papermill starts);
+- ``make sweep`` (:func:`i2o.sweep.sweep`, before anything is submitted);
+- ``make robustness`` (:func:`i2o.robustness.check_request`, for every replicate asked).
+
+Validation is the manifest's schema (:func:`i2o.profiles.resolve`: types, ranges, choices,
+misspelt names) and then the chapter's own rules between parameters (``runs.check_params``),
+both raising :class:`i2o.profiles.ParameterError` that names the parameter. The machinery knows
+a chapter only through the manifest's ``package``: its ``runs`` module is imported by name, never
+by an import statement (``tests/test_layout.py``).
+
+A :class:`Chapter` then lists what a sweep computes: :meth:`Chapter.jobs`, every cache entry; and
+:meth:`Chapter.tasks`, the same jobs grouped as the sweep submits them (one process per task: a
+chapter whose models take a second each batches them, its ``runs.tasks(params)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from i2o import profiles, runtime
+from i2o.job import Job
+
+#: What a sweep submits as one process: jobs computed in order (most are one job).
+Task = tuple[Job, ...]
+
+
+def runs_module(figure: str) -> ModuleType:
+    """The ``runs`` module of ``figure``'s chapter package (the manifest's ``package``);
+    ``ParameterError`` for a figure the manifest does not have."""
+    package = profiles.entry(figure)["package"]
+    runtime.jax_single_thread()  # before a chapter imports JAX
+    return importlib.import_module(f"{package}.runs")
+
+
+def has_jobs(figure: str) -> bool:
+    """Whether ``figure``'s chapter has jobs (``runs.jobs(params)``)."""
+    return callable(getattr(runs_module(figure), "jobs", None))
+
+
+def sweepable() -> list[str]:
+    """The figures whose chapters have jobs, in manifest order."""
+    return [figure for figure in profiles.load_manifest() if has_jobs(figure)]
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter entered with validated parameters (build it with :func:`enter`,
+    :func:`enter_namespace` or :func:`entered`)."""
+
+    figure: str
+    params: profiles.Params
+    runs: ModuleType = field(repr=False, compare=False)
+
+    @property
+    def has_jobs(self) -> bool:
+        return callable(getattr(self.runs, "jobs", None))
+
+    def jobs(self) -> list[Job]:
+        """Every job of the parameters: one cache entry each (none for a chapter without)."""
+        return list(self.runs.jobs(self.params)) if self.has_jobs else []
+
+    def tasks(self) -> list[Task]:
+        """The jobs as a sweep submits them: the chapter's ``runs.tasks(params)`` where it
+        batches small jobs into one process, else one job per task."""
+        batched = getattr(self.runs, "tasks", None)
+        if callable(batched):
+            return [tuple(task) for task in batched(self.params)]
+        return [(job,) for job in self.jobs()]
+
+    def collect(self) -> Any:
+        """Everything the notebook shows (``runs.collect(params)``): the missing jobs computed
+        first, the rest read from the results cache."""
+        return self.runs.collect(self.params)
+
+
+def entered(params: profiles.Params) -> Chapter:
+    """The chapter of already resolved ``params``, with its own rules checked."""
+    runs = runs_module(params.figure)
+    runs.check_params(params)
+    return Chapter(params.figure, params, runs)
+
+
+def enter(figure: str, profile: str = "quick", **overrides: Any) -> Chapter:
+    """``figure``'s chapter at ``profile`` with ``overrides``: every parameter checked, the
+    schema's first (no chapter code is imported for a misspelt or out-of-range value)."""
+    return entered(profiles.resolve(figure, profile, **overrides))
+
+
+def enter_namespace(figure: str, namespace: Mapping[str, Any]) -> Chapter:
+    """The notebook's door: the variables its parameters cells defined (papermill-injected
+    included), validated (:func:`i2o.profiles.resolve_namespace`) and checked."""
+    return entered(profiles.resolve_namespace(figure, namespace))
