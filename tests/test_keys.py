@@ -155,3 +155,33 @@ def test_a_docstring_or_a_comment_changes_no_key_and_code_does(tmp_path):
     assert results.module_source_hash(module, root) == before
     _edit(solver)
     assert results.module_source_hash(module, root) != before
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    """A throwaway package ``i2o`` under ``root`` with the given files (path → source)."""
+    for name, source in {"__init__.py": "", **files}.items():
+        path = root / "i2o" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return root / "i2o"
+
+
+def test_a_faces_own_names_its_redefinitions_and_cycles_resolve_to_the_right_module(tmp_path):
+    root = _package(tmp_path, {
+        "a/__init__.py": "from .x import X\nfrom . import y\nFIG = 1\n",
+        "a/x.py": "X = 1\n", "a/y.py": "Y = 1\n",
+        "c/__init__.py": "from .x import f\n\n\ndef f():\n    return 2\n",
+        "c/x.py": "def f():\n    return 1\n",
+        "p/__init__.py": "from .q import Q\nP = 1\n",
+        "p/q/__init__.py": "from i2o.p import P\nQ = P\n",
+        "job_fig.py": "from i2o.a import FIG\n", "job_x.py": "from i2o.a import X\n",
+        "job_f.py": "from i2o.c import f\n", "job_q.py": "from i2o.p import Q\n",
+        "job_all.py": "import i2o.a\n",
+    })
+    closure = {name: set(import_graph.closure(f"i2o.{name}", root)) - {f"i2o.{name}"}
+               for name in ("job_fig", "job_x", "job_f", "job_q", "job_all")}
+    assert closure["job_fig"] == {"i2o.a"}  # the face's own name: not what it re-exports
+    assert closure["job_x"] == {"i2o.a.x"}
+    assert closure["job_f"] == {"i2o.c"}  # the face's own f replaces the imported one
+    assert "i2o.p.q" in closure["job_q"]  # faces importing each other: no endless recursion
+    assert closure["job_all"] == {"i2o.a", "i2o.a.x", "i2o.a.y"}  # a whole package: everything

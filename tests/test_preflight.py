@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import book, preflight, profiles
+from i2o import book, door, preflight, profiles
 from i2o.data import cifar10, fetch, shakespeare
 
 
@@ -134,8 +134,9 @@ def test_shakespeare_is_downloaded_once_by_concurrent_loaders(tmp_path, monkeypa
 
 
 def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypatch, capsys):
-    """Data missing for one chapter, another chapter failing: the rest still run, each problem is
-    one line at the end, the HTML stage shows 'not built' pages, the exit status is non-zero."""
+    """Data missing for one chapter, another chapter failing, a third whose code does not import:
+    the rest still run, each problem is one line at the end, the HTML stage shows 'not built'
+    pages, the exit status is non-zero."""
     figures = profiles.figures()
     ran = []
     monkeypatch.setattr(preflight, "check", lambda names, **_: {
@@ -148,13 +149,22 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
             raise RuntimeError("boom\nsecond line")
         return book.executed_path(figure)
 
+    entered = door.enter
+
+    def enter(figure, *args, **kwargs):  # a chapter whose code fails to import
+        if figure == "diagnose":
+            raise ImportError("no module named torchdeq")
+        return entered(figure, *args, **kwargs)
+
     monkeypatch.setattr(book, "run", fake_run)
     monkeypatch.setattr(book, "html", lambda: None)
+    monkeypatch.setattr(door, "enter", enter)
     assert book.main(["book", "--profile", "smoke"]) == 1
-    assert ran == [f for f in figures if f != "stability"]
+    assert ran == [f for f in figures if f not in ("stability", "diagnose")]
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("[i2o] not built:")]
-    assert len(lines) == 2
+    assert len(lines) == 3
+    assert any("diagnose: ImportError: no module named torchdeq" in line for line in lines)
     assert any("affine: RuntimeError: boom" in line and "second" not in line for line in lines)
     assert any("stability: " in line and "I2O_DATA_DIR" in line for line in lines)
     assert book.failure_path("affine").read_text().strip() == "RuntimeError: boom"

@@ -232,11 +232,22 @@ def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
     """
 
     figures = profiles.figures()
-    # parameter errors stop everything, before any compute
-    chapters = {figure: door.enter(figure, profile) for figure in figures}
+    for figure in figures:  # the schema first: no chapter is imported for a bad value
+        profiles.resolve(figure, profile)
+    # every parameter error stops everything, before any compute; a chapter that cannot be
+    # entered (its code fails to import) is reported and the others still run
+    chapters, broken = {}, {}
+    for figure in figures:
+        try:
+            chapters[figure] = door.enter(figure, profile)
+        except profiles.ParameterError:
+            raise
+        except Exception as error:
+            broken[figure] = first_error_line(error)
     print("[i2o] preflight: data sets of " + ", ".join(
         f for f in figures if preflight.needs(f)), flush=True)
     failures = {figure: reason for figure, reason in preflight.check(figures).items() if reason}
+    failures.update(broken)
     for figure, reason in failures.items():
         print(f"[i2o] {figure}: not started: {reason}", flush=True)
         _record_failure(figure, reason)

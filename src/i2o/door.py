@@ -2,7 +2,8 @@
 
 Every path into a chapter enters here, before any job is listed, submitted or computed:
 
-- the notebook's first code cell (:func:`enter_namespace`, on the papermill-injected variables);
+- the notebook's first cell after its parameters (:func:`enter_namespace`, on the variables the
+  parameters cells and papermill defined);
 - ``make fig-*`` and ``make book`` (:mod:`i2o.book`, before papermill starts);
 - ``make sweep`` (:func:`i2o.sweep.sweep`, before anything is submitted);
 - ``make robustness`` (:func:`i2o.robustness.check_request`, for every replicate asked).

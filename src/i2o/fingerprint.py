@@ -8,7 +8,7 @@ of the same code. A chapter's fingerprint is the SHA-256 of its entries' names a
 Two machines whose fingerprints agree computed bit-identical results.
 
 A chapter's entries are those of its jobs for a profile and replicate (``runs.jobs(params)``,
-with the jobs a job is made of: a separation group's members, a meta evaluation's model), found
+with the jobs a job is made of: a meta evaluation's model), found
 with the current code's keys; an entry not in the cache is listed as missing.
 
     python -m i2o.results fingerprint [FIG ...] [--profile P] [--replicate R] [-o FILE]

@@ -56,14 +56,44 @@ def imports_in(path: Path, package: str = "", root: Path = PACKAGE_DIR) -> set[s
     return _edges(path, package, root, face=False)
 
 
-@cache
 def face_exports(package: str, root: Path = PACKAGE_DIR) -> dict[str, str]:
-    """The names ``package``'s face (``__init__``) imports from i2o, each with the module that
-    defines it: followed through further faces, a submodule for a name that is a module."""
+    """The names ``package``'s face (``__init__``) binds, each with the module that defines it:
+    followed through further faces, a submodule for a name that is a module, the face itself for
+    a name it defines (a function, a class, an assignment: also one that replaces an import)."""
+    return {name: target for name, (target, _) in _face_bindings(package, root).items()}
+
+
+_RESOLVING: set[tuple[str, Path]] = set()
+
+
+@cache
+def _face_bindings(package: str, root: Path) -> dict[str, tuple[str, bool]]:
+    """:func:`face_exports`, with whether each target is a whole package. Faces that import
+    from each other resolve to the face where the cycle closes."""
     path = path_of(package, root)
-    if not _is_face(path):
+    if not _is_face(path) or (package, root) in _RESOLVING:
         return {}
-    return {bound: target for bound, target, _ in _bindings(path, package, root)}
+    _RESOLVING.add((package, root))
+    try:
+        found = {bound: (target, whole) for bound, target, whole in
+                 _bindings(path, package, root)}
+    finally:
+        _RESOLVING.discard((package, root))
+    for statement in ast.parse(path.read_text()).body:
+        for name in _defined(statement):
+            found[name] = (package, False)
+    return found
+
+
+def _defined(statement: ast.stmt) -> list[str]:
+    """The names a top-level statement defines (imports aside)."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [statement.name]
+    targets = (statement.targets if isinstance(statement, ast.Assign)
+               else [statement.target] if isinstance(statement, ast.AnnAssign | ast.AugAssign)
+               else [])
+    return [node.id for target in targets for node in ast.walk(target)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
 
 
 def _is_face(path: Path) -> bool:
@@ -99,8 +129,8 @@ def _bindings(path: Path, package: str, root: Path) -> list[tuple[str, str, bool
                 if child in known:
                     found.append((bound, child, _is_face(known[child])))
                 elif origin in known:
-                    target = face_exports(origin, root).get(alias.name, origin)
-                    found.append((bound, target, _is_face(known[target])))
+                    target, whole = _face_bindings(origin, root).get(alias.name, (origin, False))
+                    found.append((bound, target, whole))
     return found
 
 

@@ -146,8 +146,8 @@ CACHE_MACHINERY = frozenset({"i2o.job", "i2o.results", "i2o.import_graph"})
 #: (:mod:`i2o.locations`; data files are verified by checksum), progress bars
 #: (:mod:`i2o.progress`), provenance, the commit and the clock (:mod:`i2o.lineage`) and the
 #: allocator (:mod:`i2o.allocator`). A job's closure neither includes nor follows them, so that
-#: rewording a progress bar recomputes nothing. They import no computing module
-#: (``tests/test_job.py``).
+#: rewording a progress bar recomputes nothing. They import no computing module, only each other
+#: and the numerics they report (:mod:`i2o.runtime`; ``tests/test_keys.py``).
 INERT = frozenset({"i2o.locations", "i2o.progress", "i2o.lineage", "i2o.allocator"})
 
 

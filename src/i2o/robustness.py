@@ -87,7 +87,14 @@ def check_request(profile: str, replicates: Sequence[Any], figures: Sequence[str
         raise profiles.ParameterError(f"--replicates must not repeat a value; got {out}")
     for figure in figures:  # every parameter of every run, through the chapter's door
         for r in out:
-            door.enter(figure, profile, replicate=r)
+            profiles.resolve(figure, profile, replicate=r)  # no chapter imported for these
+        for r in out:
+            try:
+                door.enter(figure, profile, replicate=r)
+            except profiles.ParameterError:
+                raise
+            except Exception:  # noqa: S110 - a chapter that fails to import fails its own runs
+                break
     return out
 
 

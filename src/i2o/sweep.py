@@ -131,9 +131,9 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     Raises :class:`i2o.profiles.ParameterError` (bad figure parameter, :mod:`i2o.door`) or
     ``ValueError`` (bad executor option) before anything is listed or submitted.
     """
-    if figure not in profiles.load_manifest() or not door.has_jobs(figure):
-        raise ValueError(f"figure {figure!r} has no sweep; allowed: "
-                         f"{', '.join(door.sweepable())}")
+    if figure not in profiles.load_manifest():
+        raise ValueError(f"figure {figure!r} is not in the manifest; allowed: "
+                         f"{', '.join(profiles.figures())}")
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
     for label, value, low in (("time", time_min, 1), ("gpus", gpus, 0), ("cpus", cpus, 1),
@@ -143,6 +143,9 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     chapter = door.enter(figure, profile, **dict(overrides or {}))
+    if not chapter.has_jobs:
+        raise ValueError(f"figure {figure!r} has no sweep; allowed: "
+                         f"{', '.join(door.sweepable())}")
     tasks = missing_tasks(chapter.tasks())
     listing = chapter.jobs()
     todo = sum(len(task) for task in tasks)

@@ -67,7 +67,7 @@ class ImageSet:
 
 
 def cache_dir() -> Path:
-    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see :mod:`i2o.runtime`)."""
+    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see :mod:`i2o.locations`)."""
     return locations.cache_dir()
 
 

@@ -9,9 +9,9 @@ unseen (GOTU, Abbe et al. 2023).
 Modules: :mod:`.sawtooth` (the exact width-m construction with 2^m pieces), :mod:`.nets` (the
 small DEQs, FNNs and diagonal networks, solved with :mod:`i2o.deq`), :mod:`.batched` (seeds
 trained together by stacked weights), :mod:`.steep`, :mod:`.diagonal`, :mod:`.gotu`,
-:mod:`.frozen`; each defines the jobs (cache entries) of what it computes, and :mod:`.jobs` the
-sweep jobs that group several. The faces: :mod:`.runs`, :mod:`.figures`, :mod:`.claims`,
-:mod:`.prose`.
+:mod:`.frozen`; each defines the jobs (cache entries) of what it computes, and
+:func:`.runs.tasks` groups the small ones into sweep tasks (one process each). The faces:
+:mod:`.runs`, :mod:`.figures`, :mod:`.claims`, :mod:`.prose`.
 """
 
 FIGURE = "separation"

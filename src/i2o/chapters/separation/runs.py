@@ -1,12 +1,13 @@
 """What the separation chapter computes, through the results cache.
 
 Every trained model (in Section 2 and for the ReLU DEQs of Section 4, every stack of seeds trained
-together) is one cache entry, a :class:`i2o.job.Job` defined beside the code that computes it. The
-expensive ones are grouped in sweep jobs (:func:`jobs`, ``python -m i2o.sweep separation``): one
-per sawtooth target (every DEQ and FNN of Section 1, every seed); per GOTU target one for its ReLU
-DEQs and one for its other models (Section 4); one per input dimension for the DEQs of the steep
-functions and one for their FNNs (Section 2; one cache entry per dimension, every seed trained at
-once); one each for Section 3 and the frozen-coordinate task. :func:`collect` computes the missing
+together) is one cache entry, a :class:`i2o.job.Job` defined beside the code that computes it
+(:func:`jobs`). A sweep (``python -m i2o.sweep separation``) runs them as tasks (:func:`tasks`),
+one process each: one per sawtooth target (every DEQ and FNN of Section 1, every seed); per
+GOTU target one for its ReLU DEQs and one for its other models (Section 4); one per input
+dimension for the DEQs of the steep functions and one for their FNNs (Section 2; one cache entry
+per dimension, every seed trained at once); one each for Section 3 and the frozen-coordinate
+task. :func:`collect` computes the missing
 entries (in ``workers`` local processes) and reads them all.
 """
 
