@@ -8,6 +8,7 @@ leaves every key as it was, while an edit to the numerics leaves none.
 
 from __future__ import annotations
 
+import ast
 import shutil
 from collections import deque
 from pathlib import Path
@@ -185,3 +186,25 @@ def test_a_faces_own_names_its_redefinitions_and_cycles_resolve_to_the_right_mod
     assert closure["job_f"] == {"i2o.c"}  # the face's own f replaces the imported one
     assert "i2o.p.q" in closure["job_q"]  # faces importing each other: no endless recursion
     assert closure["job_all"] == {"i2o.a", "i2o.a.x", "i2o.a.y"}  # a whole package: everything
+
+
+class _NoDocstrings(ast.NodeTransformer):
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        bare = isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        return None if bare else node
+
+
+def test_what_a_key_covers_is_the_whole_code_and_only_the_code():
+    """:func:`i2o.results.code_of` cuts docstrings and comments out of the source text: for every
+    module of the package the text left has the syntax tree of the module without its docstrings:
+    no code was cut."""
+    compared = 0
+    for path in import_graph.modules().values():
+        expected = ast.dump(_NoDocstrings().visit(ast.parse(path.read_text())))
+        try:
+            found = ast.dump(_NoDocstrings().visit(ast.parse(results.code_of(path).decode())))
+        except SyntaxError:  # a body that held only a docstring (an abstract method) is empty
+            continue
+        assert found == expected, path
+        compared += 1
+    assert compared > 100

@@ -39,12 +39,14 @@ import ast
 import functools
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import secrets
 import shutil
 import socket
 import sys
+import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -117,26 +119,36 @@ def source_hash(modules: Iterable[str] | None = None,
 
 
 def code_of(path: Path) -> bytes:
-    """The code of a Python file, without what cannot run: its syntax tree with every docstring
-    and every other bare string statement removed, dumped without line numbers (comments and
-    layout are not in a syntax tree). A cache key covers this, so rewording a docstring or a
-    comment recomputes nothing. The tree is Python 3.11's (the interpreter the project pins,
-    ``scripts/check_python.py``); another version's tree may differ, and would recompute."""
+    """The code of a Python file, without what cannot run: its source with every docstring (and
+    every other bare string statement) and every comment cut out, blank lines and trailing spaces
+    dropped. A cache key covers this, so rewording a docstring or a comment recomputes nothing,
+    while the text stays the source's own: the same on every Python version (a syntax tree's dump
+    is not)."""
     stat = path.stat()
     return _code_of(str(path), stat.st_mtime_ns, stat.st_size)
 
 
-class _WithoutDocstrings(ast.NodeTransformer):
-    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
-        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return None
-        return node
-
-
 @functools.lru_cache(maxsize=1024)
 def _code_of(path: str, mtime_ns: int, size: int) -> bytes:
-    tree = _WithoutDocstrings().visit(ast.parse(Path(path).read_text()))
-    return ast.dump(tree, include_attributes=False).encode()
+    source = Path(path).read_text()
+    lines = source.splitlines(keepends=True)
+
+    def column(row: int, utf8_offset: int) -> int:  # the syntax tree counts UTF-8 bytes
+        return len(lines[row - 1].encode()[:utf8_offset].decode(errors="ignore"))
+
+    cuts = [(node.lineno, column(node.lineno, node.col_offset), node.end_lineno,
+             column(node.end_lineno, node.end_col_offset))
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str) and node.end_lineno is not None
+            and node.end_col_offset is not None]
+    cuts += [(*token.start, *token.end)
+             for token in tokenize.generate_tokens(io.StringIO(source).readline)
+             if token.type == tokenize.COMMENT]
+    for first, start, last, end in sorted(cuts, reverse=True):
+        lines[first - 1:last] = [lines[first - 1][:start] + lines[last - 1][end:]]
+    kept = (line.rstrip() for line in "".join(lines).splitlines())
+    return "\n".join(line for line in kept if line).encode()
 
 
 #: The cache's own plumbing: how a result is stored and found, never what it is. A job's
