@@ -87,6 +87,35 @@ def test_best_iterate_rule_never_increases_the_batch_residual():
     np.testing.assert_allclose(last["batch_residual_rel"][0], trace)
 
 
+def test_the_head_is_scored_once_per_returned_iterate():
+    """A constant map reaches its fixed point in one step: from then on the best iterate stays
+    z_1, and every later grid point reads its scores instead of scoring it again. The rows are
+    those of a solve per count; returning the last iterate scores at every point."""
+    target = torch.arange(2 * DIM, dtype=torch.float64).reshape(2, DIM)
+    calls = []
+
+    def probes():
+        def score(z, fz):
+            calls.append(1)
+            return {"distance": (z - target).pow(2).sum(1)}
+
+        yield Probe(g=lambda z: target.clone(), z0=torch.zeros_like(target), score=score)
+
+    grid = [0, 1, 3, 5, 7]
+    for method in ("fixed_point", "broyden"):
+        calls.clear()
+        spec = SolverSpec(method=method, return_best=True)
+        shared = sweep_iterations(probes(), grid, spec)
+        assert len(calls) == 2, method  # z_0, then z_1 for the four points from 1 on
+        separate = sweep_iterations(probes(), grid, spec, shared_solve=False)
+        np.testing.assert_array_equal(shared["metrics"]["distance"],
+                                      separate["metrics"]["distance"])
+        np.testing.assert_array_equal(shared["residual_rel"], separate["residual_rel"])
+    calls.clear()
+    sweep_iterations(probes(), grid, SolverSpec(method="fixed_point", return_best=False))
+    assert len(calls) == len(grid)  # a new iterate at every point: scored each time
+
+
 def test_grid_and_spec_are_checked_before_compute():
     with pytest.raises(ValueError, match="distinct integers"):
         check_grid([1, 1])

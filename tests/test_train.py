@@ -220,3 +220,26 @@ def test_step_cost_is_measured_in_a_fresh_process():
     assert "first step" in cost["memory_method"]
     with pytest.raises(ValueError, match="arm must be 'ift' or 'unrolled'"):
         measure_step("micro", arm="jfb")
+
+
+@pytest.mark.parametrize("arm", ["ift", "unrolled"])
+def test_the_nan_fill_of_deterministic_mode_changes_no_bit(arm, monkeypatch):
+    """The book's runs turn off deterministic mode's NaN fill of new tensors
+    (:func:`i2o.train.seeding.seed_everything`). A kernel reading memory it never wrote would
+    give other numbers with the fill on (``I2O_FILL_UNINITIALIZED=1``) than off: a training run
+    and its test sweep (shared Broyden solve, best iterate) agree bit for bit."""
+    x, y = _data()
+    found = {}
+    for fill in (True, False):
+        monkeypatch.setenv("I2O_FILL_UNINITIALIZED", "1" if fill else "0")
+        model, history = build_and_train(MICRO, x, y, _settings(arm=arm), progress=False,
+                                         device="cpu")
+        assert torch.utils.deterministic.fill_uninitialized_memory is fill
+        swept = evaluate_iterations(model, x, y, [1, 2, 4, 7, 12], batch_size=16)
+        found[fill] = ({k: v.clone() for k, v in model.state_dict().items()}, history["loss"],
+                       swept)
+    (weights, loss, swept), (weights_off, loss_off, swept_off) = found[True], found[False]
+    assert loss == loss_off
+    assert all(torch.equal(weights[k], weights_off[k]) for k in weights)
+    for key in swept:
+        assert np.array_equal(swept[key], swept_off[key], equal_nan=True), key
