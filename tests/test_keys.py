@@ -61,10 +61,7 @@ def route(start: str, goal: str) -> list[str]:
 
 def forbidden_in_key(module: str) -> dict[str, list[str]]:
     """The presenting or inert modules ``module``'s key would cover, each with its import path."""
-    reached = set(import_graph.closure(module, stop=results.CACHE_MACHINERY))
-    covered = set(results.dependencies(module))
-    bad = (presenting() & covered) | (results.INERT & covered)
-    bad |= {name for name in presenting() & reached if name in covered}
+    bad = (presenting() | results.INERT) & set(results.dependencies(module))
     return {name: route(module, name) for name in sorted(bad)}
 
 
