@@ -1,46 +1,41 @@
-"""The DEQ chapters' claims on doctored results: each verdict holds on one and fails on another,
-and a model that does not fit (or diverged) leaves the claims undecided with the reason."""
+"""The DEQ chapters' claims on doctored results (the shared bank, ``tests/bank.py``): each verdict
+holds on one and fails on another, and a model that does not fit (or diverged) leaves the claims
+undecided with the reason."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from bank import (
+    DROPPING,
+    FITTED,
+    FLAT,
+    FLAT_LOSS,
+    GAPS_PARAMS,
+    GRID,
+    IMPROVING,
+    ITERS,
+    N_TRAIN,
+    PLATEAU,
+    STABILITY_PARAMS,
+    gap_results,
+    gap_rows,
+    gap_table,
+    inverse_result,
+    stability_run,
+    stability_table,
+)
 
 from i2o import gates
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
-from i2o.chapters.deq_gaps.curves import curve_from_sweep
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
 from i2o.prose import conclusions
 
-ITERS = [3, 9, 18, 25, 35]
-PARAMS = {"profile": "quick", "train_iters": [18], "test_iters": ITERS, "margin_fraction": 0.25,
-          "fit_accuracy": 0.9, "fit_quorum": 4, "test_size": 1000, "seeds": [0, 1, 2, 3, 4],
-          "epochs": 60, "extra_epochs": 4}
-
-
-def stability_run(curve, seed, train_accuracy=0.99, diverged="", rising=False):
-    """One job result: test accuracy ``curve`` (per ITERS) plus seed noise, last-iterate trace."""
-    rng = np.random.default_rng(seed)
-    noise = rng.normal(0, 0.002, len(ITERS))
-    trace = np.geomspace(1.0, 1e-4, max(ITERS) + 1) * np.exp(rng.normal(0, 0.1, max(ITERS) + 1))
-    if rising:
-        trace = trace[::-1].copy()
-    return {"test": {"accuracy": np.asarray(curve) + noise, "trace_rel": trace},
-            "train_accuracy": train_accuracy, "diverged": diverged, "epochs_used": 20.0,
-            "cap_reached": train_accuracy < 0.9}
-
-
-PLATEAU = [0.30, 0.50, 0.60, 0.60, 0.60]       # I2O: fewer hurt, more do not help
-DROPPING = [0.30, 0.50, 0.60, 0.50, 0.40]      # less stable
-IMPROVING = [0.30, 0.50, 0.60, 0.66, 0.70]     # more iterations help
-
-
-def table(ift, unrolled):
-    """The stability claims of two arms' job results (rows read back by id: ``table["fit"]``)."""
-    return stability_claims.claims_table(PARAMS, {"ift": ift, "unrolled": unrolled})
+PARAMS = STABILITY_PARAMS
+table = stability_table
 
 
 def stability_text(rows: Claims) -> str:
@@ -142,96 +137,45 @@ def test_stability_one_seed_is_undecided():
     assert rows["not_more_stable"].holds is None and "needs ≥ 2" in rows["not_more_stable"].check
 
 
-FLAT = [0.59, 0.60, 0.60, 0.60, 0.60]            # accuracy hardly moves with N'
 
 
 def test_stability_comparison_is_undecided_where_accuracy_does_not_move_with_n():
-    rows = table(seeds(FLAT), seeds(FLAT))
-    for key in ("not_more_stable", "equally_stable", "ift_no_gain", "unrolled_no_gain"):
+    rows = table(seeds(FLAT, independent=True), seeds(FLAT, independent=True))
+    for key in ("not_more_stable", "equally_stable"):
         assert rows[key].holds is None, (key, rows[key])
         assert "cannot discriminate" in rows[key].check and "could not fail" in rows[key].check
+    for key in ("ift_no_gain", "unrolled_no_gain"):  # a one-point cost lost in the noise
+        assert rows[key].holds is None and rows[key].facts.closed_by in ("reference",
+                                                                         "resolution")
     # the same flat IFT against an unrolled arm that moves: decided, and IFT is more stable
     rows = table(seeds(FLAT), seeds(DROPPING))
     assert rows["not_more_stable"].holds is False
-    assert "cannot discriminate" in stability_text(table(seeds(FLAT), seeds(FLAT)))
+    flat = seeds(FLAT, independent=True)
+    assert "cannot discriminate" in stability_text(table(flat, flat))
 
 
 def test_stability_resolution_is_the_paired_standard_error_of_an_accuracy_change():
+    from i2o.diagnose.curves import from_evaluations
+
     errors = np.zeros((1000, len(ITERS)), dtype=np.uint8)
     errors[:400, :] = 1
     errors[400:430, 0] = 1                # 30 images flip at N' = 3 only
-    se = stability_claims.paired_se(errors, at=2)
+    run = {"iterations": np.asarray(ITERS), "errors": errors, "residual_rel": np.ones(5),
+           "trace_rel": np.ones(max(ITERS) + 1)}
     flips = np.r_[np.ones(30), np.zeros(970)]
-    expected = flips.std(ddof=1) / np.sqrt(1000) / 4  # one count of four differs
-    assert se == pytest.approx(expected)
-    assert np.isnan(stability_claims.paired_se(None, 2))
-    points, what = stability_claims.resolution_points(1000, [se, se])
-    assert points == pytest.approx(100 * se) and "paired" in what
-    points, what = stability_claims.resolution_points(1000, [np.nan])
-    assert points == pytest.approx(100 * 0.5 / np.sqrt(1000)) and "one accuracy" in what
+    expected = 100 * flips.std(ddof=1) / np.sqrt(1000) / 4  # one count of four differs
+    assert from_evaluations([run, run]).resolution(18) == pytest.approx(expected)
     # a flat arm whose images never flip has deviation 0: δ = 0 cannot discriminate
     flat = seeds([0.60] * 5)
-    for run in flat:
-        run["test"]["accuracy"] = np.full(len(ITERS), 0.6)
-        run["test"]["errors"] = errors * 0
+    for one in flat:
+        one["test"]["errors"] = errors * 0
+        one["test"]["accuracy"] = np.ones(len(ITERS))
     rows = table(flat, flat)
     assert rows["equally_stable"].holds is None and "cannot discriminate" in \
         rows["equally_stable"].check
 
 
 # -- deq_gaps -----------------------------------------------------------------------------------
-
-GRID = [1, 4, 8, 16, 24]
-N_TRAIN = 8
-GAPS_PARAMS = {"cls_fit_accuracy": 0.9, "lm_fit_nll": 1.5, "inv_fit_db": 1.0,
-               "cls_eval_size": 400, "fit_quorum": 3, "margin_fraction": 0.25}
-
-
-def sweep(error_rate, n=400, seed=0, rising=False, loss=None, noise=0.0, independent=False):
-    """A doctored classification sweep: per example 0/1 errors with the given rate per count
-    (the same images wrong at every count unless ``independent``), and a per-example loss around
-    the given level per count (default: the errors)."""
-    rng = np.random.default_rng(seed)
-    base = rng.random(n) + noise * rng.normal(size=n)
-    errors = np.stack([((rng.random(n) if independent else base) < rate).astype(float)
-                       for rate in error_rate], axis=1)
-    losses = errors if loss is None else \
-        np.asarray(loss)[None, :] * np.exp(0.05 * rng.normal(size=(n, 1)))
-    trace = np.geomspace(1.0, 1e-4, max(GRID) + 1)[None, :].repeat(4, axis=0)
-    if rising:
-        trace = trace[:, ::-1].copy()
-    return {"iterations": np.asarray(GRID), "metrics": {"error": errors, "loss": losses},
-            "residual_rel": np.full((n, len(GRID)), 0.01), "trace_rel": trace,
-            "batch_sizes": np.full(4, n // 4)}
-
-
-FITTED = [0.9, 0.3, 0.02, 0.02, 0.02]
-FLAT_LOSS = [6.0, 1.0, 0.2, 0.2, 0.2]       # the training loss at N is not improved upon
-
-
-def gap_rows(test_rates, train_rates, losses=(2.3, 1.0, 0.2), rising=False,
-             train_loss=FLAT_LOSS, models=1, params=GAPS_PARAMS, shift=(), independent=False):
-    """The classification rows from ``models`` doctored models (seeds); ``shift[i]`` moves model
-    i's training error rates (to make one of them not fit)."""
-    results = []
-    for i in range(models):
-        moved = np.clip(np.asarray(train_rates) + (shift[i] if i < len(shift) else 0), 0, 1)
-        rates = test_rates[i] if np.ndim(test_rates) == 2 else test_rates
-        results.append({"test": sweep(rates, rising=rising, seed=10 * i, noise=0.02 * i,
-                                      independent=independent),
-                        "train": sweep(moved, seed=10 * i + 1, loss=train_loss),
-                        "history": {"loss": list(losses)}})
-    curves = {"test": [curve_from_sweep(r["test"], "error", N_TRAIN, "t", "percent", "err")
-                       for r in results],
-              "train": [curve_from_sweep(r["train"], "error", N_TRAIN, "t", "percent", "err")
-                        for r in results],
-              "train_loss": [curve_from_sweep(r["train"], "loss", N_TRAIN, "t", "mean", "loss")
-                             for r in results]}
-    table = Claims("deq_gaps", "quick")
-    gaps_claims.task_claims(table, "classification", results, curves, params,
-                            list(range(models)) if models > 1 else None)
-    return table  # rows read back by id: table["classification_gate"]
-
 
 def test_gap_claims_hold_and_fail():
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED)
@@ -279,9 +223,12 @@ def test_gap_claims_over_seeds_use_the_models_that_fit():
 
 def test_gap_claims_are_undecided_where_the_margin_is_below_the_resolution():
     # every count gets its own wrong images at the same rate: changes are noise, not an effect
-    rows = gap_rows([0.4] * 5, FITTED, independent=True)
+    # (what one iteration costs is established, but a quarter of it is below the resolution)
+    rows = gap_rows([0.55, 0.45, 0.40, 0.40, 0.40], FITTED, independent=True)
+    assert rows["classification_test_fewer_hurt"].holds is True
     assert rows["classification_test_no_gain"].holds is None
     assert "cannot discriminate" in rows["classification_test_no_gain"].check
+    assert rows["classification_test_no_gain"].facts.closed_by == "resolution"
 
 
 def test_gap_claims_are_undecided_when_seeds_disagree_by_more_than_the_margin():
@@ -308,16 +255,6 @@ def test_test_data_margin_needs_an_established_reference_effect():
     assert rows["classification_train_no_gain"].holds is True
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED)
     assert "reference effect is established" in rows["classification_test_no_gain"].check
-
-
-def test_reference_effect_is_established_only_where_fewer_iterations_hurt():
-    assert gaps_claims.reference_established((True, "CI above 0")) == (
-        True, "its reference effect is established (the fewest iterations cost)")
-    prefix = ("no scale for δ: its reference effect, what the fewest iterations cost on test "
-              "data, is not established")
-    assert gaps_claims.reference_established((False, "CI at or below 0")) == (
-        None, f"{prefix} (CI at or below 0)")
-    assert gaps_claims.reference_established((None, "")) == (None, f"{prefix} (undecided)")
 
 
 def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
@@ -349,24 +286,24 @@ def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep()
             table.add("fewer", True, "v", id=f"{task}_{split}_fewer_hurt")
             table.add("no gain", True, "v", id=f"{task}_{split}_no_gain")
         table.add("residual", True, "r", id=f"{task}_residual")
-    table.add("overparam", None, "R", check="in the regime (≥ 90 %): 40 images; x",
-              id="overparam")
+    table.add("overparam", None, "R", check="x", id="overparam")
+    table.facts["overparam_in_regime"] = {"threshold": 90.0, "sizes": [40]}
     text = conclusions(table, display=False)
     assert text == "\n\n".join(gaps_prose.paragraphs(table)) and text.count("\n\n") == 4
-    assert text.startswith("**CIFAR-10 MDEQ.**") and text.endswith("Sizes  (≥ 90 %): 40 images.")
+    assert text.startswith("**CIFAR-10 MDEQ.**")
+    assert text.endswith("Sizes in the regime (training accuracy ≥ 90 %): 40 images.")
 
 
 @pytest.mark.parametrize("task, fit", [("language", 1.2), ("deq", 3.0)])
 def test_regression_fit_criteria(task, fit):
-    from i2o.chapters.deq_gaps.curves import GapCurve
+    from i2o.diagnose.curves import Curves
 
-    its = np.asarray(GRID)
-    curve = GapCurve("x", "m", N_TRAIN, its, np.full(5, -20.0), np.zeros(5), np.full(5, 0.1),
-                     np.full(5, 0.01))
-    loss = GapCurve("x", "m", N_TRAIN, its, np.full(5, fit), np.zeros(5), np.full(5, 0.1),
-                    np.full(5, 0.01))
+    def constant(level):
+        values = np.full((1, 2, len(GRID)), level)
+        return Curves(np.asarray(GRID), values, np.full_like(values, 0.01), -1.0)
+
     result = {"train_baseline_neg_psnr": -18.0}
-    score = gaps_claims.fit_score(task, result, curve, loss)
+    score = gaps_claims.fit_score(task, result, constant(-20.0), constant(fit), N_TRAIN)
     opened, mask = gaps_claims.fit_check(task, [score], GAPS_PARAMS)
     assert opened[0] is True and mask.tolist() == [True]
     bad = dict(GAPS_PARAMS, lm_fit_nll=1.0, inv_fit_db=5.0)
@@ -375,32 +312,17 @@ def test_regression_fit_criteria(task, fit):
         assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0][1]
 
 
-def inverse_result(train_psnr, test_psnr, n=200, seed=0):
-    """A doctored reconstruction job: per-image −PSNR on each split at every count."""
-    rng = np.random.default_rng(seed)
-    out = {"history": {"loss": [0.1, 0.05, 0.01]}, "train_baseline_neg_psnr": -20.0}
-    for split, level in (("train", train_psnr), ("test", test_psnr)):
-        per_image = -level + rng.normal(0, 1.0, (n, 1)) + np.zeros((1, len(GRID)))
-        out[split] = {"iterations": np.asarray(GRID),
-                      "metrics": {"neg_psnr": per_image, "mse": np.exp(per_image / 10)},
-                      "residual_rel": np.full((n, len(GRID)), 0.01),
-                      "trace_rel": np.geomspace(1.0, 1e-4, max(GRID) + 1)[None, :]}
-    return out
-
-
 def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():
     for train_psnr, test_psnr, reached in ((30.0, 26.0, True), (26.0, 26.0, False)):
-        result = inverse_result(train_psnr, test_psnr)
-        curves = {"test": [curve_from_sweep(result["test"], "neg_psnr", N_TRAIN, "t")],
-                  "train": [curve_from_sweep(result["train"], "neg_psnr", N_TRAIN, "t")],
-                  "train_loss": [curve_from_sweep(result["train"], "mse", N_TRAIN, "t")]}
-        table = Claims("deq_gaps", "quick")
-        gaps_claims.task_claims(table, "deq", [result], curves, GAPS_PARAMS)
+        table = gap_table([inverse_result(train_psnr, test_psnr)], task="deq")
         gate = table["deq_gate"]
         assert gate.holds is True and "has learned" in gate.claim
         expected = "regime reached" if reached else "regime not reached"
         assert expected in gate.value and expected in gate.check
+        assert gate.facts.regime_reached is reached
         assert "regime" not in gate.claim.split("(")[0]  # the claim's text does not vary
+        assert table["deq_test_fewer_hurt"].holds is True
+        assert "over 200 examples" in table["deq_test_no_gain"].value
 
 
 def overparam_rows(r_best, r_worst, se=0.01, best_error=0.0, best_size=40, best_loss=0.01):
@@ -451,34 +373,26 @@ def test_stability_comparison_is_undecided_without_power_and_names_the_seeds_it_
     rng = np.random.default_rng(7)
 
     def noisy(curve):
-        runs = seeds(curve)
-        for run in runs:  # seed-to-seed spread of several points at every count but N
-            shift = rng.normal(0, 0.06, len(ITERS))
-            shift[ITERS.index(18)] = 0.0
-            run["test"]["accuracy"] = run["test"]["accuracy"] + shift
-        return runs
+        shifts = [rng.normal(0, 0.06, len(ITERS)) * (np.asarray(ITERS) != 18) for _ in range(5)]
+        return [stability_run(curve, s, shift=shift) for s, shift in enumerate(shifts)]
 
     rows = table(noisy(DROPPING), noisy(DROPPING))
     for key in ("not_more_stable", "equally_stable"):
         assert rows[key].holds is None, (key, rows[key])
         assert "too little power: CI half-width" in rows[key].check
         assert "seed pairs would give it" in rows[key].check
+        assert rows[key].facts.closed_by == "power" and rows[key].facts.needs.of == "seed pairs"
     # the same arms measured without seed noise are decided
     assert table(seeds(DROPPING), seeds(DROPPING))["equally_stable"].holds is True
 
 
 def test_stability_comparison_pairs_the_arms_by_seed():
     rng = np.random.default_rng(3)
-    shifts = [rng.normal(0, 0.1, len(ITERS)) for _ in range(5)]
-    for shift in shifts:
-        shift[ITERS.index(18)] = 0.0
+    shifts = [rng.normal(0, 0.1, len(ITERS)) * (np.asarray(ITERS) != 18) for _ in range(5)]
 
-    def arm(curve, jitter=0.0):
-        runs = seeds(curve)
-        for run, shift in zip(runs, shifts, strict=True):  # the seed moves both arms alike
-            run["test"]["accuracy"] = (run["test"]["accuracy"] + shift
-                                       + rng.normal(0, jitter, len(ITERS)))
-        return runs
+    def arm(curve, jitter=0.0):  # the seed moves both arms alike
+        return [stability_run(curve, s, shift=shift + rng.normal(0, jitter, len(ITERS)))
+                for s, shift in enumerate(shifts)]
 
     rows = table(arm(DROPPING), arm(DROPPING, jitter=0.002))
     assert rows["equally_stable"].holds is True, rows["equally_stable"]
@@ -496,32 +410,25 @@ def test_stability_comparison_pairs_the_arms_by_seed():
 
 
 def test_gap_residual_check_is_an_interval_over_models_naming_the_ones_that_rose():
-    def model(start, end):
-        return {"test": {"trace_rel": np.tile(np.geomspace(start, end, max(GRID) + 1), (4, 1))}}
+    def rows(*traces):
+        found = gap_table(gap_results([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3,
+                                      traces=traces))
+        return found["classification_residual"]
 
-    curve = curve_from_sweep(sweep([0.9, 0.5, 0.4, 0.4, 0.4]), "error", N_TRAIN, "t", "percent",
-                             "err")
-    labels = ["seed 0", "seed 1", "seed 2"]
-    falling = [model(1.0, 1e-3), model(1.0, 2e-3), model(1.0, 5e-4)]
-    table = Claims("deq_gaps", "quick")
-    row = gaps_claims.residual_claim(table, "t", falling, labels, curve, (True, ""))
+    row = rows((1.0, 1e-3), (1.0, 2e-3), (1.0, 5e-4))
     assert row.holds is True and "over 3 models" in row.value
-    one_diverges = falling[:2] + [model(1e-3, 10.0)]
-    row = gaps_claims.residual_claim(table, "t", one_diverges, labels, curve, (True, ""))
+    row = rows((1.0, 1e-3), (1.0, 2e-3), (1e-3, 10.0))
     assert row.holds is None and "rose for seed 2" in row.value
-    rising = [model(1e-3, 1.0), model(1e-3, 2.0), model(1e-3, 0.5)]
-    assert gaps_claims.residual_claim(table, "t", rising, labels, curve, (True, "")).holds is False
+    assert rows((1e-3, 1.0), (1e-3, 2.0), (1e-3, 0.5)).holds is False
 
 
 def test_gap_values_print_on_the_scale_of_the_curve():
-    from i2o.chapters.deq_gaps.curves import GapCurve
-
-    its = np.asarray(GRID)
+    from i2o.diagnose.curves import Curves
 
     def at_level(level):
-        return GapCurve("x", "MSE", N_TRAIN, its, np.full(len(GRID), level), np.zeros(len(GRID)),
-                        np.zeros(len(GRID)), np.zeros(len(GRID)), n=400)
+        values = np.full((1, 2, len(GRID)), level)
+        return Curves(np.asarray(GRID), values, np.zeros_like(values), -1.0)
 
-    assert gaps_claims.digits(at_level(1.3)) == 3
-    assert gaps_claims.digits(at_level(0.0025)) == 5   # a gap of 1.2e-4 prints as +0.00012
-    assert gaps_claims.digits(at_level(0.0)) == 3
+    assert gaps_claims.digits_of(at_level(1.3), N_TRAIN) == 3
+    assert gaps_claims.digits_of(at_level(0.0025), N_TRAIN) == 5  # 1.2e-4 prints as +0.00012
+    assert gaps_claims.digits_of(at_level(0.0), N_TRAIN) == 3

@@ -192,17 +192,70 @@ def test_a_closed_fit_gate_makes_every_verdict_undecided():
 
 def test_predicates_hold_and_fail_at_the_margin():
     ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
-    assert verdicts.help_beyond([ci(0.02, 0.03)], [6], 0.01)[0] is True
-    assert verdicts.help_beyond([ci(-0.02, 0.005)], [6], 0.01)[0] is False
-    assert verdicts.help_beyond([ci(0.0, 0.02)], [6], 0.01)[0] is None
-    assert verdicts.hurt_beyond([ci(-0.03, -0.02)], [6], 0.01)[0] is True
-    assert verdicts.hurt_beyond([ci(-0.005, 0.03)], [6], 0.01)[0] is False
-    assert verdicts.hurt_beyond([ci(-0.02, 0.0)], [6], 0.01)[0] is None
-    assert verdicts.no_difference([ci(-0.005, 0.005)], [6], 0.01)[0] is True
-    assert verdicts.no_difference([ci(0.02, 0.03)], [6], 0.01)[0] is False
-    assert verdicts.no_difference([ci(0.0, 0.02)], [6], 0.01)[0] is None
-    assert verdicts.fewer_hurt(ci(-0.2, -0.1), 1)[0] is True
-    assert verdicts.fewer_hurt(ci(0.0, 0.1), 1)[0] is False
+
+    def one(rule, lo, hi):
+        return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01)[0]
+
+    assert one(verdicts.help_beyond, 0.02, 0.03) is True
+    assert one(verdicts.help_beyond, -0.02, 0.005) is False
+    assert one(verdicts.help_beyond, 0.0, 0.02) is None
+    assert one(verdicts.hurt_beyond, -0.03, -0.02) is True
+    assert one(verdicts.hurt_beyond, -0.005, 0.03) is False
+    assert one(verdicts.hurt_beyond, -0.02, 0.0) is None
+    assert one(verdicts.no_difference, -0.005, 0.005) is True
+    assert one(verdicts.no_difference, 0.02, 0.03) is False
+    assert one(verdicts.no_difference, 0.0, 0.02) is None
+    assert verdicts.fewer_hurt(ci(0.1, 0.2), 1)[0] is True
+    assert verdicts.fewer_hurt(ci(-0.1, 0.0), 1)[0] is False
+    assert verdicts.fewer_hurt(ci(-0.1, 0.1), 1)[0] is None
+
+
+def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise():
+    """"Some count helps" reads the widened intervals (a union over the counts); "no count
+    helps" the pointwise ones (an intersection): a pointwise interval above δ whose widened one
+    is not decides nothing, and pointwise intervals below δ decide "no gain" although the
+    widened ones reach above it."""
+    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
+    plain, wide = [ci(0.011, 0.02), ci(-0.01, 0.0)], [ci(0.005, 0.026), ci(-0.02, 0.01)]
+    found = verdicts.help_beyond(plain, wide, [6, 7], 0.01)
+    assert found.holds is None and found.facts.needs is not None
+    assert verdicts.no_gain(found).holds is None
+    below = [ci(-0.01, 0.009), ci(-0.01, 0.0)]
+    assert verdicts.help_beyond(below, wide, [6, 7], 0.01).holds is False
+    assert verdicts.no_gain(verdicts.help_beyond(below, wide, [6, 7], 0.01)).holds is True
+    assert verdicts.no_gain(verdicts.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
+
+
+def test_rows_with_a_margin_need_resolution_power_and_an_established_reference():
+    clear = doctored(+0.001, shift_below=-0.2)
+    fewest = verdicts.Margin.fewest(clear, N, 0.25)
+    assert fewest.of_fewest and abs(fewest.delta - 0.05) < 1e-3
+    v, _ = verdicts.decide(clear, N, fewest)
+    assert v.no_gain.holds is True and v.scale.holds is True
+    flat = doctored(+0.001, shift_below=+0.001)  # the fewest cost nothing: δ has no scale
+    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25) if False else
+                           verdicts.Margin(0.05, "0.05", of_fewest=True))
+    assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
+    noisy = doctored(+0.001, noise=0.3)  # δ below one model's resolution
+    v, _ = verdicts.decide(noisy, N, 0.01)
+    assert v.help.holds is None and v.help.facts.closed_by == "resolution"
+    seeds = Curves(grid=GRID, values=np.concatenate([clear.values, clear.values + 0.02,
+                                                     clear.values - 0.02 * (GRID > N)]),
+                   residual=np.concatenate([clear.residual] * 3), sign=1.0)
+    v, _ = verdicts.decide(seeds, N, 0.01)  # seeds disagree by about δ: too little power
+    assert v.same.holds is None and v.same.facts.closed_by == "power"
+    assert v.same.facts.needs is not None and v.same.facts.needs.of == "seeds"
+
+
+def test_the_residual_check_holds_fails_and_needs_two_values():
+    falling_ = doctored(0.0)
+    assert verdicts.decide(falling_, N, 0.01)[0].residual.holds is True
+    rising = Curves(GRID, falling_.values, falling_.residual[:, :, ::-1].copy(), 1.0)
+    assert verdicts.decide(rising, N, 0.01)[0].residual.holds is False
+    one = Curves(GRID, falling_.values[:, :1], falling_.residual[:, :1], 1.0)
+    assert verdicts.falling(one, N)[0].facts.closed_by == "count"
+    sick = verdicts.decide(falling_, N, 0.01, health=gates.undecided("diverged", "health"))[0]
+    assert sick.residual.holds is None and sick.residual.facts.closed_by == "health"
 
 
 def test_the_recommendation_follows_the_curve():

@@ -3,47 +3,16 @@ verdicts (doctored curves, no training); the chapter itself runs at smoke in tes
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from bank import diagnose_results
 
 from i2o import import_graph, profiles
-from i2o.chapter import Cost
-from i2o.chapters.diagnose import LABELS, MODELS, claims, runs
+from i2o.chapters.diagnose import MODELS, claims, runs
 from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
-from i2o.diagnose import Curves, from_curves
-from i2o.diagnose.metrics import resolve
 from i2o.job import Job
 from i2o.prose import conclusions
 
-GRID = np.arange(1, 13)
-
-
-def curves(shift: float, n: int = 500) -> Curves:
-    """Test accuracies: 50 % at N = 4, 0 below 3; above N a fraction |shift| of the examples
-    turns right (shift > 0) or wrong (shift < 0)."""
-    rng = np.random.default_rng(0)
-    base = np.broadcast_to((rng.uniform(size=(1, n, 1)) < 0.5).astype(float), (1, n, GRID.size))
-    flip = rng.uniform(size=(1, n, GRID.size)) < abs(shift)
-    values = np.where(flip & (GRID > 4)[None, None, :], float(shift > 0), base)
-    values[:, :, GRID < 3] = 0.0
-    return Curves(GRID, values, np.broadcast_to(1.0 / GRID, values.shape).copy(), 1.0)
-
-
-def training(level: float, n: int = 100) -> Curves:
-    values = np.full((1, n, GRID.size), 1.0)
-    values[:, int(level * n):, :] = 0.0
-    return Curves(GRID, values, np.ones_like(values), 1.0)
-
-
-def results(shift: float, fits: bool = True) -> runs.DiagnoseResults:
-    accuracy = resolve("accuracy")
-    diagnoses = {m: from_curves(curves(shift), training(1.0 if fits else 0.3),
-                                name=LABELS[m], metric=accuracy, train_iters=4, margin=0.02,
-                                fit=0.9) for m in MODELS}
-    record = {"parameters": 10, "train_seconds": 1.0, "sweep_seconds": 1.0, "solves": 2}
-    return runs.DiagnoseResults(diagnoses=diagnoses, records={m: record for m in MODELS},
-                                params=profiles.resolve("diagnose", "smoke"),
-                                cost=Cost(1.0, 2, 0))
+results = diagnose_results
 
 
 @pytest.mark.parametrize(("shift", "says"), [
@@ -63,9 +32,11 @@ def test_the_prose_follows_the_verdicts(shift, says):
 def test_the_rows_are_the_diagnoses_rows_by_id():
     found = results(+0.3)
     table = claims.claims(found)
-    own = found.diagnoses["mdeq"].claims("diagnose", "smoke").rows
+    own = found.diagnoses["mdeq"].claims("diagnose", "smoke", "mdeq_", "mdeq").rows
     assert [table[f"mdeq_{key}"] for key in claims.ROWS] == own
-    assert table.rows == found.diagnoses["torchdeq"].claims("diagnose", "smoke").rows + own
+    assert {row.section for row in own} == {"mdeq"}
+    assert table.rows == found.diagnoses["torchdeq"].claims(
+        "diagnose", "smoke", "torchdeq_", "torchdeq").rows + own
 
 
 def test_a_model_that_does_not_fit_gets_no_verdict():

@@ -314,14 +314,17 @@ def test_one_claims_table_with_sections_and_its_conclusions():
         "MAML (N = 1)", "MAML (N = 1)", "iMAML (N = 1)", "iMAML (N = 1)",
         "MAML (N = 1, per_set_bn)", "MAML (N = 1, per_set_bn)", "MAML (N = 1, per_set_bn)",
         "iMAML (λ = 8)"]
-    assert all(r.check == "" and r.margin == "" and r.decided_by == "" for r in table.rows)
+    # one writer: each row's reason (quoting its measurement) in check, its section a field
+    assert all(r.check and r.value == "" and r.margin == "" and r.decided_by == ""
+               for r in table.rows)
+    assert {r.section for r in table.rows} <= set(table.facts["sections"])
     assert table.facts["sections"]["figure4"] == []
     assert table["ablation/maml-N1-per_set_bn-online-seed0/above-floor"].holds is True
     assert table["noise/usable-meta-gradient"].holds is True
     lines = prose.conclusions(table, "figure3", display=False).split("\n")
     assert lines[0] == f"- *{table.rows[0].claim}*: **holds** in this run."
     undecided = table.rows[2]  # iMAML trained 10 outer steps: not enough to decide
-    assert undecided.holds is None and "outer steps" in undecided.value
-    assert lines[2] == f"- *{undecided.claim}*: **is undecided** in this run ({undecided.value})."
+    assert undecided.holds is None and "outer steps" in undecided.check
+    assert lines[2] == f"- *{undecided.claim}*: **is undecided** in this run ({undecided.check})."
     assert prose.conclusions(table, "figure4", display=False) == (
         "- (no claim in this section for these parameters)")

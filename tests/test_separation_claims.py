@@ -49,9 +49,9 @@ def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
 
 def test_the_prose_gives_each_section_its_claims_as_bullets():
     table = Claims("separation", "quick")
-    table.add("A", True, "1 vs 2", id="sawtooth/a")
-    table.add("B", None, "too noisy", decided_by="quick", id="sawtooth/b")
-    table.add("C", False, "3 vs 1", id="gotu/c")
+    table.decide("A", (True, "1 vs 2"), "", id="sawtooth/a", section="sawtooth")
+    table.decide("B", (None, "too noisy"), "", id="sawtooth/b", section="sawtooth")
+    table.decide("C", (False, "3 vs 1"), "", id="gotu/c", section="gotu")
     assert prose.paragraphs(table, "sawtooth") == [
         "- A: **holds** — 1 vs 2.\n- B: is **undecided** — too noisy."]
     assert prose.paragraphs(table, "gotu") == ["- C: **fails** — 3 vs 1."]

@@ -6,16 +6,25 @@ small to decide), the measured number behind the verdict, which profile decides 
 regime/power ``check`` that allowed (or refused) the verdict, and the equivalence ``margin`` the
 predicate used (:mod:`i2o.gates`). The same rows are written to ``_build/claims/<figure>.json``;
 ``make claims`` prints them all.
+
+One writer records every row, :meth:`Claims.decide`: the reason of the verdict always goes to
+``check``, the measurement to ``value``, the section of the chapter to ``section`` (so that
+``robustness`` and ``compare`` can group rows), and the decision's typed facts
+(:class:`i2o.gates.Facts`: which gate closed, the models set aside, whether the regime was
+reached, what would decide it) to ``facts``, which is what the prose reads: no prose reads a
+reason's wording.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from i2o import locations
+from i2o.gates import Decision, Facts, as_decision
 
 
 @dataclass(frozen=True)
@@ -27,10 +36,18 @@ class Claim:
     decided_by: str = ""
     check: str = ""          # the regime/power check behind the verdict (or why there is none)
     margin: str = ""         # the margin δ of the predicate, with its unit ("" when none)
+    id: str = ""             # the row's name for the prose (unique in its table; "" unnamed)
+    section: str = ""        # the part of the chapter the row belongs to ("" for the whole)
+    facts: Facts = field(default_factory=Facts)
+
+    @property
+    def decision(self) -> Decision:
+        return Decision(self.holds, self.check, self.facts)
 
     def verdict(self) -> str:
         if self.holds is None:
-            return "undecided" + (f" (run {self.decided_by!r})" if self.decided_by else "")
+            return "undecided" + (f" (run {self.decided_by})" if self.decided_by.startswith(
+                "make ") else f" (run {self.decided_by!r})" if self.decided_by else "")
         return "holds" if self.holds else "fails"
 
 
@@ -45,15 +62,20 @@ class Claims:
     by_id: dict[str, Claim] = field(default_factory=dict)
     #: what the prose needs besides the rows (counts, sizes); never written to the JSON
     facts: dict[str, object] = field(default_factory=dict)
+    #: row id → the run that would decide that undecided row (:mod:`i2o.deciding`)
+    remedies: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "",
-            check: str = "", margin: str = "", id: str = "") -> Claim:
-        """Record a claim. ``holds=None`` says the profile that ran cannot decide it; then name
-        the profile that does in ``decided_by`` and/or the reason in ``check``. ``id`` names
-        the row for the prose (``claims[id]``); it is not part of the row."""
-        if holds is not None:
-            holds = bool(holds)
-        row = Claim(claim, holds, str(value), self.profile, decided_by, str(check), str(margin))
+    def decide(self, claim: str, decision: tuple[bool | None, str], value: str,
+               margin: str = "", decided_by: str = "", id: str = "", section: str = ""
+               ) -> Claim:
+        """Record a claim from a :class:`i2o.gates.Decision` (or a ``(verdict, reason)`` pair):
+        its verdict, its reason in ``check``, its facts; the measurement in ``value``. An
+        undecided row names the profile that decides it in ``decided_by`` when one does. ``id``
+        names the row for the prose (``claims[id]``); ``section`` the part of the chapter."""
+        decision = as_decision(decision)
+        row = Claim(
+            claim, decision.holds, str(value), self.profile, decided_by, decision.reason,
+            str(margin), id, section, decision.facts)
         self.rows.append(row)
         if id:
             if id in self.by_id:
@@ -61,11 +83,32 @@ class Claims:
             self.by_id[id] = row
         return row
 
-    def decide(self, claim: str, decision: tuple[bool | None, str], value: str,
-               margin: str = "", decided_by: str = "", id: str = "") -> Claim:
-        """Record a claim from a ``(verdict, reason)`` pair of :mod:`i2o.gates`."""
-        holds, reason = decision
-        return self.add(claim, holds, value, decided_by, reason, margin, id)
+    def add(self, claim: str, holds: bool | None, value: str, decided_by: str = "",
+            check: str = "", margin: str = "", id: str = "", section: str = "") -> Claim:
+        """:meth:`decide` with the verdict and its reason given apart."""
+        return self.decide(claim, Decision(holds, check), value, margin, decided_by, id, section)
+
+    def remedy(self, id: str, remedy: Any) -> None:
+        """Name the run that would decide the undecided row ``id`` (an :class:`i2o.deciding.
+        Remedy`): its command becomes the row's ``decided_by`` (so the JSON and ``make claims``
+        show it) and :func:`i2o.prose.conclusions` lists it with its cost."""
+        row = self.by_id[id]
+        if row.holds is not None:
+            raise ValueError(f"claim {id!r} is decided: nothing to remedy")
+        new = replace(row, decided_by=remedy.command())
+        self.rows[next(k for k, r in enumerate(self.rows) if r is row)] = new
+        self.by_id[id] = new
+        self.remedies[id] = remedy
+
+    def extend(self, other: Claims) -> None:
+        """Append ``other``'s rows (their ids must be new here)."""
+        for row in other.rows:
+            self.rows.append(row)
+            if row.id:
+                if row.id in self.by_id:
+                    raise ValueError(f"claim id {row.id!r} recorded twice in {self.figure!r}")
+                self.by_id[row.id] = row
+        self.remedies.update(other.remedies)
 
     def __getitem__(self, id: str) -> Claim:
         return self.by_id[id]

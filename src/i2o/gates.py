@@ -31,7 +31,8 @@ a difference of two means is Welch's, with Welch–Satterthwaite degrees of free
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -39,7 +40,102 @@ from scipy import stats
 #: Default confidence level of every interval (two one-sided tests at 5 %).
 LEVEL = 0.90
 
-Decision = tuple[bool | None, str]
+#: The gates that can close a claim, as :attr:`Facts.closed_by` names them.
+GATES = ("health", "fit", "count", "resolution", "power", "reference", "condition")
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What would decide an undecided verdict: about ``count`` independent ``of`` (seeds,
+    examples, seed pairs) at the spread measured."""
+
+    count: int
+    of: str
+
+    def describe(self) -> str:
+        return f"about {self.count:,} {self.of}"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a decision established besides its verdict, for the prose to read (never its
+    reason's wording).
+
+    Attributes:
+        closed_by: the gate that closed it (one of :data:`GATES`; ``""`` when none did).
+        not_fitting: the models a fit quorum set aside (named), when it opened without them.
+        regime_reached: whether the overparametrized regime was reached (``None``: not checked).
+        needs: what would decide it when undecided for want of power (``None``: unknown or not
+            a matter of count).
+    """
+
+    closed_by: str = ""
+    not_fitting: tuple[str, ...] = ()
+    regime_reached: bool | None = None
+    needs: Needs | None = None
+
+    def __post_init__(self) -> None:
+        if self.closed_by and self.closed_by not in GATES:
+            raise ValueError(f"closed_by must be one of {GATES}; got {self.closed_by!r}")
+
+    def merged(self, later: Facts) -> Facts:
+        """These facts with ``later``'s set fields over them (a gate's facts, then the
+        predicate's)."""
+        return Facts(closed_by=later.closed_by or self.closed_by,
+                     not_fitting=self.not_fitting + tuple(n for n in later.not_fitting
+                                                          if n not in self.not_fitting),
+                     regime_reached=(later.regime_reached if later.regime_reached is not None
+                                     else self.regime_reached),
+                     needs=later.needs or self.needs)
+
+
+class Decision(tuple):
+    """A verdict ``holds`` (``True`` / ``False`` / ``None``: undecided) with its ``reason`` and
+    typed :class:`Facts`; frozen. It unpacks as the pair ``(holds, reason)`` and equals that
+    pair, so ``holds, reason = decision`` reads it."""
+
+    facts: Facts
+
+    def __new__(cls, holds: bool | None, reason: str = "", facts: Facts | None = None
+                ) -> Decision:
+        if holds is not None:
+            holds = bool(holds)
+        made = super().__new__(cls, (holds, str(reason)))
+        object.__setattr__(made, "facts", facts if facts is not None else Facts())
+        return made
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Decision is frozen")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Decision, (self[0], self[1], self.facts)
+
+    @property
+    def holds(self) -> bool | None:
+        return self[0]
+
+    @property
+    def reason(self) -> str:
+        return self[1]
+
+    def with_facts(self, **changes: Any) -> Decision:
+        return Decision(self[0], self[1], replace(self.facts, **changes))
+
+    def __repr__(self) -> str:
+        return f"Decision({self[0]!r}, {self[1]!r}, {self.facts!r})"
+
+
+def as_decision(value: tuple[bool | None, str]) -> Decision:
+    """``value`` as a :class:`Decision` (a plain ``(holds, reason)`` pair gets no facts)."""
+    if isinstance(value, Decision):
+        return value
+    holds, reason = value
+    return Decision(holds, reason)
+
+
+def undecided(reason: str, by: str, needs: Needs | None = None, **facts: Any) -> Decision:
+    """An undecided verdict: gate ``by`` (one of :data:`GATES`) closed, for ``reason``."""
+    return Decision(None, reason, Facts(closed_by=by, needs=needs, **facts))
 
 
 def relative_margin(fraction: float, reference: float) -> float:
@@ -115,20 +211,37 @@ def from_se(mean: float, se: float, n: int, over: str = "examples",
     return Interval(float(mean), float(mean) - half, float(mean) + half, int(n), over, level)
 
 
-def needed(ci: Interval, boundaries: Sequence[float]) -> str:
+def needs(ci: Interval, boundaries: Sequence[float]) -> Needs | None:
     """What would decide an interval that contains a boundary: the number of ``ci.over`` at which
     an interval of the same spread (half-width ∝ 1/√n) would clear the boundary nearest its mean,
-    ``n × (half-width / |mean − boundary|)²``; a mean on the boundary cannot be decided by more
-    values of the same spread."""
+    ``n × (half-width / |mean − boundary|)²``; ``None`` when no number would (a mean on the
+    boundary) or when it is not more than ``ci.n``."""
+    half = (ci.hi - ci.lo) / 2
+    gap = min(abs(ci.mean - b) for b in boundaries)
+    if not np.isfinite(half) or half <= 0 or gap <= 1e-12 * max(1.0, half):
+        return None
+    n = int(np.ceil(ci.n * (half / gap) ** 2))
+    return Needs(n, ci.over) if n > ci.n else None
+
+
+def needed(ci: Interval, boundaries: Sequence[float]) -> str:
+    """:func:`needs` as the end of a reason: ``"; at this spread about 12 seeds (now 3) would
+    decide it"`` (or that a mean on the boundary cannot be decided; ``""`` otherwise)."""
     half = (ci.hi - ci.lo) / 2
     gap = min(abs(ci.mean - b) for b in boundaries)
     if not np.isfinite(half) or half <= 0:
         return ""
     if gap <= 1e-12 * max(1.0, half):
         return f"; its mean lies on the boundary: no number of {ci.over} would decide it"
-    n = int(np.ceil(ci.n * (half / gap) ** 2))
-    return (f"; at this spread about {n:,} {ci.over} (now {ci.n}) would decide it"
-            if n > ci.n else "")
+    found = needs(ci, boundaries)
+    return f"; at this spread {found.describe()} (now {ci.n}) would decide it" if found else ""
+
+
+def _straddles(ci: Interval, text: str, boundaries: Sequence[float]) -> Decision:
+    """Undecided for want of power: ``ci`` contains a boundary; the facts say what would decide
+    it."""
+    return Decision(None, f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] {text}"
+                    + needed(ci, boundaries), Facts(needs=needs(ci, boundaries)))
 
 
 def _margin(margin: float) -> float:
@@ -141,64 +254,58 @@ def equivalent(ci: Interval, margin: float) -> Decision:
     """Holds when the interval lies inside ``(−δ, δ)``; fails when it lies entirely outside."""
     d = _margin(margin)
     if -d < ci.lo and ci.hi < d:
-        return True, f"CI inside ±{d:g}"
+        return Decision(True, f"CI inside ±{d:g}")
     if ci.lo >= d or ci.hi <= -d:
-        return False, f"CI entirely outside ±{d:g}"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] straddles ±{d:g}"
-                  + needed(ci, (-d, d)))
+        return Decision(False, f"CI entirely outside ±{d:g}")
+    return _straddles(ci, f"straddles ±{d:g}", (-d, d))
 
 
 def above(ci: Interval, margin: float) -> Decision:
     """Holds when ``lo > δ`` (the quantity exceeds δ); fails when ``hi < δ``."""
     d = _margin(margin)
     if ci.lo > d:
-        return True, f"CI above +{d:g}"
+        return Decision(True, f"CI above +{d:g}")
     if ci.hi < d:
-        return False, f"CI below +{d:g}"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
-                  + needed(ci, (d,)))
+        return Decision(False, f"CI below +{d:g}")
+    return _straddles(ci, f"contains +{d:g}", (d,))
 
 
 def not_above(ci: Interval, margin: float) -> Decision:
     """Holds when ``hi < δ`` (the quantity is at most δ); fails when ``lo > δ``."""
     d = _margin(margin)
     if ci.hi < d:
-        return True, f"CI below +{d:g}"
+        return Decision(True, f"CI below +{d:g}")
     if ci.lo > d:
-        return False, f"CI above +{d:g}"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains +{d:g}"
-                  + needed(ci, (d,)))
+        return Decision(False, f"CI above +{d:g}")
+    return _straddles(ci, f"contains +{d:g}", (d,))
 
 
 def not_below(ci: Interval, margin: float) -> Decision:
     """Holds when ``lo > −δ`` (the quantity is at least −δ); fails when ``hi < −δ``."""
     d = _margin(margin)
     if ci.lo > -d:
-        return True, f"CI above −{d:g}"
+        return Decision(True, f"CI above −{d:g}")
     if ci.hi < -d:
-        return False, f"CI below −{d:g}"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains −{d:g}"
-                  + needed(ci, (-d,)))
+        return Decision(False, f"CI below −{d:g}")
+    return _straddles(ci, f"contains −{d:g}", (-d,))
 
 
 def positive(ci: Interval) -> Decision:
     """Holds when ``lo > 0``; fails when ``hi ≤ 0``."""
     if ci.lo > 0:
-        return True, "CI above 0"
+        return Decision(True, "CI above 0")
     if ci.hi <= 0:
-        return False, "CI at or below 0"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
-                  + needed(ci, (0.0,)))
+        return Decision(False, "CI at or below 0")
+    return _straddles(ci, "contains 0", (0.0,))
 
 
 def negative(ci: Interval) -> Decision:
     """Holds when ``hi < 0``; fails when ``lo ≥ 0``."""
     if ci.hi < 0:
-        return True, "CI below 0"
+        return Decision(True, "CI below 0")
     if ci.lo >= 0:
-        return False, "CI at or above 0"
-    return None, (f"too little power: CI [{ci.lo:+.3g}, {ci.hi:+.3g}] contains 0"
-                  + needed(ci, (0.0,)))
+        return Decision(False, "CI at or above 0")
+    return _straddles(ci, "contains 0", (0.0,))
 
 
 # -- gates --------------------------------------------------------------------------------------
@@ -215,7 +322,7 @@ def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
     for group, scores in train_scores.items():
         values = np.asarray(list(scores), dtype=float)
         if values.size == 0:
-            return None, f"no trained model in group {group!r}"
+            return undecided(f"no trained model in group {group!r}", "fit")
         bad = ~np.isfinite(values) | ((values < threshold) if higher_is_better
                                       else (values > threshold))
         finite = values[np.isfinite(values)]
@@ -228,8 +335,9 @@ def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
     sign = "≥" if higher_is_better else "≤"
     need = f"{criterion} {sign} {scale * threshold:g}{unit}"
     if failing:
-        return None, f"model does not fit its training set: {'; '.join(failing)} (needs {need})"
-    return True, f"fit: every model {need} (worst: {', '.join(lowest)})"
+        return undecided(f"model does not fit its training set: {'; '.join(failing)} (needs "
+                         f"{need})", "fit")
+    return Decision(True, f"fit: every model {need} (worst: {', '.join(lowest)})")
 
 
 def fit_quorum(train_scores: Mapping[str, Sequence[float]], threshold: float, quorum: int,
@@ -268,25 +376,31 @@ def fit_quorum(train_scores: Mapping[str, Sequence[float]], threshold: float, qu
             short.append(group)
     left = f" (not fitting: {', '.join(missing)})" if missing else ""
     if short:
-        return (None, f"too few models fit their training set ({need}; needs {quorum} per "
-                      f"group): {', '.join(counts)}{left}"), masks
-    return (True, f"fit: {', '.join(counts)} models reach {need} (needs {quorum} per group; the "
-                  f"claims use these){left}"), masks
+        return undecided(f"too few models fit their training set ({need}; needs {quorum} per "
+                      f"group): {', '.join(counts)}{left}", "fit",
+                      not_fitting=tuple(missing)), masks
+    return Decision(True, f"fit: {', '.join(counts)} models reach {need} (needs {quorum} per "
+                          f"group; the claims use these){left}",
+                    Facts(not_fitting=tuple(missing))), masks
 
 
 def resolves(margin: float, resolution: float, margin_text: str = "",
-             resolution_text: str = "") -> Decision:
+             resolution_text: str = "", n: int = 0, of: str = "examples") -> Decision:
     """Open when a margin ``δ`` is at least the ``resolution`` of the measurement it is applied
     to (e.g. the standard error of one accuracy on the test set): below it, a difference of ``δ``
-    cannot be told from measurement noise and a comparison against ``δ`` cannot fail."""
+    cannot be told from measurement noise and a comparison against ``δ`` cannot fail. When the
+    resolution is a standard error over ``n`` values ``of`` something (examples), a closed gate's
+    facts say how many would bring it down to ``δ``: ``n × (resolution / δ)²``."""
     if not resolution >= 0:
         raise ValueError(f"resolution must be ≥ 0; got {resolution!r}")
     what = f"δ = {margin:.3g}" + (f" ({margin_text})" if margin_text else "")
     floor = f"{resolution:.3g}" + (f" ({resolution_text})" if resolution_text else "")
     if margin > 0 and margin >= resolution:
-        return True, f"discriminates: {what} ≥ resolution {floor}"
-    return None, (f"cannot discriminate: {what} is below the resolution {floor}, so the "
-                  "comparison could not fail")
+        return Decision(True, f"discriminates: {what} ≥ resolution {floor}")
+    more = (Needs(int(np.ceil(n * (resolution / margin) ** 2)), of)
+            if n > 0 and margin > 0 else None)
+    return undecided(f"cannot discriminate: {what} is below the resolution {floor}, so the "
+                     "comparison could not fail", "resolution", more)
 
 
 def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
@@ -298,11 +412,12 @@ def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
         raise ValueError(f"ratio must be > 0; got {ratio!r}")
     half = (ci.hi - ci.lo) / 2
     if half <= ratio * d:
-        return True, f"powered: CI half-width {half:.3g} ≤ {ratio:g} × δ = {ratio * d:.3g}"
+        return Decision(True, f"powered: CI half-width {half:.3g} ≤ {ratio:g} × δ = "
+                              f"{ratio * d:.3g}")
     n = int(np.ceil(ci.n * (half / (ratio * d)) ** 2))
-    return None, (f"too little power: CI half-width {half:.3g} > {ratio:g} × δ = "
+    return undecided(f"too little power: CI half-width {half:.3g} > {ratio:g} × δ = "
                   f"{ratio * d:.3g} over {ci.n} {ci.over}; at this spread about {n:,} "
-                  f"{ci.over} would give it")
+                  f"{ci.over} would give it", "power", Needs(n, ci.over))
 
 
 def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
@@ -311,33 +426,36 @@ def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
     bad = [f"{group} #{i}: {reason}" for group, reasons in flags.items()
            for i, reason in enumerate(reasons) if reason]
     if bad:
-        return None, "training diverged: " + "; ".join(bad)
-    return True, "no model diverged"
+        return undecided("training diverged: " + "; ".join(bad), "health")
+    return Decision(True, "no model diverged")
 
 
 def combine(*gates: Decision) -> Decision:
-    """All gates open → ``(True, reasons joined)``; else the first closed gate's reason."""
-    for opened, reason in gates:
-        if opened is not True:
-            return None, reason
-    return True, "; ".join(reason for _, reason in gates)
+    """All gates open → ``(True, reasons joined)`` with their facts merged; else the first closed
+    gate, undecided, with its reason and facts."""
+    facts = Facts()
+    for gate in map(as_decision, gates):
+        if gate.holds is not True:
+            return Decision(None, gate.reason, facts.merged(gate.facts))
+        facts = facts.merged(gate.facts)
+    return Decision(True, "; ".join(reason for _, reason in gates), facts)
 
 
 def decide(gate: Decision, predicate: Decision) -> Decision:
     """The verdict of a claim: ``None`` with the gate's reason when it is closed, otherwise the
     predicate's decision (its reason prefixed by the gate's)."""
-    opened, why = gate
-    if opened is not True:
-        return None, why
-    holds, because = predicate
-    return holds, f"{why}; {because}"
+    gate, predicate = as_decision(gate), as_decision(predicate)
+    if gate.holds is not True:
+        return Decision(None, gate.reason, gate.facts)
+    return Decision(predicate.holds, f"{gate.reason}; {predicate.reason}",
+                    gate.facts.merged(predicate.facts))
 
 
 def enough(count: int, needed: int, opened: str, closed: str) -> Decision:
     """Open when there are at least ``needed`` independent values to decide on (e.g. two seeds
     for an interval over seeds): ``(True, opened)`` when ``count ≥ needed``, else
     ``(None, closed)``; the caller's texts say what was counted."""
-    return condition(count >= needed, closed, opened)
+    return condition(count >= needed, closed, opened, by="count")
 
 
 _RELATIONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
@@ -360,12 +478,12 @@ def compare(value: float | Sequence[float] | np.ndarray, relation: str,
     sign = _RELATION_SIGNS[relation]
     if values.ndim == 0:
         shown = f"{values.item():.3g}"
-        return (True, f"{shown} {sign} {bound:g}") if bool(met) else (
-            False, f"{shown} is not {sign} {bound:g}")
+        return (Decision(True, f"{shown} {sign} {bound:g}") if bool(met) else
+                Decision(False, f"{shown} is not {sign} {bound:g}"))
     failing = int(values.size - np.count_nonzero(met))
     if failing == 0:
-        return True, f"all {values.size} values {sign} {bound:g}"
-    return False, f"{failing} of {values.size} values not {sign} {bound:g}"
+        return Decision(True, f"all {values.size} values {sign} {bound:g}")
+    return Decision(False, f"{failing} of {values.size} values not {sign} {bound:g}")
 
 
 def describe_significant(ci: Interval) -> str:
@@ -387,22 +505,23 @@ def lower_than(a: Iterable[float], b: Iterable[float], fraction: float,
     means, the interval (:func:`describe_significant`) and δ, then why an undecided one is."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     means = f"{np.mean(x):.4g} vs {np.mean(y):.4g}"
-    opened, closed = enough(min(len(x), len(y)), 2, "", f"{means}; needs ≥ 2 {over}")
-    if opened is not True:
-        return None, closed
+    count = enough(min(len(x), len(y)), 2, "", f"{means}; needs ≥ 2 {over}")
+    if count.holds is not True:
+        return count
     ci = difference(y, x, over)
     margin = relative_margin(fraction, max(abs(float(np.mean(x))), abs(float(np.mean(y)))))
     text = f"{means} (difference {describe_significant(ci)}, margin {margin:.2g})"
-    holds, reason = above(ci, margin) if margin > 0 else positive(ci)
-    return holds, text if holds is not None else f"{text}; {reason}"
+    found = above(ci, margin) if margin > 0 else positive(ci)
+    return Decision(found.holds, text if found.holds is not None else f"{text}; {found.reason}",
+                    found.facts)
 
 
-def condition(ok: bool, closed: str, opened: str = "") -> Decision:
+def condition(ok: bool, closed: str, opened: str = "", by: str = "condition") -> Decision:
     """The general gate: open ``(True, opened)`` when the caller's condition ``ok`` holds,
     closed ``(None, closed)`` otherwise; for a criterion none of the gates above states (a
     training budget, a share of diverged runs, a reference that was computed). The caller's texts
-    say what was required."""
-    return (True, opened) if bool(ok) else (None, closed)
+    say what was required; ``by`` names the gate in the facts (:data:`GATES`)."""
+    return Decision(True, opened) if bool(ok) else Decision(None, closed, Facts(closed_by=by))
 
 
 def gated(checks: Iterable[Decision], predicate: Callable[[], Decision]) -> Decision:
@@ -411,10 +530,13 @@ def gated(checks: Iterable[Decision], predicate: Callable[[], Decision]) -> Deci
     starts with the gate's, for a claim whose text states only what was measured). ``checks`` may
     be a generator: a gate after a closed one is not evaluated, nor is the predicate, which may
     rely on what the gates guarantee (finite values, a reached count)."""
-    for opened, reason in checks:
-        if opened is not True:
-            return None, reason
-    return predicate()
+    facts = Facts()
+    for gate in map(as_decision, checks):
+        if gate.holds is not True:
+            return Decision(None, gate.reason, facts.merged(gate.facts))
+        facts = facts.merged(gate.facts)
+    found = as_decision(predicate())
+    return Decision(found.holds, found.reason, facts.merged(found.facts))
 
 
 def rank_correlation(rho: float, threshold: float, tolerance: float = 1e-9) -> Decision:
@@ -431,11 +553,11 @@ def rank_correlation(rho: float, threshold: float, tolerance: float = 1e-9) -> D
     else:
         holds, fails = rho >= threshold - tolerance, rho <= -threshold + tolerance
     if holds:
-        return True, f"ρ = {rho:.2f} reaches {threshold:g}"
+        return Decision(True, f"ρ = {rho:.2f} reaches {threshold:g}")
     if fails:
-        return False, f"ρ = {rho:.2f} reaches {-threshold:g}, the opposite ordering"
-    return None, (f"ρ = {rho:.2f} is between {threshold:g} and {-threshold:g}: the ordering is "
-                  "not told from a random one")
+        return Decision(False, f"ρ = {rho:.2f} reaches {-threshold:g}, the opposite ordering")
+    return Decision(None, f"ρ = {rho:.2f} is between {threshold:g} and {-threshold:g}: the "
+                          "ordering is not told from a random one")
 
 
 def symmetric_gate(subject: bool, reference: bool, predicate: Callable[[], Decision],
@@ -449,20 +571,22 @@ def symmetric_gate(subject: bool, reference: bool, predicate: Callable[[], Decis
     predicate (a :func:`gated` gate before it closes with ``None``); the predicate is called only
     when both qualify."""
     if subject and reference:
-        return predicate()
+        return as_decision(predicate())
     if reference:
-        return False, fails
-    return None, closed if subject else neither
+        return Decision(False, fails)
+    return Decision(None, closed if subject else neither, Facts(closed_by="fit"))
 
 
 def all_of(decisions: Iterable[Decision], separator: str = "; ") -> Decision:
     """A claim made of several parts (one comparison per comparator, per problem, per setting):
     fails when one part fails, holds when every part holds (so a claim of no parts holds),
     undecided otherwise; the reason is the parts' reasons joined by ``separator``, in order."""
-    verdicts, reasons = [], []
-    for holds, reason in decisions:
-        verdicts.append(holds)
-        reasons.append(reason)
+    verdicts, reasons, facts = [], [], Facts()
+    for part in map(as_decision, decisions):
+        verdicts.append(part.holds)
+        reasons.append(part.reason)
+        facts = facts.merged(part.facts)
     if any(v is False for v in verdicts):
-        return False, separator.join(reasons)
-    return (True if all(v is True for v in verdicts) else None), separator.join(reasons)
+        return Decision(False, separator.join(reasons), facts)
+    return Decision(True if all(v is True for v in verdicts) else None, separator.join(reasons),
+                    facts)

@@ -6,7 +6,8 @@ chapter's ``prose`` module (``<package>.prose``, found through the manifest like
 built with :func:`sentence`: one text for a claim that holds, one for a claim that fails, and for
 an undecided claim a sentence that says so and gives the reason the claim row carries (its
 ``check``). Sentences are joined with :func:`paragraph`; :func:`conclusions` shows the result
-(Markdown in a notebook, text elsewhere).
+(Markdown in a notebook, text elsewhere), followed by the runs that would decide the rows left
+open (:func:`remedies`).
 """
 
 from __future__ import annotations
@@ -54,5 +55,19 @@ def conclusions(claims: Claims, section: str = "", display: bool = True) -> str:
     ``display``; returned."""
     package = profiles.entry(claims.figure)["package"]
     writer = importlib.import_module(f"{package}.prose")
-    text = "\n\n".join(p for p in writer.paragraphs(claims, section) if p and p.strip())
+    parts = [p for p in writer.paragraphs(claims, section) if p and p.strip()]
+    parts.append(remedies(claims, section))
+    text = "\n\n".join(p for p in parts if p)
     return show(text) if display else text
+
+
+def remedies(claims: Claims, section: str = "") -> str:
+    """The runs that would decide the rows this run left open (of ``section`` only, when given),
+    as a Markdown list (:mod:`i2o.deciding`); ``""`` when there are none."""
+    lines = [f"- *{claims[id].claim}*: {remedy.describe()}"
+             for id, remedy in claims.remedies.items()
+             if not section or claims[id].section == section]
+    if not lines:
+        return ""
+    return ("**What would decide the rows this run leaves open**, at the spread it measured:\n"
+            + "\n".join(lines))

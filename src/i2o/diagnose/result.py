@@ -72,44 +72,54 @@ class Diagnosis:
             return f"{100 * value:.1f} %"
         return f"{value:.4g}"
 
-    def claims(self, figure: str = "diagnose", profile: str = "") -> Claims:
-        """The verdicts as an :class:`i2o.claims.Claims` table (one row per verdict)."""
+    def claims(self, figure: str = "diagnose", profile: str = "", prefix: str = "",
+               section: str = "") -> Claims:
+        """The verdicts as an :class:`i2o.claims.Claims` table, one row per verdict, recorded
+        as ``<prefix>fit`` (with a fit criterion), ``help``, ``hurt``, ``same``, ``fewer``,
+        ``residual`` and ``recommendation``."""
         table = Claims(figure, profile)
-        v, d = self.verdicts, self.margin
-        margin = f"±{d:g} {self.metric}"
+        v = self.verdicts
+        margin = v.margin.text
         above = self.intervals["above"]
         best = max(above, key=lambda ci: ci.mean) if above else None
         worst = min(above, key=lambda ci: ci.mean) if above else None
         unit = f" ({self.metric}, improvement over N = {self.train_iters})"
+
+        def row(key: str, claim: str, decision: tuple[bool | None, str], value: str,
+                margin: str = "") -> None:
+            table.decide(claim, decision, value, margin, id=prefix + key, section=section)
+
         if self.fit is not None:
-            table.decide(f"{self.model}: fits its training data (the regime of the paper's "
-                         "claims)", (v.gate[0], v.gate[1]),
-                         "stated by the user" if self.fit == "stated" else
-                         f"training {self.metric} at N: {self._format(self.train_at_n)}")
-        table.decide(f"{self.model}: more iterations than N = {self.train_iters} help (by more "
-                     "than δ)", v.help, f"best: {best.describe(digits=4)}{unit}" if best else "—",
-                     margin)
-        table.decide(f"{self.model}: more iterations than N = {self.train_iters} hurt (by more "
-                     "than δ)", v.hurt, f"worst: {worst.describe(digits=4)}{unit}" if worst
-                     else "—", margin)
-        table.decide(f"{self.model}: more iterations than N = {self.train_iters} make no "
-                     "difference beyond δ", v.same,
-                     f"{len(above)} counts above N" if above else "—", margin)
+            row("fit", f"{self.model}: fits its training data (the regime of the paper's "
+                "claims)", v.gate, "stated by the user" if self.fit == "stated" else
+                f"training {self.metric} at N: {self._format(self.train_at_n)}")
+        row("help", f"{self.model}: more iterations than N = {self.train_iters} help (by more "
+            "than δ)", v.help, f"best: {best.describe(digits=4)}{unit}" if best else "—", margin)
+        row("hurt", f"{self.model}: more iterations than N = {self.train_iters} hurt (by more "
+            "than δ)", v.hurt, f"worst: {worst.describe(digits=4)}{unit}" if worst else "—",
+            margin)
+        row("same", f"{self.model}: more iterations than N = {self.train_iters} make no "
+            "difference beyond δ", v.same, f"{len(above)} counts above N" if above else "—",
+            margin)
         low = self.intervals["below"]
-        table.decide(f"{self.model}: fewer iterations ({self.grid[0]}) than N = "
-                     f"{self.train_iters} hurt", v.fewer,
-                     low[0].describe(digits=4) + unit if low else "—", "0")
+        row("fewer", f"{self.model}: fewer iterations ({self.grid[0]}) than N = "
+            f"{self.train_iters} hurt", v.fewer, (f"cost of N' = {self.grid[0]}: "
+                                                  + low[0].describe(digits=4) + unit)
+            if low else "—", "0")
         res = self.test.residual_mean()
         at_n, at_max = float(res[self.test.at(self.train_iters)]), float(res[-1])
-        table.add(f"Sanity check, {self.model}: the solver keeps converging beyond N (relative "
-                  "residual of the returned iterate lower at the largest N')", at_max < at_n,
-                  f"{at_n:.3g} at N = {self.train_iters}, {at_max:.3g} at N' = {self.grid[-1]}",
-                  check="one measurement, no interval")
+        falling = self.intervals.get("residual", [])
+        row("residual", f"Sanity check, {self.model}: the solver keeps converging beyond N "
+            "(relative residual lower at the largest N')", v.residual,
+            (f"log10(residual at N' = {self.grid[-1]} / at N = {self.train_iters}): "
+             + (falling[0].describe(digits=2) if falling else "not computed")
+             + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"))
         r = self.recommendation
-        table.add(f"{self.model}: recommended test-time N' = {r.n}",
-                  True if r.decided else None, r.describe(self.train_iters),
-                  check="smallest N' whose CI against the best lies above −δ"
-                  + ("" if r.decided else "; a cheaper N' cannot be ruled out"), margin=margin)
+        row("recommendation", f"{self.model}: recommended test-time N' = {r.n}",
+            (True if r.decided else None,
+             "smallest N' whose CI against the best lies above −δ"
+             + ("" if r.decided else "; a cheaper N' cannot be ruled out")),
+            r.describe(self.train_iters), margin)
         return table
 
     def table(self) -> str:

@@ -1,26 +1,60 @@
-r"""The verdicts of a diagnosis and the recommended test-time ``N'``, decided by :mod:`i2o.gates`.
+r"""The book's one rule for its central question, decided by :mod:`i2o.gates`: do more (or fewer)
+test-time iterations than the training ``N`` help, hurt, or make no difference beyond a margin,
+and does the solver keep converging? The stability and deq_gaps chapters take their rows from
+here, and so do the diagnose chapter and ``python -m i2o.diagnose``.
 
-With ``I(N')`` the improvement of ``N'`` over the training count ``N`` (:mod:`.curves`; ``> 0``
-means better), ``[lo_{N'}, hi_{N'}]`` its confidence interval, ``δ > 0`` the margin (a difference
-that matters, in the metric's units) and ``A = {N' > N}`` the counts above ``N`` on the grid:
+With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` means better),
+``[lo_{N'}, hi_{N'}]`` its pointwise confidence interval at the level ``1 − α`` (90 %),
+``[lo*_{N'}, hi*_{N'}]`` the same widened by Bonferroni over the ``|A|`` counts
+``A = {N' > N}`` of the grid (level ``1 − α/|A|``), and ``δ > 0`` the margin:
 
-- **more iterations help**: holds when some ``N' ∈ A`` has ``lo > δ``; fails when every
-  ``N' ∈ A`` has ``hi < δ``; undecided otherwise;
-- **more iterations hurt**: holds when some ``N' ∈ A`` has ``hi < −δ``; fails when every one has
-  ``lo > −δ``; undecided otherwise;
-- **no difference beyond δ**: holds when every ``N' ∈ A`` has its interval inside ``(−δ, δ)``
-  (:func:`i2o.gates.equivalent`, an intersection–union test: no correction needed); fails when
-  one interval lies entirely outside; undecided otherwise;
-- **fewer iterations hurt**: at the smallest ``N' < N``, holds when ``hi < 0``
-  (:func:`i2o.gates.positive` on ``−I``), fails when ``lo ≥ 0``.
+- **more iterations help**: holds when some ``N' ∈ A`` has ``lo* > δ``; fails when every
+  ``N' ∈ A`` has ``hi < δ``; undecided otherwise. The paper's claim "more iterations bring no
+  improvement beyond δ" (**no gain**) is its negation: it holds where "help" fails and fails where
+  "help" holds;
+- **more iterations hurt**: holds when some ``N' ∈ A`` has ``hi* < −δ``; fails when every one has
+  ``lo > −δ``;
+- **no difference beyond δ**: holds when every ``N' ∈ A`` has ``(lo, hi)`` inside ``(−δ, δ)``;
+  fails when one has ``[lo*, hi*]`` entirely outside;
+- **fewer iterations hurt**: at the smallest ``N' < N``, holds when the interval of ``I(N, N')``
+  lies above 0, fails when it lies at or below 0;
+- **the residual keeps falling** (a sanity check of the solver, not a claim of the paper):
+  ``log10`` of the relative residual at the largest count over its value at ``N``, of the
+  solver's last iterate when stored (:meth:`.curves.Curves.falling`); holds when its interval lies
+  below 0, fails when it lies at or above 0.
 
-"Help" and "hurt" look for one count among ``|A|``: their intervals are widened by Bonferroni
-(level ``1 − (1 − level) / |A|``) so that the chance of a false "holds" stays at most
-``(1 − level) / 2`` over the whole grid.
+**Why these corrections.** A verdict that some count of ``A`` does something is a union over the
+counts: one interval in ``|A|`` clearing its bound by chance would decide it, so those intervals
+are widened by Bonferroni (no assumption on how the counts depend on each other, and the counts
+of one curve depend strongly). A verdict that every count does something is an intersection:
+each interval must clear its bound, and the chance that all do by chance is at most that of one,
+so the pointwise intervals suffice (an intersection–union test). The choice is made once, here,
+for every chapter and every user.
 
-The overall answer about more iterations (:func:`more_label`) is ``"help"`` when "help" holds (and
-notes a later "hurt"), else ``"hurt"`` when "hurt" holds, else ``"no difference"`` when that
-holds, else ``"undecided"``.
+**Intervals over seeds or over examples.** Over seeds whenever two or more trained models are
+given (a claim about training must average over what training draws), over the evaluation
+examples (paired differences) for one model (:meth:`.curves.Curves.improvement`).
+
+**The margin** (:class:`Margin`) is stated by the user, or pre-registered by a chapter as a
+fraction of a named reference effect measured in the same run: by default what the fewest
+iterations cost, ``I(N, min N')`` (:meth:`Margin.fewest`). The rows with a margin are decided only
+when (:func:`scale_gate`, in this order):
+
+1. the reference effect is established (for :meth:`Margin.fewest`: "fewer iterations hurt"
+   holds; a fraction of a cost that may be 0 is no margin);
+2. ``δ`` is at least the **resolution** of the measurement, one model's standard error over the
+   examples of a change between two counts (:meth:`.curves.Curves.resolution`): below it a
+   difference of ``δ`` cannot be told from evaluation noise and the comparison could not fail;
+3. the study has **power**: the widest pointwise interval over ``A`` has a half-width of at most
+   ``POWER_RATIO × δ`` (one half), so that no verdict hinges on the draw of seeds; otherwise it
+   is undecided with the number of seeds (or examples) that would give that width.
+
+The caller's gate (fit quorum, health) comes before all of them; a closed gate makes every row
+undecided with its reason and its typed facts (:class:`i2o.gates.Facts`).
+
+The overall answer about more iterations (:func:`more_label`) is ``"help"`` when "help" holds,
+else ``"hurt"`` when "hurt" holds, else ``"no difference"`` when that holds, else
+``"undecided"``.
 
 **Recommendation.** ``N_b`` is the count of the best mean metric. A count ``N'`` is *as good as
 the best* when the interval of ``I(N', N_b)`` lies above ``−δ`` (:func:`i2o.gates.not_below`).
@@ -34,6 +68,7 @@ the recommended count is as good as the best and every smaller count is decidedl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,64 +76,179 @@ import numpy as np
 
 from i2o import gates
 from i2o.diagnose.curves import Curves
+from i2o.gates import Decision
 
-Decision = gates.Decision
+#: A row with a margin is decided only when the widest interval it reads has a half-width of at
+#: most this fraction of δ (module docstring).
+POWER_RATIO = 0.5
+OPEN = Decision(True, "")
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The margin δ, in the metric's units, and what it is (``text``, for the claim row).
+
+    ``of_fewest``: δ is a fraction of what the fewest iterations cost, so it has a scale only
+    where that cost is established (module docstring)."""
+
+    delta: float
+    text: str
+    of_fewest: bool = False
+
+    @classmethod
+    def stated(cls, delta: float, unit: str = "") -> Margin:
+        """A margin the user states."""
+        return cls(float(delta), f"±{delta:g}" + (f" {unit}" if unit else "") + " (stated)")
+
+    @classmethod
+    def relative(cls, fraction: float, reference: float, named: str, unit: str = "",
+                 digits: int = 3) -> Margin:
+        """``δ = fraction × |reference|`` (:func:`i2o.gates.relative_margin`), ``named`` the
+        reference effect."""
+        delta = gates.relative_margin(fraction, reference)
+        shown = f"{{:.{digits}g}}"
+        return cls(delta, f"±{shown.format(delta)}" + (f" {unit}" if unit else "")
+                   + f" = {fraction:g} × {named} ({shown.format(abs(reference))})")
+
+    @classmethod
+    def fewest(cls, curves: Curves, train_iters: int, fraction: float, unit: str = "",
+               named: str = "") -> Margin:
+        """``δ = fraction × I(N, min N')``: a fraction of what the fewest iterations cost (the
+        mean over the models)."""
+        low = int(np.asarray(curves.grid)[0])
+        if low >= train_iters:
+            raise ValueError(f"no count below N = {train_iters} on the grid: what the fewest "
+                             "iterations cost is not measured")
+        cost = float(curves.sign * (curves.mean()[curves.at(train_iters)]
+                                    - curves.mean()[curves.at(low)]))
+        made = cls.relative(fraction, cost, named or f"what {low} iterations cost", unit)
+        return cls(made.delta, made.text, of_fewest=True)
 
 
 def _mark(ci: gates.Interval, n: int) -> str:
     return f"N'={n}: [{ci.lo:+.3g}, {ci.hi:+.3g}]"
 
 
-def help_beyond(cis: Sequence[gates.Interval], counts: Sequence[int], margin: float) -> Decision:
-    """Some count improves on ``N`` by more than δ (``lo > δ``); fails when all ``hi < δ``."""
+def _family(counts: Sequence[int]) -> str:
+    return f"Bonferroni over {len(counts)} counts"
+
+
+def _half(ci: gates.Interval) -> float:
+    return (ci.hi - ci.lo) / 2
+
+
+def _open(wide: gates.Interval, n: int, what: str, verb: str,
+          boundaries: tuple[float, ...]) -> Decision:
+    """Undecided for want of power, at the count ``n`` that blocks a verdict: its widened
+    interval contains a boundary; the facts say how many values would decide it."""
+    shown = " and ".join(f"{b:+g}" for b in boundaries)
+    return Decision(None, f"too little power: {what}; at N'={n} the simultaneous CI "
+                    f"[{wide.lo:+.3g}, {wide.hi:+.3g}] {verb} {shown}"
+                    + gates.needed(wide, boundaries),
+                    gates.Facts(needs=gates.needs(wide, boundaries)))
+
+
+def help_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count improves on ``N`` by more than δ (``lo* > δ``); fails when every ``hi < δ``."""
     d = float(margin)
-    if not cis:
-        return None, "no N' above N on the grid"
-    winners = [_mark(ci, n) for ci, n in zip(cis, counts, strict=True) if ci.lo > d]
+    if not counts:
+        return gates.undecided("no N' above N on the grid", "count")
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
     if winners:
-        return True, f"improvement CI above +{d:g} at {winners[0]}"
-    if all(ci.hi < d for ci in cis):
-        return False, f"every improvement CI below +{d:g}"
-    return None, f"too little power: no CI above +{d:g}, some contain it"
+        return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
+    if all(ci.hi < d for ci in plain):
+        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)")
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI above +{d:g}", "contains", (d,))
 
 
-def hurt_beyond(cis: Sequence[gates.Interval], counts: Sequence[int], margin: float) -> Decision:
-    """Some count is worse than ``N`` by more than δ (``hi < −δ``); fails when all ``lo > −δ``."""
+def hurt_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count is worse than ``N`` by more than δ (``hi* < −δ``); fails when every
+    ``lo > −δ``."""
     d = float(margin)
-    if not cis:
-        return None, "no N' above N on the grid"
-    losers = [_mark(ci, n) for ci, n in zip(cis, counts, strict=True) if ci.hi < -d]
+    if not counts:
+        return gates.undecided("no N' above N on the grid", "count")
+    losers = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.hi < -d]
     if losers:
-        return True, f"improvement CI below −{d:g} at {losers[0]}"
-    if all(ci.lo > -d for ci in cis):
-        return False, f"every improvement CI above −{d:g}"
-    return None, f"too little power: no CI below −{d:g}, some contain it"
+        return Decision(True, f"improvement CI below −{d:g} at {losers[0]} ({_family(counts)})")
+    if all(ci.lo > -d for ci in plain):
+        return Decision(False, f"every improvement CI above −{d:g} ({len(counts)} counts)")
+    k = int(np.argmin([ci.lo for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI below −{d:g}", "contains", (-d,))
 
 
-def no_difference(cis: Sequence[gates.Interval], counts: Sequence[int],
-                  margin: float) -> Decision:
-    """Every count's interval inside ``(−δ, δ)``; fails when one lies entirely outside."""
-    if not cis:
-        return None, "no N' above N on the grid"
-    decisions = [gates.equivalent(ci, margin) for ci in cis]
-    outside = [_mark(ci, n) for (ok, _), ci, n in zip(decisions, cis, counts, strict=True)
-               if ok is False]
+def no_difference(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
+                  counts: Sequence[int], margin: float) -> Decision:
+    """Every count's interval inside ``(−δ, δ)``; fails when one widened interval lies entirely
+    outside."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", "count")
+    outside = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True)
+               if ci.lo >= d or ci.hi <= -d]
     if outside:
-        return False, f"CI entirely outside ±{margin:g} at {outside[0]}"
-    if all(ok is True for ok, _ in decisions):
-        return True, f"every CI inside ±{margin:g} ({len(cis)} counts)"
-    open_ = [_mark(ci, n) for (ok, _), ci, n in zip(decisions, cis, counts, strict=True)
-             if ok is None]
-    return None, f"too little power: CI straddles ±{margin:g} at {open_[0]}"
+        return Decision(False, f"CI entirely outside ±{d:g} at {outside[0]} ({_family(counts)})")
+    decisions = [gates.equivalent(ci, d) for ci in plain]
+    if all(found.holds is True for found in decisions):
+        return Decision(True, f"every CI inside ±{d:g} ({len(counts)} counts)")
+    k = max((k for k, found in enumerate(decisions) if found.holds is not True),
+            key=lambda k: _half(wide[k]))
+    return _open(wide[k], counts[k], f"not every CI inside ±{d:g}", "straddles", (-d, d))
 
 
-def fewer_hurt(ci: gates.Interval | None, n: int | None) -> Decision:
-    """At the smallest count below ``N``: holds when ``I < 0`` surely (``hi < 0``)."""
-    if ci is None:
-        return None, "no N' below N on the grid"
-    loss = gates.Interval(-ci.mean, -ci.hi, -ci.lo, ci.n, ci.over, ci.level)
-    holds, why = gates.positive(loss)
-    return holds, f"loss from N'={n}: {why}"
+def no_gain(help_: Decision) -> Decision:
+    """"More iterations bring no improvement beyond δ": the negation of :func:`help_beyond`."""
+    help_ = gates.as_decision(help_)
+    holds = None if help_.holds is None else not help_.holds
+    return Decision(holds, help_.reason, help_.facts)
+
+
+def fewer_hurt(loss: gates.Interval | None, n: int | None) -> Decision:
+    """At the smallest count below ``N``: ``loss`` is the interval of ``I(N, n)``, what running
+    ``n`` iterations instead of ``N`` costs; holds when it lies above 0."""
+    if loss is None:
+        return gates.undecided("no N' below N on the grid", "count")
+    found = gates.positive(loss)
+    return Decision(found.holds, f"loss from N'={n}: {found.reason}", found.facts)
+
+
+def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
+            level: float = gates.LEVEL) -> tuple[Decision, gates.Interval | None]:
+    """The residual sanity check (module docstring), behind ``health``; and its interval."""
+    ratios, over = curves.falling(train_iters)
+    finite = ratios[np.isfinite(ratios)]
+    if finite.size < 2:
+        return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", "count"), None
+    ci = gates.interval(finite, over, level)
+    return gates.decide(health, gates.negative(ci)), ci
+
+
+def scale_gate(curves: Curves, train_iters: int, margin: Margin, fewer: Decision,
+               plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
+               ) -> Decision:
+    """Whether the rows with a margin can be decided: an established reference, a margin above
+    the resolution, enough power (module docstring)."""
+    parts = []
+    if margin.of_fewest:
+        parts.append(gates.condition(
+            fewer.holds is True,
+            "no scale for δ: its reference effect, what the fewest iterations cost, is not "
+            f"established ({fewer.reason or 'undecided'})",
+            "its reference effect is established (the fewest iterations cost)", by="reference"))
+    parts.append(gates.condition(margin.delta > 0 and math.isfinite(margin.delta),
+                                 f"no margin: δ = {margin.delta:g}", by="reference"))
+    resolution = curves.resolution(train_iters)
+    if math.isfinite(resolution):
+        parts.append(gates.resolves(
+            margin.delta, resolution, margin.text,
+            "one model's standard error over the examples of a change between two counts",
+            curves.n_examples))
+    if plain and power_ratio is not None and margin.delta > 0:
+        widest = max(plain, key=_half)
+        parts.append(gates.powered(widest, margin.delta, power_ratio))
+    return gates.combine(*parts)
 
 
 def more_label(help_: Decision, hurt: Decision, same: Decision) -> str:
@@ -167,43 +317,64 @@ def recommend(curves: Curves, train_iters: int, margin: float,
 
 @dataclass(frozen=True)
 class Verdicts:
-    """Every verdict of one diagnosis (each a ``(holds, reason)`` pair of :mod:`i2o.gates`),
-    already passed through the gate."""
+    """Every verdict of one diagnosis (each a :class:`i2o.gates.Decision`), already passed
+    through the gates: ``gate`` the caller's, ``scale`` :func:`scale_gate`'s (alone)."""
 
     gate: Decision
+    scale: Decision
     help: Decision
     hurt: Decision
     same: Decision
+    no_gain: Decision
     fewer: Decision
+    residual: Decision
     more: str
+    margin: Margin
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"more": self.more}
-        for name in ("gate", "help", "hurt", "same", "fewer"):
+        out: dict[str, object] = {"more": self.more, "margin": self.margin.delta,
+                                  "margin_text": self.margin.text}
+        for name in ("gate", "scale", "help", "hurt", "same", "no_gain", "fewer", "residual"):
             holds, why = getattr(self, name)
             out[name] = {"holds": holds, "reason": why}
         return out
 
 
-def decide(curves: Curves, train_iters: int, margin: float, gate: Decision = (True, "no gate"),
-           level: float = gates.LEVEL) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
-    """The verdicts of the module docstring, each passed through ``gate`` (a closed gate makes
-    them undecided, with its reason); also returns the intervals they used."""
-    if not margin > 0:
-        raise ValueError(f"the margin δ must be > 0; got {margin!r}")
+def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decision = OPEN,
+           level: float = gates.LEVEL, health: Decision = OPEN,
+           power_ratio: float | None = POWER_RATIO
+           ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
+    """The verdicts of the module docstring: the rows with a margin behind ``gate`` and
+    :func:`scale_gate`, "fewer iterations hurt" behind ``gate``, the residual check behind
+    ``health``. An open ``gate`` is stated once, in its own row, not in each verdict's reason
+    (which starts with the open scale gates' reasons); a closed one is each verdict's reason. Also
+    returns the intervals they read (``above`` pointwise,
+    ``above_simultaneous`` widened, ``below`` the cost of the fewest, ``residual``)."""
+    if not isinstance(margin, Margin):
+        if not margin > 0:
+            raise ValueError(f"the margin δ must be > 0; got {margin!r}")
+        margin = Margin.stated(float(margin))
+    gate = gates.as_decision(gate)
     grid = [int(n) for n in np.asarray(curves.grid)]
     above = [n for n in grid if n > train_iters]
     below = [n for n in grid if n < train_iters]
-    wide = 1.0 - (1.0 - level) / max(1, len(above))
-    plain_cis = curves.improvements(train_iters, above, level)
-    wide_cis = curves.improvements(train_iters, above, wide)
-    help_ = help_beyond(wide_cis, above, margin)
-    hurt = hurt_beyond(wide_cis, above, margin)
-    same = no_difference(plain_cis, above, margin)
-    low = curves.improvement(below[0], train_iters, level) if below else None
+    wide_level = 1.0 - (1.0 - level) / max(1, len(above))
+    plain = curves.improvements(train_iters, above, level)
+    wide = curves.improvements(train_iters, above, wide_level)
+    low = curves.improvement(train_iters, below[0], level) if below else None
     fewer = fewer_hurt(low, below[0] if below else None)
-    gated = [gates.decide(gate, d) for d in (help_, hurt, same, fewer)]
-    verdicts = Verdicts(gate=gate, help=gated[0], hurt=gated[1], same=gated[2], fewer=gated[3],
-                        more=more_label(gated[0], gated[1], gated[2]))
-    return verdicts, {"above": plain_cis, "above_simultaneous": wide_cis,
-                      "below": [low] if low is not None else []}
+    scale = scale_gate(curves, train_iters, margin, fewer, plain, power_ratio)
+    if gate.holds is not True:
+        help_ = hurt = same = Decision(None, gate.reason, gate.facts)
+    elif scale.holds is not True:
+        help_ = hurt = same = gates.combine(gate, scale)
+    else:
+        help_, hurt, same = (gates.decide(scale, rule(plain, wide, above, margin.delta))
+                             for rule in (help_beyond, hurt_beyond, no_difference))
+    residual, ci = falling(curves, train_iters, health, level)
+    verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
+                        no_gain=no_gain(help_), fewer=gates.gated([gate], lambda: fewer),
+                        residual=residual, more=more_label(help_, hurt, same), margin=margin)
+    return verdicts, {"above": plain, "above_simultaneous": wide,
+                      "below": [low] if low is not None else [],
+                      "residual": [ci] if ci is not None else []}

@@ -1,44 +1,30 @@
-"""The deq_gaps chapter's claims, decided by gated predicates (:mod:`i2o.gates`).
+"""The deq_gaps chapter's claims: the book's one rule (:mod:`i2o.diagnose.verdicts`) applied to
+each task's trained DEQs, gated by the task's fit criterion, plus the overparametrization sweep.
 
-For each task's trained DEQs and each data split, with ``gap(n) = P(n) − P(N)`` (lower is better,
-so a positive gap means worse than at the training N). On **test data** ``P`` is the task's metric
-(error, perplexity, −PSNR); on **training data** it is the training loss (cross-entropy, NLL, MSE):
-the quantity of Theorem 1, which can still move when the training error is already 0 %.
-
-- *fewer iterations hurt*: :func:`i2o.gates.positive` on the gap at the smallest count;
-- *more iterations bring no improvement beyond δ*: :func:`i2o.gates.not_below` on the most
-  negative gap over ``n > N`` (holds when its interval lies above ``−δ``, fails when it lies
-  below ``−δ``). Taking the most negative of several counts favours finding an improvement, so a
-  verdict "holds" is conservative;
-- *sanity check*: the relative residual of the **last** iterate (``trace_rel``) at the largest
-  count is below its value at ``N``: :func:`i2o.gates.negative` on the log10 ratio, over the
-  models (the models whose residual rose are named) or, for one model, over its evaluation
-  batches.
+For each task and data split the curves are :class:`i2o.diagnose.Curves` (lower is better): on
+**test data** the task's metric (error, perplexity, −PSNR); on **training data** the training
+loss (cross-entropy, NLL, MSE), the quantity of Theorem 1, which can still move when the training
+error is already 0 %. The rows "fewer iterations hurt", "more iterations than N bring no
+improvement beyond δ" and the residual sanity check are :func:`i2o.diagnose.verdicts.decide`'s,
+with its corrections, intervals and gates (resolution, power, an established reference effect).
 
 **Margins** are pre-registered fractions ``f = margin_fraction`` of a reference effect measured in
-the same run (the manifest gives the reason): on test data ``δ = f × |gap at the smallest
-count|`` (what running the fewest iterations costs); on training data ``δ = f × training loss at
-N`` (the most that more iterations could remove from a non-negative loss). A margin below the
-**resolution** of the measurement — the standard error over the evaluation examples of one
-model's change between two counts (:meth:`.curves.GapCurve.resolution`) — cannot be told from
-evaluation noise, so the claim is then undecided (:func:`i2o.gates.resolves`); so is a test-data
-claim whose reference effect is not itself established (:func:`reference_established`: the
-quick language model, which overfits its 20,000 characters, has its lowest test perplexity at 2–3
-iterations, so what the fewest cost is about 0 there, and δ with it); so is a claim
-whose interval is wider than ``POWER_RATIO × δ`` on either side (:func:`i2o.gates.powered`: with
-three seeds, an interval as wide as the margin decides or not by the draw of seeds, as the
-language model's did at replicates 0–2 before this rule).
+the same run (the manifest gives the reason): on test data what the fewest iterations cost
+(:meth:`i2o.diagnose.verdicts.Margin.fewest`: the quick language model, which overfits its 20,000
+characters, has its lowest test perplexity at 2–3 iterations, so that cost is not established
+there and the row stays undecided with that reason); on training data the training loss at N
+(the most that more iterations could remove from a non-negative loss).
 
 **Which models, which intervals.** The classifier and the language model are trained once per seed;
 their claims are decided on the seeds whose model fits its training set by the task's criterion
 (:func:`fit_check`) when at least ``fit_quorum`` do (:func:`i2o.gates.fit_quorum`; the others are
-named), with 90 % intervals (Student's t) **over those seeds**. The reconstruction networks are
-trained once: their intervals are over the **evaluation examples** (paired per-example
-differences), and their gate is that they *have learned* (training PSNR at least ``inv_fit_db``
-above the initial guess ``A⁺y``) — which is not the overparametrized regime of Theorem 1: whether
-that regime was reached (training PSNR above test PSNR, :func:`regime_check`) is stated with their
-claims. A model whose training diverged (:mod:`i2o.train.health`) makes its task's claims
-undecided.
+named), with intervals over those seeds. The reconstruction networks are trained once: their
+intervals are over the evaluation examples (paired per-example differences), and their gate is
+that they *have learned* (training PSNR at least ``inv_fit_db`` above the initial guess ``A⁺y``) —
+which is not the overparametrized regime of Theorem 1: whether that regime was reached (training
+PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows
+(:attr:`i2o.gates.Facts.regime_reached`). A model whose training diverged
+(:mod:`i2o.train.health`) makes its task's claims undecided.
 """
 
 from __future__ import annotations
@@ -49,11 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
+from i2o import deciding, gates
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.curves import GapCurve, pool_seeds
+from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
-from i2o.claims import Claim, Claims
+from i2o.claims import Claims
+from i2o.diagnose.curves import Curves
+from i2o.diagnose.verdicts import Margin, Verdicts, decide
 from i2o.train import health
 
 NAMES = {"classification": "CIFAR-10 MDEQ", "language": "language model",
@@ -61,22 +49,25 @@ NAMES = {"classification": "CIFAR-10 MDEQ", "language": "language model",
 #: task → (unit of the test metric, unit of the training loss)
 UNITS = {"classification": ("error points", "nats"), "language": ("perplexity", "nats/char"),
          "deq": ("dB", "MSE"), "elder": ("dB", "MSE")}
+#: task → (label of the test metric, label of the training loss)
+METRICS = {"classification": ("top-1 error (%)", "cross-entropy"),
+           "language": ("perplexity", "NLL (nats/char)"), "deq": ("−PSNR (dB)", "MSE"),
+           "elder": ("−PSNR (dB)", "MSE")}
 INVERSE = ("deq", "elder")
-#: a claim with a margin is decided only when its interval's half-width is at most this fraction
-#: of δ (:func:`i2o.gates.powered`): otherwise the verdict hinges on the draw of seeds
-POWER_RATIO = 0.5
 
 
-def fit_score(task: str, result: Mapping[str, Any], train: GapCurve,
-              train_loss: GapCurve) -> float:
+def fit_score(task: str, result: Mapping[str, Any], train: Curves, train_loss: Curves,
+              train_iters: int) -> float:
     """One model's fit score on its training examples at its training N: training accuracy
-    (classification), training NLL (language model), PSNR gain over ``A⁺y`` in dB (inverse)."""
+    (classification), training NLL (language model), PSNR gain over ``A⁺y`` in dB (inverse).
+    ``train`` and ``train_loss``: that model's curves of the task metric and the training loss
+    on its training data."""
+    at = train.at(train_iters)
     if task == "classification":
-        return 1.0 - float(train.value[train.at(train.train_iters)]) / 100.0
+        return 1.0 - float(train.mean()[at]) / 100.0
     if task == "language":
-        return float(train_loss.value[train_loss.at(train_loss.train_iters)])
-    return float(result["train_baseline_neg_psnr"]) - float(train.value[train.at(
-        train.train_iters)])
+        return float(train_loss.mean()[at])
+    return float(result["train_baseline_neg_psnr"]) - float(train.mean()[at])
 
 
 def fit_check(task: str, scores: Sequence[float], params: Mapping[str, Any],
@@ -129,80 +120,75 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
 
 
-def digits(curve: GapCurve) -> int:
-    """Decimals that show a gap on the scale of the curve's value at N (3 for values ≥ 0.1, more
-    for a training MSE of 1e-3, whose gaps would otherwise print as +0.000)."""
-    level = abs(float(curve.value[curve.at(curve.train_iters)]))
+def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates.Decision,
+               fraction: float, health: gates.Decision, train_iters: int
+               ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
+    """A split's two rows, "fewer iterations hurt" and "no improvement beyond δ", from the book's
+    rule (:func:`i2o.diagnose.verdicts.decide`): on test data ``δ`` is a fraction of what the
+    fewest iterations cost (:meth:`~i2o.diagnose.verdicts.Margin.fewest`), on training data of the
+    training loss at N (:meth:`~i2o.diagnose.verdicts.Margin.relative`)."""
+    name = NAMES[task]
+    metric_unit, loss_unit = UNITS[task]
+    data = "test data" if split == "test" else "training data (training loss)"
+    low = int(np.asarray(curves.grid)[0])
+    if split == "test":
+        margin = Margin.fewest(curves, train_iters, fraction, metric_unit,
+                               named=f"|gap at {low}|")
+    else:
+        level = float(curves.mean()[curves.at(train_iters)])
+        margin = Margin.relative(fraction, level, f"the training loss at N = {train_iters}",
+                                 loss_unit)
+    verdicts, intervals = decide(curves, train_iters, margin, gate, health=health)
+    scale = digits_of(curves, train_iters)
+    mean = curves.mean()
+    lowest = int(np.nanargmin(mean))
+    cost = intervals["below"][0]
+    label = METRICS[task][0 if split == "test" else 1]
+    few_v = (f"cost of {low} iterations: {cost.describe(digits=scale)} ({label}); lowest mean "
+             f"at {int(curves.grid[lowest])} iterations ({mean[lowest]:.3g}, "
+             f"{mean[curves.at(train_iters)]:.3g} at N)")
+    above = intervals["above"]
+    counts = [int(n) for n in np.asarray(curves.grid) if n > train_iters]
+    if above:
+        k = int(np.argmax([ci.mean for ci in above]))
+        more_v = (f"largest mean improvement above N, at {counts[k]}: "
+                  f"{above[k].describe(digits=scale)} ({len(counts)} counts above N)")
+    else:
+        more_v = "not computed"
+    table.decide(
+        f"{name}, {data}: fewer iterations ({low}) than in training (N = {train_iters}) hurt",
+        verdicts.fewer, few_v, "0", id=f"{task}_{split}_fewer_hurt", section=task)
+    table.decide(
+        f"{name}, {data}: more iterations than N bring no improvement beyond δ",
+        verdicts.no_gain, more_v, margin.text, id=f"{task}_{split}_no_gain", section=task)
+    return verdicts, intervals
+
+
+def digits_of(curves: Curves, train_iters: int) -> int:
+    """Decimals that show a change on the scale of the curve's value at N (3 for values ≥ 0.1,
+    more for a training MSE of 1e-3, whose changes would otherwise print as +0.000)."""
+    level = abs(float(curves.mean()[curves.at(train_iters)]))
     if not math.isfinite(level) or level == 0 or level >= 0.1:
         return 3
     return min(8, 2 - math.floor(math.log10(level)))
 
 
-def interval(curve: GapCurve, index: int) -> gates.Interval:
-    """The 90 % interval of ``curve.gap[index]`` over what ``curve`` is over (seeds or
-    examples)."""
-    return gates.from_se(float(curve.gap[index]), float(curve.gap_se[index]), int(curve.n),
-                         curve.over)
-
-
-def last_residuals(sweep: Mapping[str, Any], train_iters: int) -> tuple[float, float]:
-    """Mean last-iterate relative residual at ``N`` and at the largest count of a sweep."""
-    trace = np.asarray(sweep["trace_rel"], dtype=float)
-    return float(trace[:, train_iters].mean()), float(trace[:, -1].mean())
-
-
-def margin_of(curve: GapCurve, fraction: float, unit: str, split: str
-              ) -> tuple[float, str, gates.Decision]:
-    """The margin of "more iterations bring no improvement" and whether it clears the resolution.
-
-    - test data: ``δ = fraction × |gap at the smallest count|`` (what the fewest iterations cost);
-    - training data: ``δ = fraction × training loss at N`` (the most that more iterations could
-      remove from a non-negative loss).
-    """
-    if split == "test":
-        reference = float(curve.gap[0])
-        named = f"|gap at {int(curve.iterations[0])}|"
-    else:
-        reference = float(curve.value[curve.at(curve.train_iters)])
-        named = f"the training loss at N = {curve.train_iters}"
-    delta = gates.relative_margin(fraction, reference)
-    text = f"±{delta:.3g} {unit} = {fraction:g} × {named} ({abs(reference):.3g})"
-    resolution = curve.resolution()
-    if not math.isfinite(resolution):
-        return delta, text, (True, "resolution unknown")
-    return delta, text, gates.resolves(
-        delta, resolution, f"{fraction:g} × {named}",
-        "standard error of one model's change between two counts over the evaluation examples")
-
-
-def reference_established(fewer_hurt: gates.Decision) -> gates.Decision:
-    """On test data the margin is a fraction of what the fewest iterations cost: it has a scale
-    only where that cost is established (the "fewer iterations hurt" interval lies above 0).
-    Where the fewest iterations cost nothing measurable, or help, a fraction of it is no margin and
-    "no improvement beyond δ" stays undecided with that reason (:func:`i2o.gates.condition`)."""
-    return gates.condition(
-        fewer_hurt[0] is True,
-        "no scale for δ: its reference effect, what the fewest iterations cost on test data, is "
-        "not established (" + (fewer_hurt[1] or "undecided") + ")",
-        "its reference effect is established (the fewest iterations cost)")
-
-
 def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
-                curves: Mapping[str, Sequence[GapCurve]], params: Mapping[str, Any],
+                curves: Mapping[str, Curves], params: Mapping[str, Any], train_iters: int,
                 seeds: Sequence[int] | None = None) -> None:
-    """Add one task's rows (both splits) to ``table`` (ids ``<task>_<what>``).
+    """Add one task's rows (both splits and the residual check) to ``table`` (ids
+    ``<task>_<what>``, section ``<task>``).
 
     ``results``: the task's job results, one per model; ``curves``: ``"test"`` (task metric on
     test data), ``"train"`` (task metric on training data, for the fit) and ``"train_loss"``
-    (training loss on training data), one curve per model each.
+    (training loss on training data), each the :class:`i2o.diagnose.Curves` of every model.
     """
     name = NAMES[task]
-    metric_unit, loss_unit = UNITS[task]
     fraction = float(params["margin_fraction"])
     labels = [f"seed {s}" for s in seeds] if seeds is not None and len(seeds) == len(results) \
         else [f"#{i}" for i in range(len(results))]
-    scores = [fit_score(task, r, tr, tl) for r, tr, tl in
-              zip(results, curves["train"], curves["train_loss"], strict=True)]
+    scores = [fit_score(task, r, curves["train"].select([k]), curves["train_loss"].select([k]),
+                        train_iters) for k, r in enumerate(results)]
     fit, mask = fit_check(task, scores, params, labels)
     used = [i for i in range(len(results)) if mask[i]]
     flags = [health_check(task, results[i], scores[i]) for i in used]
@@ -210,107 +196,79 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
     parts = [healthy, fit]
     regime = ""
     if task in INVERSE:
-        reached, regime = regime_check(results[0], curves["test"][0].train_iters)
-        parts.append((True, regime))
+        reached, regime = regime_check(results[0], train_iters)
+        parts.append(gates.Decision(True, regime, gates.Facts(regime_reached=reached)))
+    if len(results) > 1:
+        parts.append(gates.enough(len(used), 2, f"{len(used)} fitting seeds",
+                                  "needs ≥ 2 fitting seeds for an interval over seeds"))
     gate = gates.combine(*parts)
     shown = ", ".join(f"{label} {s:.4g}" for label, s in zip(labels, scores, strict=True))
     what = (f"has learned (training PSNR ≥ A⁺y + {params['inv_fit_db']:g} dB, did not diverge; "
             "whether it is in the overparametrized regime is stated with it)" if task in INVERSE
             else "in the regime of the claims (fits its training set, did not diverge)")
-    table.add(
-        f"{name}: {what}", gate[0] is True,
-        f"fit score at N = {curves['test'][0].train_iters} per model: {shown}"
-        + (f"; {regime}" if regime else ""), check=gate[1], id=f"{task}_gate")
-    for split, data, key, unit in (("test", "test data", "test", metric_unit),
-                                   ("train", "training data (training loss)", "train_loss",
-                                    loss_unit)):
-        chosen = [curves[key][i] for i in used] or list(curves[key][:1])
-        curve = pool_seeds(chosen) if len(results) > 1 else chosen[0]
-        if len(results) > 1 and len(chosen) < 2:
-            few_d = more_d = (None, "needs ≥ 2 fitting seeds for an interval over seeds")
-            few_v = more_v = "not computed"
-            delta_text = f"{fraction:g} × |gap at the smallest count|"
-            resolved: gates.Decision = (True, "")
-        else:
-            few = interval(curve, 0)
-            lowest = int(np.nanargmin(curve.value))
-            few_d, few_v = gates.positive(few), (
-                f"gap at {int(curve.iterations[0])}: {few.describe(digits=digits(curve))} "
-                f"({curve.metric}); "
-                f"lowest mean {curve.metric} at {int(curve.iterations[lowest])} iterations "
-                f"({curve.value[lowest]:.3g}, {curve.value[curve.at(curve.train_iters)]:.3g} at N)")
-            delta, delta_text, resolved = margin_of(curve, fraction, unit, split)
-            if split == "test":
-                resolved = gates.combine(resolved, reference_established(few_d))
-            above = np.flatnonzero(curve.delta > 0)
-            if above.size:
-                best = int(above[np.nanargmin(curve.gap[above])])
-                more = interval(curve, best)
-                if resolved[0]:
-                    resolved = gates.combine(resolved, gates.powered(more, delta, POWER_RATIO))
-                more_d = gates.not_below(more, delta) if resolved[0] else resolved
-                more_v = (f"most negative gap above N, at {int(curve.iterations[best])}: "
-                          f"{more.describe(digits=digits(curve))} ({curve.metric})")
-            else:
-                more_d, more_v = (None, "no count above N"), "not computed"
-        table.decide(
-            f"{name}, {data}: fewer iterations ({int(curve.iterations[0])}) than in training "
-            f"(N = {curve.train_iters}) hurt", gates.decide(gate, few_d), few_v, "0",
-            id=f"{task}_{split}_fewer_hurt")
-        table.decide(
-            f"{name}, {data}: more iterations than N bring no improvement beyond δ",
-            gates.decide(gates.combine(gate, resolved), more_d), more_v, delta_text,
-            id=f"{task}_{split}_no_gain")
-    residual_claim(table, name, [results[i] for i in used or [0]],
-                   [labels[i] for i in used or [0]], curves["test"][0], healthy,
-                   id=f"{task}_residual")
-
-
-def residual_claim(table: Claims, name: str, results: Sequence[Mapping[str, Any]],
-                   labels: Sequence[str], curve: GapCurve, healthy: gates.Decision,
-                   id: str = "") -> Claim:
-    """The sanity check: log10 of the last-iterate residual at the largest count over its value
-    at N, negative (the solver keeps converging). With several models the interval is over the
-    models (each model's ratio of mean residuals; the models whose residual rose are named); with
-    one, over its evaluation batches (``trace_rel`` has one row per batch)."""
-    n, top = curve.train_iters, int(curve.iterations[-1])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if len(results) > 1:
-            ratios = np.array([math.log10(b / a) if a > 0 and b > 0 else math.nan
-                               for a, b in (last_residuals(r["test"], n) for r in results)])
-            over = "models"
-        else:
-            trace = np.asarray(results[0]["test"]["trace_rel"], dtype=float)
-            ratios = np.log10(trace[:, -1] / trace[:, n])
-            over = "evaluation batches"
-    finite = ratios[np.isfinite(ratios)]
-    rose = [f"{label} {x:+.2f}" for label, x in zip(labels, ratios, strict=False)
-            if over == "models" and x > 0]
-    if finite.size >= 2:
-        ci = gates.interval(finite, over)
-        decision = gates.decide(healthy, gates.negative(ci))
-        value = ci.describe(digits=2)
-    else:
-        decision, value = (None, f"needs ≥ 2 finite ratios over {over}"), "not computed"
-    return table.decide(
+    table.decide(
+        f"{name}: {what}", gates.Decision(gate.holds is True, gate.reason, gate.facts),
+        f"fit score at N = {train_iters} per model: {shown}"
+        + (f"; {regime}" if regime else ""), id=f"{task}_gate", section=task)
+    chosen = used or [0]
+    test = None
+    for split, key in (("test", "test"), ("train", "train_loss")):
+        found = split_rows(table, task, curves[key].select(chosen), split, gate, fraction,
+                           healthy, train_iters)
+        test = found if split == "test" else test
+    assert test is not None
+    verdicts, intervals = test
+    ratios, over = curves["test"].select(chosen).falling(train_iters)
+    rose = ([f"{labels[i]} {x:+.2f}" for i, x in zip(chosen, ratios, strict=True) if x > 0]
+            if over == "models" else [])
+    falling = intervals["residual"]
+    top = int(np.asarray(curves["test"].grid)[-1])
+    table.decide(
         f"Sanity check, {name}: the residual of the last iterate keeps decreasing beyond N",
-        decision, f"log10(last-iterate residual at {top} / at N = {n}): {value}"
-        + (f"; rose for {', '.join(rose)}" if rose else ""),
-        id=id)
+        verdicts.residual, f"log10(last-iterate residual at {top} / at N = {train_iters}): "
+        + (falling[0].describe(digits=2) if falling else "not computed")
+        + (f"; rose for {', '.join(rose)}" if rose else ""), id=f"{task}_residual", section=task)
+
+
+#: task → the parameter of its evaluation set (intervals over examples: more examples decide)
+EVAL_SIZES = {"classification": "cls_eval_size", "language": "lm_eval_windows",
+              "deq": "inv_eval_size", "elder": "inv_eval_size"}
+
+
+def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any]]],
+                  params: Mapping[str, Any]) -> None:
+    """For each row left undecided for want of seeds or examples, the run that would decide it
+    (:mod:`i2o.deciding`). More seeds train one more classifier and one more language model per
+    seed: the cost is their measured training time per seed; a larger evaluation set is not
+    costed (its time is not measured apart)."""
+    seeded = [task for task, found in results.items() if len(found) > 1]
+    per_seed = sum(float(np.mean([np.sum(r.get("history", {}).get("seconds", [np.nan]))
+                                  for r in results[task]])) for task in seeded)
+    for row in list(table.rows):
+        if row.section in EVAL_SIZES and row.holds is None and row.facts.needs is not None:
+            found = (deciding.more_seeds(FIGURE, params, row.facts.needs, per_seed)
+                     if row.section in seeded else None) or deciding.more_examples(
+                FIGURE, params, row.facts.needs, EVAL_SIZES[row.section])
+            if found is not None:
+                table.remedy(row.id, found)
 
 
 def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
-                 by_seed: Mapping[str, Mapping[str, Sequence[GapCurve]]],
+                 curves: Mapping[str, Mapping[str, Curves]], train_iters: Mapping[str, int],
                  overparam: Sequence[Mapping[str, Any]] = ()) -> Claims:
-    """The chapter's claims table, its rows recorded with ids (for :mod:`.prose`). ``by_seed``:
-    split (``test``, ``train``, ``train_loss``) → task → one curve per model."""
+    """The chapter's claims table, its rows recorded with ids (for :mod:`.prose`). ``curves``:
+    split (``test``, ``train``, ``train_loss``) → task → every model's curves; ``train_iters``:
+    task → its N."""
     table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
+    models = {}
     for task in NAMES:
         found = results[task]
-        per_model = list(found) if isinstance(found, list | tuple) else [found]
-        seeds = list(params.get("seeds", []))[:len(per_model)] or None
-        task_claims(table, task, per_model,
-                    {k: by_seed[k][task] for k in ("test", "train", "train_loss")}, params, seeds)
+        models[task] = list(found) if isinstance(found, list | tuple) else [found]
+        seeds = list(params.get("seeds", []))[:len(models[task])] or None
+        task_claims(table, task, models[task],
+                    {k: curves[k][task] for k in ("test", "train", "train_loss")}, params,
+                    int(train_iters[task]), seeds)
+    name_remedies(table, models, params)
     if len(overparam) > 1:
         add_overparam_claim(table, overparam, params)
     return table
@@ -360,6 +318,8 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
     gate = gates.fit_gate({f"{best['size']} images (best fit)": [reached[0][1]]},
                           float(params["cls_fit_accuracy"]))
     in_regime = [f"{size}" for size, acc in reached if acc >= float(params["cls_fit_accuracy"])]
+    table.facts["overparam_in_regime"] = {"threshold": 100 * float(params["cls_fit_accuracy"]),
+                                          "sizes": [int(size) for size in in_regime]}
     regime = (f"in the regime (training accuracy ≥ {100 * params['cls_fit_accuracy']:g} %): "
               + (", ".join(in_regime) + " images" if in_regime else "none"))
     (r_best, se_best, n_best), (r_worst, se_worst, n_worst) = (relative_increase(best),
@@ -424,4 +384,6 @@ def numbers(results: GapsResults) -> dict[str, Any]:
 
 def claims(results: GapsResults) -> Claims:
     """The chapter's claims table (:func:`claims_table`), its rows recorded with ids."""
-    return claims_table(results.params, results.results, results.by_seed, results.overparam)
+    return claims_table(results.params, results.results, results.curves,
+                        {task: curve.train_iters for task, curve in results.test.items()},
+                        results.overparam)

@@ -5,23 +5,20 @@ rate in %, perplexity, negative PSNR, negative mIoU, EPE, loss); the gap is 0 at
 positive gap means the model got worse. The residual ``‖f(z) − z‖ / ‖f(z)‖`` is drawn on a second
 axis to show that the solver keeps converging while the performance does not improve.
 
-A :class:`GapCurve` comes either from a sweep of the book's own DEQs
-(:func:`curve_from_sweep`, with standard errors over the evaluation set, the per-example
-differences being paired) or from the CSV files of the authors' evaluation scripts
+A :class:`GapCurve` is either the plotting view (:func:`view`) of the book's own DEQs' curves
+(:class:`i2o.diagnose.Curves`, the object the verdicts read, with standard errors over seeds or
+over the evaluation set) or read from the CSV files of the authors' evaluation scripts
 (:mod:`.authors_csv`, without standard errors); :func:`plot_gap` draws both the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-#: How per-example values become the reported performance:
-#: ``mean`` — their mean; ``percent`` — 100 × mean (0/1 errors → error rate in %);
-#: ``exp_mean`` — exp(mean) (per-token negative log-likelihoods → perplexity).
-TRANSFORMS = ("mean", "percent", "exp_mean")
+from i2o.diagnose.curves import TRANSFORMS, Curves, from_sweeps
 
 
 @dataclass(frozen=True)
@@ -84,14 +81,6 @@ class GapCurve:
             raise KeyError(f"{n} is not an evaluated iteration count")
         return int(index[0])
 
-    def resolution(self) -> float:
-        """The resolution of a change between two counts: the mean ``paired_se`` over the counts
-        other than ``N`` (NaN when unknown)."""
-        others = np.asarray(self.iterations) != self.train_iters
-        values = np.asarray(self.paired_se, dtype=float)[others]
-        values = values[np.isfinite(values)]
-        return float(values.mean()) if values.size else float("nan")
-
     def summary(self) -> dict[str, float]:
         """The numbers the chapter's claims quote.
 
@@ -122,82 +111,56 @@ class GapCurve:
         return out
 
 
-def _transform(values: np.ndarray, transform: str) -> tuple[np.ndarray, np.ndarray]:
-    """Performance per count and the per-example linearisation used for standard errors."""
-    mean = values.mean(axis=0)
-    if transform == "mean":
-        return mean, values
-    if transform == "percent":
-        return 100.0 * mean, 100.0 * values
-    # exp_mean: d exp(μ) = exp(μ) dμ  (delta method, per example)
-    return np.exp(mean), np.exp(mean)[None, :] * values
+def view(curves: Curves, train_iters: int, label: str, metric: str) -> GapCurve:
+    """The plotting view of :class:`i2o.diagnose.Curves` of a lower-is-better metric: the mean
+    curve over its models with standard errors over the seeds (``gap_se = sd_s(gap_s) / √S``,
+    ``n = S``, ``over = "seeds"``) when there are several, over the examples (paired per-example
+    differences) for one; ``paired_se``, the resolution of one model's measured change, is the
+    models' mean. The evaluation examples are the same for every seed, so the spread between
+    seeds holds both the training variation and the evaluation noise."""
+    its = np.asarray(curves.grid)
+    base = curves.at(train_iters)
+    per_model = curves.per_model()
+    paired = np.stack([curves.paired_se(int(n), train_iters) for n in its], axis=1)
+    residual = np.asarray(curves.residual, dtype=float)
+    s = curves.n_models
+    if s >= 2:
+        gaps = per_model - per_model[:, [base]]
+        means = residual.mean(axis=1)
+        value, gap = per_model.mean(axis=0), gaps.mean(axis=0)
+        gap_se = gaps.std(axis=0, ddof=1) / np.sqrt(s)
+        res, res_se = means.mean(axis=0), means.std(axis=0, ddof=1) / np.sqrt(s)
+        n, over = s, "seeds"
+    else:
+        value = per_model[0]
+        gap, gap_se = value - value[base], paired[0]
+        n = curves.n_examples
+        res = residual[0].mean(axis=0)
+        res_se = (residual[0].std(axis=0, ddof=1) / np.sqrt(n) if n > 1
+                  else np.full(its.shape, np.nan))
+        over = "examples"
+    return GapCurve(label=label, metric=metric, train_iters=int(train_iters), iterations=its,
+                    value=value, gap=gap, gap_se=gap_se, residual=res, residual_se=res_se,
+                    paired_se=paired.mean(axis=0), n=int(n), over=over)
 
 
 def curve_from_sweep(result: Mapping[str, object], metric: str, train_iters: int, label: str,
                      transform: str = "mean", metric_label: str | None = None,
                      sign: float = 1.0) -> GapCurve:
-    """A :class:`GapCurve` from :func:`i2o.deq.sweep_iterations`'s result.
-
-    ``metric`` names the per-example values to use, ``transform`` how they become the performance
+    """The :class:`GapCurve` (:func:`view`) of one model's :func:`i2o.deq.sweep_iterations`
+    result: ``metric`` names the per-example values, ``transform`` how they become the performance
     (:data:`TRANSFORMS`), ``sign = -1`` turns a higher-is-better quantity into a lower-is-better
-    one (e.g. PSNR → negative PSNR). Standard errors of the gaps come from the paired per-example
-    differences (for ``exp_mean``, of their delta-method linearisation); the residual is the mean
-    per-example relative residual with its standard error.
-    """
+    one (e.g. PSNR → negative PSNR)."""
     if transform not in TRANSFORMS:
         raise ValueError(f"transform must be one of {TRANSFORMS}; got {transform!r}")
-    metrics = result["metrics"]
-    if metric not in metrics:
-        raise KeyError(f"metric {metric!r} not in the sweep; it has {sorted(metrics)}")
     its = np.asarray(result["iterations"])
-    order = np.argsort(its)
-    values = sign * np.asarray(metrics[metric], dtype=float)[:, order]
-    its = its[order]
-    n = values.shape[0]
-    value, linear = _transform(values, transform)
-    base = int(np.flatnonzero(its == train_iters)[0]) if train_iters in set(its.tolist()) else None
-    if base is None:
+    if train_iters not in set(its.tolist()):
         raise ValueError(f"the training count N = {train_iters} is not among the swept "
-                         f"{its.tolist()}")
-    differences = linear - linear[:, [base]]
-    se = differences.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
-    residual = np.asarray(result["residual_rel"], dtype=float)[:, order]
-    residual_se = residual.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(its.shape, np.nan)
-    return GapCurve(label=label, metric=metric_label or metric, train_iters=int(train_iters),
-                    iterations=its, value=value, gap=value - value[base], gap_se=se,
-                    residual=residual.mean(axis=0), residual_se=residual_se, paired_se=se,
-                    n=int(n), over="examples")
-
-
-def pool_seeds(curves: Sequence[GapCurve], label: str | None = None) -> GapCurve:
-    """The mean curve of models trained with different seeds (same grid and ``N``), with
-    standard errors over the seeds: ``gap_se = sd_s(gap_s) / √S``, ``n = S``, ``over = "seeds"``.
-
-    The evaluation examples are the same for every seed, so the spread between seeds contains
-    both the training variation and the evaluation noise; ``paired_se`` (the resolution of one
-    model's measured change) is the mean of the seeds' own. One curve is returned unchanged.
-    """
-    curves = list(curves)
-    if not curves:
-        raise ValueError("pool_seeds needs at least one curve")
-    if len(curves) == 1:
-        return curves[0] if label is None else replace(curves[0], label=label)
-    first = curves[0]
-    for c in curves[1:]:
-        if c.train_iters != first.train_iters or not np.array_equal(c.iterations,
-                                                                    first.iterations):
-            raise ValueError("pool_seeds: the curves must share N and the evaluated counts")
-    gaps = np.stack([c.gap for c in curves])
-    s = len(curves)
-    return GapCurve(
-        label=first.label if label is None else label, metric=first.metric,
-        train_iters=first.train_iters, iterations=np.asarray(first.iterations),
-        value=np.mean([c.value for c in curves], axis=0), gap=gaps.mean(axis=0),
-        gap_se=gaps.std(axis=0, ddof=1) / np.sqrt(s),
-        residual=np.mean([c.residual for c in curves], axis=0),
-        residual_se=np.std([c.residual for c in curves], axis=0, ddof=1) / np.sqrt(s),
-        paired_se=np.mean([c.paired_se for c in curves], axis=0), n=s, over="seeds")
-
+                         f"{sorted(its.tolist())}")
+    curves = from_sweeps([result], metric, -1.0, transform)
+    if sign != 1.0:
+        curves = replace(curves, values=sign * np.asarray(curves.values))
+    return view(curves, train_iters, label, metric_label or metric)
 
 
 def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,

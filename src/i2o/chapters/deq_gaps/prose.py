@@ -20,7 +20,7 @@ def task_paragraph(claims: Claims, task: str) -> str:
         parts.append(f"Not in the regime of the paper's claims ({gate.check}), so this run "
                      "decides none of them for this model; the curves above are shown as "
                      "measured.")
-    elif task in INVERSE and "regime not reached" in gate.check:
+    elif task in INVERSE and gate.facts.regime_reached is False:
         parts.append("It has learned, but it is not in the overparametrized regime of Theorem 1 "
                      "(it reconstructs its training images no better than test images), so the "
                      "verdicts below describe such a model, not the regime the paper's argument "
@@ -28,7 +28,7 @@ def task_paragraph(claims: Claims, task: str) -> str:
     elif task in INVERSE:
         parts.append("It has learned and reconstructs its training images better than test "
                      "images (the overparametrized regime).")
-    elif "not fitting" in gate.check:
+    elif gate.facts.not_fitting:
         parts.append(f"Not every seed's model fits; the claims use those that do ({gate.check}).")
     for split, data in (("test", "on test data"),
                         ("train", "on training data (training loss)")):
@@ -69,6 +69,9 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
             f"its training set better ({row.value}).",
             "Whether the DEQs that fit better lose a larger share of their fit to extra "
             "iterations is undecided"))
-        if "in the regime" in row.check:
-            out[-1] += " Sizes " + row.check.split("in the regime")[1].split(";")[0] + "."
+        sizes = claims.facts.get("overparam_in_regime")
+        if sizes is not None:
+            out[-1] += (f" Sizes in the regime (training accuracy ≥ {sizes['threshold']:g} %): "
+                        + (", ".join(map(str, sizes["sizes"])) + " images" if sizes["sizes"]
+                           else "none") + ".")
     return out

@@ -23,10 +23,11 @@ from i2o import replicates
 from i2o.chapter import ChapterResults, run_jobs
 from i2o.chapters.deq_gaps import FIGURE, classification, inverse
 from i2o.chapters.deq_gaps.classification import ClassificationJob, epochs_for_steps
-from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, pool_seeds
+from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, view
 from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.deq import SolverSpec, iteration_grid
+from i2o.diagnose.curves import Curves, from_sweeps
 from i2o.job import Job
 from i2o.models.mdeq import CONFIGS
 from i2o.profiles import Params, require
@@ -161,28 +162,48 @@ def _task_results(results: Mapping[str, Any], task: str) -> list[Mapping[str, An
     return list(found) if isinstance(found, list | tuple) else [found]
 
 
-def seed_curves(results: Mapping[str, Any], built: ChapterJobs, split: str = "test",
-                loss: bool = False) -> dict[str, list[GapCurve]]:
-    """Per task, one curve per trained model (seed) on ``split`` data: the task metric, or
-    (``loss=True``) the training loss."""
+def task_curves(results: Mapping[str, Any], split: str = "test", loss: bool = False
+                ) -> dict[str, Curves]:
+    """Per task, the :class:`i2o.diagnose.Curves` of every trained model (seed) on ``split``
+    data: the task metric, or (``loss=True``) the training loss; lower is better."""
     out = {}
     for task in TASKS:
-        metric, transform, label, loss_metric, loss_label, title = _METRICS[task]
+        metric, transform, *_ = _METRICS[task]
         if loss:
-            metric, transform, label = loss_metric, "mean", loss_label
-        where = "test" if split == "test" else "training"
-        out[task] = [curve_from_sweep(result[split], metric, _train_iters(built, task),
-                                      f"{title}\n{where} data", transform, label)
-                     for result in _task_results(results, task)]
+            metric, transform = _METRICS[task][3], "mean"
+        out[task] = from_sweeps([r[split] for r in _task_results(results, task)], metric, -1.0,
+                                transform)
     return out
 
 
-def pooled(by_seed: Mapping[str, list[GapCurve]]) -> dict[str, GapCurve]:
-    """Per task, the mean curve over its seeds (:func:`.curves.pool_seeds`), for the figures."""
+def _label(task: str, split: str, loss: bool) -> tuple[str, str]:
+    """A panel's title and its metric's label."""
+    metric_label, title = _METRICS[task][2], _METRICS[task][5]
+    if loss:
+        metric_label = _METRICS[task][4]
+    return f"{title}\n{'test' if split == 'test' else 'training'} data", metric_label
+
+
+def seed_curves(curves: Mapping[str, Curves], built: ChapterJobs, split: str = "test",
+                loss: bool = False) -> dict[str, list[GapCurve]]:
+    """Per task, one :class:`GapCurve` per trained model (seed): the plotting views of
+    ``curves`` (:func:`task_curves`)."""
     out = {}
-    for task, found in by_seed.items():
-        label = found[0].label + (f" ({len(found)} seeds)" if len(found) > 1 else "")
-        out[task] = pool_seeds(found, label)
+    for task, found in curves.items():
+        label, metric = _label(task, split, loss)
+        out[task] = [view(found.select([k]), _train_iters(built, task), label, metric)
+                     for k in range(found.n_models)]
+    return out
+
+
+def pooled(curves: Mapping[str, Curves], built: ChapterJobs, split: str = "test",
+           loss: bool = False) -> dict[str, GapCurve]:
+    """Per task, the mean curve over its seeds (:func:`.curves.view`), for the figures."""
+    out = {}
+    for task, found in curves.items():
+        label, metric = _label(task, split, loss)
+        label += f" ({found.n_models} seeds)" if found.n_models > 1 else ""
+        out[task] = view(found, _train_iters(built, task), label, metric)
     return out
 
 
@@ -217,6 +238,7 @@ class GapsResults(ChapterResults):
     train_loss: dict[str, GapCurve]
     overparam: list[dict[str, Any]]  # :func:`overparam_rows`
     by_seed: dict[str, dict[str, list[GapCurve]]]
+    curves: dict[str, dict[str, Curves]]  # split → task → every model's curves (the claims')
 
 
 def collect(params: Params) -> GapsResults:
@@ -229,13 +251,15 @@ def collect(params: Params) -> GapsResults:
     results: dict[str, Any] = {role: [of[job] for job in getattr(built, role)]
                                for role in ("classification", "language", "overparam")}
     results.update(deq=of[built.deq], elder=of[built.elder])
-    by_seed = {"test": seed_curves(results, built, "test"),
-               "train": seed_curves(results, built, "train"),
-               "test_loss": seed_curves(results, built, "test", loss=True),
-               "train_loss": seed_curves(results, built, "train", loss=True)}
+    splits = {"test": ("test", False), "train": ("train", False),
+              "test_loss": ("test", True), "train_loss": ("train", True)}
+    curves = {name: task_curves(results, split, loss) for name, (split, loss) in splits.items()}
+    by_seed = {name: seed_curves(curves[name], built, split, loss)
+               for name, (split, loss) in splits.items()}
+    mean = {name: pooled(curves[name], built, split, loss)
+            for name, (split, loss) in splits.items()}
     return GapsResults(
-        jobs=built, results=results,
-        test=pooled(by_seed["test"]), train=pooled(by_seed["train"]),
-        test_loss=pooled(by_seed["test_loss"]), train_loss=pooled(by_seed["train_loss"]),
-        overparam=overparam_rows(results["overparam"], built), by_seed=by_seed,
+        jobs=built, results=results, test=mean["test"], train=mean["train"],
+        test_loss=mean["test_loss"], train_loss=mean["train_loss"],
+        overparam=overparam_rows(results["overparam"], built), by_seed=by_seed, curves=curves,
         params=params, cost=cost)

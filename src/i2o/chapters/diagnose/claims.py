@@ -13,16 +13,16 @@ ROWS = ("fit", "help", "hurt", "same", "fewer", "residual", "recommendation")
 
 
 def claims(results: DiagnoseResults) -> Claims:
-    """The table of both models' verdicts, each row recorded as ``<model>_<row>``; the facts
-    hold each model's recommended ``N'`` (``recommended``: model → N') for the prose."""
+    """The table of both models' verdicts, each row recorded as ``<model>_<row>`` in the section
+    ``<model>``; the facts hold each model's recommended ``N'`` (``recommended``: model → N') for
+    the prose."""
     table = Claims(FIGURE, str(results.params.profile))
     for model in MODELS:
-        own = results.diagnoses[model].claims(FIGURE, table.profile).rows
-        if len(own) != len(ROWS):
-            raise RuntimeError(f"expected {len(ROWS)} claim rows, got {len(own)}")
-        for key, row in zip(ROWS, own, strict=True):
-            table.add(row.claim, row.holds, row.value, row.decided_by, row.check, row.margin,
-                      id=f"{model}_{key}")
+        own = results.diagnoses[model].claims(FIGURE, table.profile, prefix=f"{model}_",
+                                              section=model)
+        if [row.id for row in own.rows] != [f"{model}_{key}" for key in ROWS]:
+            raise RuntimeError(f"expected the rows {ROWS}, got {[r.id for r in own.rows]}")
+        table.extend(own)
     table.facts["recommended"] = {model: results.diagnoses[model].recommendation.n
                                   for model in MODELS}
     return table

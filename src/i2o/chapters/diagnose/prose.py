@@ -3,19 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from i2o.chapters.diagnose import LABELS, MODELS
-from i2o.claims import Claim, Claims
+from i2o.claims import Claims
 from i2o.prose import paragraph, sentence
-
-
-def _without_gate(row: Claim, fit: Claim) -> Claim:
-    """The row with the (open) fit gate's reason removed from its check: the fit sentence says
-    it once."""
-    if fit.holds is True and row is not fit and row.check.startswith(fit.check + "; "):
-        return replace(row, check=row.check.removeprefix(fit.check + "; "))
-    return row
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:
@@ -24,9 +14,9 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
     parts = []
     for model in MODELS:
         label, rec = LABELS[model], claims.facts["recommended"][model]
-        prefix, fit = f"{model}_", claims[f"{model}_fit"]
-        row = {key.removeprefix(prefix): _without_gate(r, fit)
-               for key, r in claims.by_id.items() if key.startswith(prefix)}
+        prefix = f"{model}_"
+        row = {key.removeprefix(prefix): r for key, r in claims.by_id.items()
+               if key.startswith(prefix)}
         text = [f"**{label}.**"]
         if row["fit"].holds is not True:
             text.append(f"It does not fit its training images ({row['fit'].value}; "

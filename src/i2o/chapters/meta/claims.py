@@ -73,7 +73,6 @@ from i2o.claims import Claims
 from i2o.gates import Decision
 from i2o.profiles import Params
 
-Z_SCORE = 2.0
 RANK_CORRELATION_THRESHOLD = -0.9
 MAX_FALSE_POSITIVE_RATE = 0.05
 #: the sections of the chapter's claims, in the order of their rows (the notebook concludes each)
@@ -316,15 +315,25 @@ def above_floor_claim(curves: dict[str, Any]) -> str:
 
 
 def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decision:
-    """Sanity check of the per-set-BN floor: no step count brings the mean test MSE more than
-    z standard errors (of the mean and of the floor's Monte Carlo) below it."""
+    """Sanity check of the per-set-BN floor: no step count brings the mean test MSE decidedly
+    below it. Per count, the interval of ``mean − floor`` (standard errors of the mean over the
+    tasks and of the floor's Monte Carlo, combined) at the book's level Bonferroni-widened over
+    the counts of the grid, as :mod:`i2o.diagnose.verdicts` widens a search over counts: the check
+    fails when one count's interval lies below 0, and holds otherwise (a floor can only be
+    contradicted, so there is no undecided side)."""
     finite = finite_tasks(curves)
     mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
+    n, counts = int(np.count_nonzero(finite)), len(mean)
+    level = 1.0 - (1.0 - gates.LEVEL) / counts
+    cis = [gates.from_se(float(m - floor), math.hypot(e, floor_se), n, "tasks", level)
+           for m, e in zip(mean, se, strict=True)]
     i = int(np.argmin(mean))
-    margin = Z_SCORE * math.hypot(se[i], floor_se)
-    holds, _ = gates.compare(mean[i], ">=", floor - margin)
-    return holds, (f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
-                   f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}")
+    below = [k for k, ci in enumerate(cis) if gates.negative(ci).holds is True]
+    return gates.Decision(not below,
+                          f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
+                          f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}; mean − "
+                          f"floor there {cis[i].describe(digits=3)} (Bonferroni over {counts} "
+                          "counts; fails when one lies below 0)")
 
 
 def spearman_false_positive_rate(n: int, threshold: float,
@@ -499,8 +508,7 @@ def claims(results: MetaResults) -> Claims:
     sections: dict[str, list[str]] = {section: [] for section in SECTIONS}
 
     def record(section: str, id: str, claim: str, decision: Decision) -> None:
-        holds, value = decision
-        table.add(claim, holds, value, id=id)
+        table.decide(claim, decision, "", id=id, section=section)  # its reason quotes the measure
         sections[section].append(id)
 
     def figure3_claims(section: str, name: str, curves: dict[str, Any]) -> None:

@@ -7,8 +7,6 @@ claim, its verdict in this run and, when undecided, the reason its row gives.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from i2o import prose
 from i2o.claims import Claim, Claims
 
@@ -17,8 +15,7 @@ EMPTY = "- (no claim in this section for these parameters)"
 
 def _line(row: Claim) -> str:
     claim = f"- *{row.claim}*:"
-    # the chapter's rows give their reason in ``value`` (their ``check`` is empty)
-    return prose.sentence(replace(row, check=row.value), f"{claim} **holds** in this run.",
+    return prose.sentence(row, f"{claim} **holds** in this run.",
                           f"{claim} **does not hold** in this run.",
                           f"{claim} **is undecided** in this run")
 

@@ -437,11 +437,13 @@ def _rows(p: Params, r: SeparationResults
 
 
 def claims(results: SeparationResults) -> Claims:
-    """The chapter's table; a row undecided here is decided by the quick profile."""
+    """The chapter's table, each row's reason (which quotes its measurement) in ``check``; a row
+    undecided in smoke names the quick profile, which decides it."""
     table = Claims("separation", results.params.profile)
-    for row_id, statement, (holds, value) in _rows(results.params, results):
-        table.add(statement, holds, value, decided_by="" if holds is not None else "quick",
-                  id=row_id)
+    smoke = results.params.profile == "smoke"
+    for row_id, statement, decision in _rows(results.params, results):
+        table.decide(statement, decision, "", id=row_id, section=row_id.split("/", 1)[0],
+                     decided_by="quick" if smoke and decision[0] is None else "")
     return table
 
 

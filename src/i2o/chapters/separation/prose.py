@@ -1,9 +1,8 @@
 """The separation chapter's conclusions, written from its claims table (:mod:`.claims`).
 
 Each section of the notebook ends with its claims as Markdown bullets: the statement, the verdict
-and the measured value behind it (the row's ``value``, which already says why an undecided claim
-is undecided; :func:`i2o.prose.sentence` would add "run the 'quick' profile" to it, even in the
-quick profile, so the bullets are written here). A row's section is the first part of its id
+and the reason behind it (the row's ``check``, which quotes the measurement and says why an
+undecided claim is undecided). A row's section is its ``section``, the first part of its id
 (``"gotu/f1-deq-vs-fnn"``).
 """
 
@@ -16,8 +15,9 @@ _VERDICTS = {True: "**holds**", False: "**fails**", None: "is **undecided**"}
 
 
 def bullet(row: Claim) -> str:
-    """One claim as a Markdown bullet: statement, verdict, measured value."""
-    return f"- {row.claim}: {_VERDICTS[row.holds]} — {row.value}."
+    """One claim as a Markdown bullet: statement, verdict, and the reason (which quotes the
+    measurement)."""
+    return f"- {row.claim}: {_VERDICTS[row.holds]} — {row.check}."
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:
@@ -25,6 +25,5 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
     one paragraph each, when ``section`` is empty."""
     if section and section not in SECTIONS:
         raise ValueError(f"section must be one of {', '.join(SECTIONS)}; got {section!r}")
-    return ["\n".join(bullet(row) for row_id, row in claims.by_id.items()
-                      if row_id.split("/", 1)[0] == name)
+    return ["\n".join(bullet(row) for row in claims.rows if row.section == name)
             for name in ((section,) if section else SECTIONS)]

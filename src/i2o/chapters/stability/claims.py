@@ -1,12 +1,5 @@
-"""The stability chapter's claims, decided by gated predicates (:mod:`i2o.gates`).
-
-Per seed ``s`` and arm, with ``acc_s(N')`` the test accuracy after ``N'`` test-time Broyden steps
-and ``N`` the training count:
-
-- ``deviation_s = mean_{N' ≠ N} |acc_s(N') − acc_s(N)|`` (how much a change of ``N'`` moves the
-  accuracy);
-- ``gain_s = max_{N' > N} acc_s(N') − acc_s(N)`` (what more iterations bring);
-- ``loss_s = acc_s(N) − acc_s(min N')`` (what fewer iterations cost).
+"""The stability chapter's claims: each arm's rows from the book's one rule
+(:mod:`i2o.diagnose.verdicts`), and the chapter's own comparison of the arms.
 
 **Which models.** Every model is trained until it fits (:mod:`.jobs`); the claims are decided on the
 models that meet the fit criterion (``train_accuracy ≥ fit_accuracy`` at N, own training images,
@@ -14,43 +7,28 @@ after training) when at least ``fit_quorum`` of each arm's do (:func:`i2o.gates.
 the others are named), and none of those diverged (:mod:`i2o.train.health`); otherwise every claim
 is undecided with the count.
 
-**Margins** are pre-registered fractions (``margin_fraction``, the manifest gives the reason) of a
-reference effect measured in the same run, on the same models (:func:`i2o.gates.relative_margin`):
+**Each arm** (IFT, unrolled): its fitting models' test accuracy in points at every ``N'``, read from
+the per-image errors the jobs store (:func:`i2o.diagnose.curves.from_evaluations`), decides "more
+test iterations do not raise accuracy by more than δ", "fewer lower it" and the residual sanity
+check (the last iterate's residual at the largest ``N'`` over that at ``N``) by the rule every DEQ
+chapter and ``i2o.diagnose`` share: intervals over the seeds, Bonferroni over the counts for "some
+count", pointwise for "every count", δ a pre-registered fraction ``margin_fraction`` of what the
+fewest iterations cost that arm (:meth:`i2o.diagnose.verdicts.Margin.fewest`), decided only when δ
+clears the resolution, the intervals are at most δ/2 wide and that cost is established.
 
-- comparison of the arms: ``δ = f × mean deviation of the unrolled arm`` (the reference arm; the
-  ratio form "IFT's change is at least ``1 − f`` of unrolled's");
-- "more iterations do not help" per arm: ``δ = f × mean loss of that arm`` (the accuracy its
-  models lose with the fewest iterations: the effect of ``N'`` the figure shows).
+**The comparison of the arms** (is IFT more stable than unrolled?) is the chapter's own. Per
+seed, ``deviation_s = mean_{N' ≠ N} |acc_s(N') − acc_s(N)|``; the interval over the seeds that fit
+in both arms of ``deviation_s(IFT) − deviation_s(unrolled)`` is **paired by seed**
+(:func:`paired_difference`: a seed draws the same initial weights, warm-up, batch order and
+dropout masks in both arms); δ is ``margin_fraction`` × the unrolled arm's mean deviation (the
+ratio form "IFT's change is at least ``1 − f`` of unrolled's"). It is decided only when δ is at
+least the resolution of an accuracy change (one model's standard error over the test images of a
+change between two counts, :meth:`i2o.diagnose.curves.Curves.resolution`) and the interval is at
+most ``POWER_RATIO × δ`` wide (:func:`i2o.gates.powered`). Where accuracy hardly moves with
+``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it undecided.
 
-**Can the comparison fail?** A margin below the resolution of the measurement cannot be told from
-evaluation noise; where accuracy hardly moves with ``N'``, "not more stable" then holds whatever
-IFT does. The measurement is a change of accuracy between two counts on the same test images, so
-its resolution is the standard error of a *paired* difference, ``sd_i(e_i(N') − e_i(N)) / √n``
-over the test images ``i`` (``e`` the 0/1 error), averaged over ``N' ≠ N`` and the models of the
-reference arm (without per-image errors: the largest binomial standard error of one accuracy,
-``0.5 / √n_test``). Each claim with a margin is decided only when ``δ`` is at least that
-resolution (:func:`i2o.gates.resolves`), and is otherwise undecided with that reason.
-
-**Power.** Seeds vary more than test images: in this proxy one seed's mean change with ``N'``
-spreads over several points, about as much as ``δ``. Every claim with a margin (the comparison
-of the arms, "more iterations do not help") is therefore decided only when its interval's
-half-width is at most ``POWER_RATIO × δ`` (one half, fixed with this rule: an interval that
-narrow lies on one side of ``±δ`` unless the difference is within ``δ/2`` of it), and is
-otherwise undecided with the number of seeds that would give that width
-(:func:`i2o.gates.powered`). Without it, a difference near ``−δ`` is decided or not by the draw
-of seeds.
-
-Confidence intervals (90 %) are over the fitting seeds, in accuracy points. The comparison of
-the arms is **paired by seed** (:func:`paired_difference`): a seed draws the same initial weights,
-warm-up, batch order and dropout masks in both arms, so the interval is over the seeds that fit in
-both arms of ``deviation_s(IFT) − deviation_s(unrolled)``. (Chosen after replicate 0 of commit
-7a99af4 was read, where it narrowed the interval's half-width from 0.81 to 0.75 points without
-changing a verdict; an unpaired Welch interval was used before.)
-
-The residual row is a *sanity check* of the solver on the last iterate of each test solve
-(``trace_rel``): per seed, the log-ratio of the mean last-iterate residual over the iterates
-beyond ``N`` to the residual at ``N``; it holds when the interval over seeds lies below 0 (the
-solver keeps converging), fails when it lies above 0.
+A row left undecided for want of seeds or test images names the run that would decide it
+(:func:`name_remedies`, :mod:`i2o.deciding`).
 """
 
 from __future__ import annotations
@@ -60,56 +38,37 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
+from i2o import deciding, gates
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
 from i2o.claims import Claims
+from i2o.diagnose.curves import from_evaluations
+from i2o.diagnose.verdicts import POWER_RATIO, Margin, decide
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
 #: the arm whose change with N' is the reference effect of the comparison
 REFERENCE_ARM = "unrolled"
-#: a claim with a margin is decided only when its interval's half-width is at most this
-#: fraction of δ (:func:`i2o.gates.powered`)
-POWER_RATIO = 0.5
 
 
 def per_seed(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], train_iter: int
              ) -> dict[str, Any]:
-    """The per-seed measures of the module docstring, fit, epochs, health, last-iterate
-    residuals."""
+    """Per seed: accuracy at N, ``deviation`` (module docstring), fit, epochs, health, and the
+    last-iterate residual at N and beyond it (shown with the residual row)."""
     its = np.asarray(test_iters)
     at = int(np.flatnonzero(its == train_iter)[0])
     acc = np.stack([np.asarray(r["test"]["accuracy"], dtype=float) for r in runs])
-    above = its > train_iter
     trace = [np.asarray(r["test"]["trace_rel"], dtype=float) for r in runs]
     beyond = [t[train_iter + 1:int(its.max()) + 1] for t in trace]
     return {
         "at_train": acc[:, at],
         "deviation": np.abs(acc[:, its != train_iter] - acc[:, [at]]).mean(axis=1),
-        "gain_more": (acc[:, above].max(axis=1) - acc[:, at]) if above.any()
-        else np.zeros(len(runs)),
-        "loss_fewer": acc[:, at] - acc[:, int(np.argmin(its))],
         "last_residual_at_train": np.array([t[train_iter] for t in trace]),
         "last_residual_beyond": np.array([b.mean() if b.size else np.nan for b in beyond]),
         "train_accuracy": np.array([float(r.get("train_accuracy", np.nan)) for r in runs]),
         "epochs_used": np.array([float(r.get("epochs_used", np.nan)) for r in runs]),
         "cap_reached": np.array([bool(r.get("cap_reached", False)) for r in runs]),
         "diverged": [str(r.get("diverged", "")) for r in runs],
-        "paired_se": np.array([paired_se(r["test"].get("errors"), at) for r in runs]),
     }
-
-
-def paired_se(errors: Any, at: int) -> float:
-    """Mean over counts ``N' ≠ N`` of the standard error of ``acc(N') − acc(N)`` over the test
-    images (paired: the same images), from per-image 0/1 errors (images × counts); NaN without
-    them."""
-    if errors is None:
-        return float("nan")
-    e = np.asarray(errors, dtype=float)
-    if e.ndim != 2 or e.shape[0] < 2:
-        return float("nan")
-    d = np.delete(e - e[:, [at]], at, axis=1)
-    return float((d.std(axis=0, ddof=1) / np.sqrt(e.shape[0])).mean())
 
 
 def paired_difference(every: Mapping[str, Mapping[str, Any]], masks: Mapping[str, np.ndarray]
@@ -135,15 +94,9 @@ def _points(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def resolution_points(test_size: int, paired: Sequence[float] = ()) -> tuple[float, str]:
-    """The resolution of an accuracy change, in points, and what it is: the mean paired standard
-    error of ``paired`` (:func:`paired_se`, fractions) when known, else the largest binomial
-    standard error of one accuracy on ``test_size`` images."""
-    known = np.asarray(paired, dtype=float)
-    known = known[np.isfinite(known)]
-    if known.size:
-        return (100 * float(known.mean()), f"mean standard error of a paired accuracy change on "
-                f"{test_size:,} test images")
+def resolution_points(test_size: int) -> tuple[float, str]:
+    """The largest binomial standard error of one accuracy on ``test_size`` images, in points
+    (what the figure's caption quotes before the per-image resolution is measured)."""
     return 100 * 0.5 / float(np.sqrt(test_size)), f"of one accuracy on {test_size:,} test images"
 
 
@@ -163,7 +116,8 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
                  costs: Mapping[str, Mapping[str, Any]] | None = None) -> Claims:
     """The chapter's claims table, its rows recorded by id for :mod:`.prose` (``health``,
     ``fit``, ``not_more_stable``, ``equally_stable``, ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
-    ``<arm>_residual``, ``memory`` when the step costs were measured).
+    ``<arm>_residual``, ``memory`` when the step costs were measured); the rows of an arm are in
+    the section ``<arm>``, the comparison of the arms in ``comparison``.
 
     ``runs`` maps each arm to its seeds' job results at the training N ``train_iters[0]``.
     """
@@ -176,10 +130,10 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
 
     flagged = [f"{LABELS[a]} {names[a][i]}: {why}" for a in LABELS
                for i, why in enumerate(every[a]["diverged"]) if why]
-    healthy, _ = gates.health_gate({LABELS[a]: every[a]["diverged"] for a in LABELS})
+    everyone = gates.health_gate({LABELS[a]: every[a]["diverged"] for a in LABELS})
     table.add(
         "Training health: no model diverged (non-finite loss, final loss above its start, or "
-        "chance-level training accuracy)", healthy is True,
+        "chance-level training accuracy)", everyone.holds is True,
         "; ".join(flagged) if flagged else f"{sum(len(every[a]['diverged']) for a in LABELS)} "
         "models checked", check="warning row: a flagged model that fits makes the claims "
         "undecided", id="health")
@@ -188,118 +142,121 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
     fit, masks = gates.fit_quorum({LABELS[a]: every[a]["train_accuracy"] for a in LABELS},
                                   float(params["fit_accuracy"]), quorum,
                                   {LABELS[a]: names[a] for a in LABELS})
+    fitting = {arm: [i for i, ok in enumerate(masks[LABELS[arm]]) if ok] for arm in LABELS}
     m = {arm: {k: (np.asarray(v)[masks[LABELS[arm]]] if not isinstance(v, list) else
                    [x for x, ok in zip(v, masks[LABELS[arm]], strict=True) if ok])
                for k, v in every[arm].items()} for arm in LABELS}
     capped = [f"{LABELS[a]} {names[a][i]}" for a in LABELS
               for i in np.flatnonzero(every[a]["cap_reached"])]
-    table.add(
+    table.decide(
         f"Fit criterion: at least {quorum} models per arm reach ≥ "
         f"{100 * float(params['fit_accuracy']):g} % training accuracy at N = {train_n} (the "
         "regime of Theorem 1 / Corollary 1), each trained until it fits plus "
         f"{params['extra_epochs']} epochs, at most {params['epochs']}",
-        fit[0] is True, "; ".join(f"{LABELS[a]}: {_models(every[a], names[a])}" for a in LABELS)
+        gates.Decision(fit.holds is True, fit.reason, fit.facts),
+        "; ".join(f"{LABELS[a]}: {_models(every[a], names[a])}" for a in LABELS)
         + (f"; reached the cap without fitting: {', '.join(capped)}" if capped else ""),
-        check=fit[1], id="fit")
+        id="fit")
 
     health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
     n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
-    power = gates.enough(n_seeds, 2, f"{n_seeds}+ fitting seeds per arm",
+    count = gates.enough(n_seeds, 2, f"{n_seeds}+ fitting seeds per arm",
                          f"{n_seeds} fitting seed in an arm: a confidence interval over seeds "
                          "needs ≥ 2")
-    gate = gates.combine(health, fit, power)
+    gate = gates.combine(health, fit, count)
+    curves = {arm: from_evaluations([runs[arm][i]["test"] for i in fitting[arm] or [0]])
+              for arm in LABELS}
 
-    def margin_of(arm: str, key: str, what: str) -> tuple[float, str, gates.Decision]:
-        reference = m[arm][key]
-        ref = float(100 * np.mean(reference)) if len(reference) else float("nan")
-        if not np.isfinite(ref):
-            return float("nan"), "n/a", (None, f"no {what} measured")
-        delta = gates.relative_margin(fraction, ref)
-        text = f"±{delta:.2f} points = {fraction:g} × {what} ({ref:.2f} points)"
-        resolution, floor = resolution_points(int(params["test_size"]), m[arm]["paired_se"])
-        return delta, text, gates.resolves(
-            delta, resolution, f"{fraction:g} × {what} {ref:.2f} points", floor)
-
-    if gate[0] is True:
-        delta, delta_text, resolved = margin_of(
-            REFERENCE_ARM, "deviation", f"the {LABELS[REFERENCE_ARM]} arm's mean "
-            f"|acc(N') − acc({train_n})|")
+    reference = curves[REFERENCE_ARM]
+    change = f"the {LABELS[REFERENCE_ARM]} arm's mean |acc(N') − acc({train_n})|"
+    if gate.holds is True:
+        ref = float(100 * np.mean(m[REFERENCE_ARM]["deviation"]))
+        margin = Margin.relative(fraction, ref, change, "points", digits=3)
+        resolved = gates.resolves(margin.delta, reference.resolution(train_n), margin.text,
+                                  "one model's standard error over the test images of a change "
+                                  "between two counts", reference.n_examples)
         between, pairs = paired_difference(every, masks)
         value = (f"mean |acc(N') − acc({train_n})|: IFT {_points(m['ift']['deviation'].mean())}, "
                  f"unrolled {_points(m['unrolled']['deviation'].mean())} points; IFT − unrolled "
                  + (between.describe(1, " pt") if between else "not computed"))
         compare = gates.combine(gate, resolved, pairs)
-        if compare[0] is True:
-            compare = gates.combine(compare, gates.powered(between, delta, POWER_RATIO))
-        table.decide(
-            f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
-            f"N = {train_n} is not smaller by more than δ", gates.decide(
-                compare, gates.not_below(between, delta) if compare[0] else compare),
-            value, delta_text, id="not_more_stable")
-        table.decide(
-            "IFT and unrolled are equally stable (the difference of their accuracy changes lies "
-            "within ±δ)", gates.decide(
-                compare, gates.equivalent(between, delta) if compare[0] else compare),
-            value, delta_text, id="equally_stable")
+        if compare.holds is True:
+            compare = gates.combine(compare, gates.powered(between, margin.delta, POWER_RATIO))
+        margin_text = margin.text
     else:
-        for key, text in (("not_more_stable", "IFT is not more stable than unrolled"),
-                          ("equally_stable", "IFT and unrolled are equally stable")):
-            table.decide(text, gate, "not computed: " + gate[1],
-                         f"{fraction:g} × the unrolled arm's mean change", id=key)
+        compare, value = gate, "not computed: " + gate.reason
+        margin_text = f"{fraction:g} × {change}"
+    table.decide(
+        f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
+        f"N = {train_n} is not smaller by more than δ", gates.decide(
+            compare, gates.not_below(between, margin.delta) if compare.holds else compare),
+        value, margin_text, id="not_more_stable", section="comparison")
+    table.decide(
+        "IFT and unrolled are equally stable (the difference of their accuracy changes lies "
+        "within ±δ)", gates.decide(
+            compare, gates.equivalent(between, margin.delta) if compare.holds else compare),
+        value, margin_text, id="equally_stable", section="comparison")
 
     for arm, label in LABELS.items():
-        s = m[arm]
-        if gate[0] is True:
-            delta, delta_text, resolved = margin_of(
-                arm, "loss_fewer", f"the {label} arm's loss acc({train_n}) − acc({min(its)})")
-            gain = gates.interval(100 * s["gain_more"])
-            loss = gates.interval(100 * s["loss_fewer"])
-            gain_gate = gates.combine(gate, resolved)
-            if gain_gate[0] is True:
-                gain_gate = gates.combine(gain_gate, gates.powered(gain, delta, POWER_RATIO))
-            gain_d = gates.not_above(gain, delta) if gain_gate[0] else gain_gate
-            loss_d = gates.positive(loss)
-            gain_v = f"best gain over N' > {train_n}: " + gain.describe(1, " pt")
-            loss_v = f"acc({train_n}) − acc({min(its)}): " + loss.describe(1, " pt")
-        else:
-            gain_d = loss_d = (None, "")
-            gain_gate = gate
-            gain_v = loss_v = "not computed: " + gate[1]
-            delta_text = f"{fraction:g} × the {label} arm's loss at N' = {min(its)}"
+        low = min(its)
+        margin = Margin.fewest(curves[arm], train_n, fraction, "points",
+                               named=f"the {label} arm's loss acc({train_n}) − acc({low})")
+        verdicts, intervals = decide(curves[arm], train_n, margin, gate, health=health,
+                                     power_ratio=POWER_RATIO)
+        above = intervals["above"]
+        counts = [n for n in sorted(its) if n > train_n]
+        k = int(np.argmax([ci.mean for ci in above])) if above else 0
+        gain_v = (f"largest mean gain over N' > {train_n}, at N' = {counts[k]}: "
+                  + above[k].describe(1, " pt") + f" ({len(counts)} counts)"
+                  if above and gate.holds is True else "not computed: " + gate.reason)
+        loss_v = (f"acc({train_n}) − acc({low}): " + intervals["below"][0].describe(1, " pt")
+                  if gate.holds is True else "not computed: " + gate.reason)
         table.decide(
             f"{label}: more test iterations than in training do not raise accuracy by more than "
-            "δ (inner-iterations overfitting)", gates.decide(gain_gate, gain_d), gain_v,
-            delta_text, id=f"{arm}_no_gain")
+            "δ (inner-iterations overfitting)", verdicts.no_gain, gain_v, margin.text,
+            id=f"{arm}_no_gain", section=arm)
         table.decide(
-            f"{label}: fewer test iterations ({min(its)}) than in training lower accuracy",
-            gates.decide(gate, loss_d), loss_v, "0", id=f"{arm}_fewer_hurt")
-        every_model = every[arm]  # a check of the solver: every model, fitting or not
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.log10(every_model["last_residual_beyond"]
-                             / every_model["last_residual_at_train"])
-        if len(ratio) >= 2 and np.all(np.isfinite(ratio)):
-            falling = gates.interval(ratio)
-            residual_d = gates.decide(health, gates.negative(falling))
-            residual_v = ("log10(mean last-iterate residual over N' in "
-                          f"({train_n}, {max(its)}] / residual at N = {train_n}): "
-                          + falling.describe(1, "", 2))
-        else:
-            residual_d = (None, "needs ≥ 2 seeds with finite residuals")
-            residual_v = "not computed"
+            f"{label}: fewer test iterations ({low}) than in training lower accuracy",
+            verdicts.fewer, loss_v, "0", id=f"{arm}_fewer_hurt", section=arm)
+        falling = intervals["residual"]
+        residual_v = (f"log10(last-iterate residual at N' = {max(its)} / at N = {train_n}): "
+                      + (falling[0].describe(1, "", 2) if falling else "not computed"))
         table.decide(
             f"Sanity check, {label}: the residual of the last iterate keeps decreasing beyond "
-            f"N = {train_n} (the solver is not stuck; every model)", residual_d,
-            residual_v + f"; mean residual {np.mean(every_model['last_residual_at_train']):.3g} "
-            f"at N = {train_n}, {np.mean(every_model['last_residual_beyond']):.3g} beyond",
-            id=f"{arm}_residual")
+            f"N = {train_n} (the solver is not stuck)", verdicts.residual,
+            residual_v + f"; mean residual {np.mean(every[arm]['last_residual_at_train']):.3g}"
+            f" at N = {train_n}, {np.mean(every[arm]['last_residual_beyond']):.3g} beyond "
+            "(every model)",
+            id=f"{arm}_residual", section=arm)
     if costs is not None:
-        more, _ = gates.compare(costs["unrolled"]["peak_mb"], ">", costs["ift"]["peak_mb"])
-        table.add(
-            "Unrolled training needs more memory per step than IFT", more,
+        more = gates.compare(costs["unrolled"]["peak_mb"], ">", costs["ift"]["peak_mb"])
+        table.decide(
+            "Unrolled training needs more memory per step than IFT",
+            gates.Decision(more.holds, "one measurement per arm"),
             f"peak +{costs['unrolled']['peak_mb']:.0f} MB unrolled vs "
-            f"+{costs['ift']['peak_mb']:.0f} MB IFT", check="one measurement per arm",
-            id="memory")
+            f"+{costs['ift']['peak_mb']:.0f} MB IFT", id="memory")
+    name_remedies(table, params, runs)
     return table
+
+
+def name_remedies(table: Claims, params: Mapping[str, Any],
+                  runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """For each row left undecided for want of seeds or test images, the run that would decide
+    it (:mod:`i2o.deciding`), costed at this run's measured training and evaluation time."""
+    def mean(arm: str, key: str) -> float:
+        return float(np.mean([float(r.get(key, np.nan)) for r in runs[arm]]))
+
+    per_seed = sum(mean(arm, "train_seconds") + mean(arm, "eval_seconds") for arm in LABELS)
+    evaluation = sum(len(runs[arm]) * mean(arm, "eval_seconds") for arm in LABELS)
+    everything = sum(len(runs[arm]) * (mean(arm, "train_seconds") + mean(arm, "eval_seconds"))
+                     for arm in LABELS)
+    for row in list(table.rows):
+        if row.holds is None and row.id and row.facts.needs is not None:
+            found = (deciding.more_seeds(FIGURE, params, row.facts.needs, per_seed)
+                     or deciding.more_examples(FIGURE, params, row.facts.needs, "test_size",
+                                               everything, evaluation))
+            if found is not None:
+                table.remedy(row.id, found)
 
 
 def numbers(results: StabilityResults) -> dict[str, Any]:

@@ -19,11 +19,11 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
     if fit.holds is False:
         parts.append(f"Too few models of this run fit their training set ({fit.check}), so the "
                      "paper's claims, which are about models that do, are not decided here.")
-    elif "not fitting" in fit.check:
+    elif fit.facts.not_fitting:
         parts.append(f"Not every model fits its training set; the claims below use those that "
                      f"do ({fit.check}).")
     else:
-        parts.append(f"Every model fits its training set ({fit.check.removeprefix('fit: ')}).")
+        parts.append(f"Every model fits its training set ({fit.check}).")
     parts.append(sentence(
         claims["not_more_stable"],
         "In this run the IFT-trained networks are **not more stable** than the unrolled ones "

@@ -1,0 +1,91 @@
+"""An undecided row says what would decide it: the command a chapter prints passes the chapter's
+own checks, asks for the count the row needs (with headroom), and costs it at the measured rate;
+a count the manifest refuses gives no command."""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+import numpy as np
+import pytest
+from bank import DROPPING, STABILITY_PARAMS, gap_results, gap_table, stability_run, stability_table
+
+from i2o import deciding, door, profiles
+from i2o.book import _parse_overrides
+from i2o.gates import Needs
+from i2o.prose import conclusions
+
+
+def overrides_of(command: str) -> tuple[str, str, dict]:
+    """The figure, profile and parameters of a printed ``make fig-…`` command."""
+    words = shlex.split(command)
+    assert words[0] == "make" and words[1].startswith("fig-")
+    settings = dict(w.split("=", 1) for w in words[2:])
+    pairs = shlex.split(settings["P"])
+    assert pairs[::3] == ["-p"] * (len(pairs) // 3)
+    return words[1][4:], settings["PROFILE"], _parse_overrides(
+        [[pairs[i + 1], pairs[i + 2]] for i in range(0, len(pairs), 3)])
+
+
+def noisy_arms():
+    rng = np.random.default_rng(7)
+
+    def arm():
+        return [stability_run(DROPPING, s, shift=rng.normal(0, 0.06, 5) * (np.arange(5) != 2))
+                for s in range(5)]
+
+    runs = arm(), arm()
+    for run in (*runs[0], *runs[1]):
+        run.update(train_seconds=100.0, eval_seconds=10.0)
+    return runs
+
+
+def test_every_printed_command_passes_the_chapters_checks():
+    table = stability_table(*noisy_arms())
+    assert table.remedies, "the doctored noisy run leaves rows open for want of seeds"
+    for id, remedy in table.remedies.items():
+        row = table[id]
+        assert row.holds is None and row.decided_by == remedy.command()
+        figure, profile, overrides = overrides_of(remedy.command())
+        assert (figure, profile) == ("stability", "quick")
+        door.enter(figure, profile, **overrides)  # the chapter's checks: no ParameterError
+        seeds = overrides["seeds"]
+        assert seeds[:5] == [0, 1, 2, 3, 4] and len(seeds) == len(set(seeds))
+        assert len(seeds) >= deciding.HEADROOM * row.facts.needs.count
+        assert remedy.seconds == pytest.approx((len(seeds) - 5) * 220.0)  # both arms, per seed
+    text = conclusions(table, display=False)
+    assert "What would decide the rows this run leaves open" in text
+    assert next(iter(table.remedies.values())).command() in text
+
+
+def test_a_task_trained_per_seed_asks_for_more_seeds():
+    spread = [[0.9, 0.5, 0.4, 0.4, 0.4], [0.9, 0.5, 0.4, 0.25, 0.25], [0.9, 0.5, 0.4, 0.55, 0.55]]
+    results = gap_results(spread, [0.9, 0.3, 0.02, 0.02, 0.02], models=3)
+    table = gap_table(results, {**_gaps_params(), "seeds": [0, 1, 2]})
+    remedy = table.remedies["classification_test_no_gain"]
+    figure, profile, overrides = overrides_of(remedy.command())
+    assert figure == "deq_gaps" and len(overrides["seeds"]) > 3
+    door.enter(figure, profile, **overrides)
+
+
+def _gaps_params():
+    from bank import GAPS_PARAMS
+
+    return {**GAPS_PARAMS, "profile": "quick"}
+
+
+def test_remedies_refused_by_the_manifest_or_not_about_counts_give_no_command():
+    params = {**STABILITY_PARAMS}
+    assert deciding.more_seeds("stability", params, None, 1.0) is None
+    assert deciding.more_seeds("stability", params, Needs(3, "seeds"), 1.0) is None  # has 5
+    assert deciding.more_seeds("stability", params, Needs(8, "examples"), 1.0) is None
+    limit = profiles.entry("stability")["parameters"]["test_size"]["max"]
+    assert deciding.more_examples("stability", params, Needs(10 * limit, "examples"),
+                                  "test_size") is None
+    found = deciding.more_examples("stability", params, Needs(1600, "examples"), "test_size",
+                                   100.0, 20.0)
+    assert dict(found.overrides) == {"test_size": 2000}
+    assert found.seconds == pytest.approx(100.0 + 20.0 * (2000 / 1000 - 1))
+    assert math.isnan(deciding.more_examples("stability", params, Needs(1600, "examples"),
+                                             "test_size").seconds)
