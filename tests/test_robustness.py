@@ -58,6 +58,18 @@ def _write_run(profile: str, replicate: int, figure: str, rows: list[dict]) -> N
     notebook.write_text(json.dumps({"metadata": {"i2o": stamp}, "cells": []}))
 
 
+def test_rows_with_an_id_are_matched_by_id_and_keep_their_section():
+    def row(claim, holds):
+        return {"claim": claim, "holds": holds, "value": "", "check": "", "id": "arm_no_gain",
+                "section": "arm"}
+
+    # the wording quotes a measured count, which differs between replicates: the id matches them
+    table = robustness.chapter_table({0: [row("gain at N' = 8", True)],
+                                      1: [row("gain at N' = 9", False)]})
+    assert len(table) == 1 and table[0]["agreement"] == robustness.FLIPS
+    assert table[0]["section"] == "arm" and table[0]["claim"] == "gain at N' = 8"
+
+
 def test_page_from_doctored_runs_shows_agreement_flips_and_missing_replicates(tmp_path):
     _write_run("quick", 0, "affine", _rows(True, claim="steady") + _rows(True, claim="flipper"))
     _write_run("quick", 1, "affine", _rows(True, claim="steady") + _rows(None, claim="flipper"))

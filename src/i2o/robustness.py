@@ -234,12 +234,14 @@ def agreement(verdicts: Sequence[str | None]) -> str:
 
 
 def _keyed(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Rows by claim text (a repeated text gets `` #2``, `` #3``…)."""
+    """Rows by id when the row has one (its wording may quote a measured number), else by claim
+    text (a repeated key gets `` #2``, `` #3``…)."""
     out: dict[str, Mapping[str, Any]] = {}
     for row in rows:
-        key, k = row["claim"], 2
+        base = row.get("id") or row["claim"]
+        key, k = base, 2
         while key in out:
-            key, k = f"{row['claim']} #{k}", k + 1
+            key, k = f"{base} #{k}", k + 1
         out[key] = row
     return out
 
@@ -252,14 +254,17 @@ def chapter_table(runs: Mapping[int, list[dict[str, Any]] | None]) -> list[dict[
     for rows in keyed.values():
         order += [k for k in (rows or {}) if k not in order]
     table = []
-    for claim in order:
-        at = {}
+    for key in order:
+        at, first = {}, None
         for r, rows in keyed.items():
-            row = rows.get(claim) if rows is not None else None
+            row = rows.get(key) if rows is not None else None
+            first = first or row
             at[str(r)] = None if row is None else {
                 "verdict": verdict(row), "value": row.get("value", ""),
                 "check": row.get("check", "")}
-        table.append({"claim": claim, "replicates": at,
+        assert first is not None
+        table.append({"claim": first["claim"] if first.get("id") else key,
+                      "section": first.get("section", ""), "replicates": at,
                       "agreement": agreement([a["verdict"] if a else None for a in at.values()])})
     return table
 
