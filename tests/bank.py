@@ -195,3 +195,57 @@ def diagnose_results(shift: float, fits: bool = True) -> Any:
     return runs.DiagnoseResults(diagnoses=diagnoses, records={m: record for m in MODELS},
                                 params=profiles.resolve("diagnose", "smoke"),
                                 cost=Cost(1.0, 2, 0))
+
+
+# -- meta ---------------------------------------------------------------------------------------
+
+META_GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
+
+
+def meta_curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=5000, seed=0,
+            inner_steps=1):
+    """Per-task curves whose mean over tasks follows ``mean_query`` (one value per grid point),
+    with task-to-task noise shared across step counts (as real tasks are)."""
+    rng = np.random.default_rng(seed)
+    task_level = rng.normal(0.0, 0.3, (n_tasks, 1))
+    jitter = rng.normal(0.0, noise, (n_tasks, len(META_GRID)))
+    query = np.asarray(mean_query)[None, :] * np.exp(task_level) + jitter
+    if mean_support is None:
+        mean_support = np.geomspace(1.0, 1e-6, len(META_GRID))  # converged from k = 300 on
+    support = np.asarray(mean_support)[None, :] * np.exp(task_level)
+    # the gradient of an interpolating fit: ‖∇ℓ‖ ∝ √ℓ, from 1 at θ_meta
+    grad_norm = np.sqrt(support / support[:, :1]) * 0.5
+    return {"query": query, "support": support, "grad_norm": grad_norm,
+            "grad_norm_0": np.ones(n_tasks), "objective": support,
+            "objective_reference": np.full_like(support, np.nan), "grid": META_GRID,
+            "method": "maml", "normalization": "none", "inner_steps": inner_steps,
+            "outer_steps": outer_steps}
+
+
+
+
+META_U_SHAPE = np.array([0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.2, 0.3, 0.4, 0.45])
+
+
+def meta_results(shape: Any = META_U_SHAPE, imaml_outer_steps: int = 10,
+                 floor: float = 1.7) -> Any:
+    """The meta chapter's results from doctored curves (smoke parameters, decided from 1,000
+    outer steps): MAML and an iMAML trained ``imaml_outer_steps`` (10: too few to decide), the
+    per-set-BN ablation above the ``floor``, and the meta-gradient noise."""
+    from i2o import profiles
+    from i2o.chapter import Cost
+    from i2o.chapters.meta import runs
+
+    params = profiles.resolve("meta", "smoke", min_outer_steps_to_decide=1000)
+    maml, imaml = meta_curves(shape), meta_curves(shape, outer_steps=imaml_outer_steps)
+    imaml["method"] = "imaml"
+    ablation = {**meta_curves(np.asarray(shape) + 2.0), "normalization": "per_set_bn"}
+    for curves in (maml, imaml, ablation):
+        curves["train_losses"] = np.full(100, 0.5)  # settled
+    row = {"signal": 0.02, "ratio": 1.5, "n_batches": 20}
+    return runs.MetaResults(
+        params=params, cost=Cost(0.0, 0, 0),
+        figure3={"maml-N1-online-seed0": maml, "imaml-N1-lam8-online-seed0": imaml},
+        figure4={}, ablation={"maml-N1-per_set_bn-online-seed0": ablation},
+        floor={"centred": floor, "standard_error": 0.02, "task_agnostic": 3.0},
+        noise={"maml-N1": {**row, "noise": 0.01}, "imaml-lam8": {**row, "noise": 0.015}})

@@ -3,6 +3,7 @@ it must fail, and where its gates must leave it undecided; the per-set-BN floor'
 
 import numpy as np
 import pytest
+from bank import meta_curves
 
 from i2o.chapters.meta import claims, floor
 
@@ -10,24 +11,7 @@ GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
 LIMITS = claims.Thresholds(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
 
 
-def _curves(mean_query, mean_support=None, n_tasks=200, noise=0.02, outer_steps=5000, seed=0,
-            inner_steps=1):
-    """Per-task curves whose mean over tasks follows ``mean_query`` (one value per grid point),
-    with task-to-task noise shared across step counts (as real tasks are)."""
-    rng = np.random.default_rng(seed)
-    task_level = rng.normal(0.0, 0.3, (n_tasks, 1))
-    jitter = rng.normal(0.0, noise, (n_tasks, len(GRID)))
-    query = np.asarray(mean_query)[None, :] * np.exp(task_level) + jitter
-    if mean_support is None:
-        mean_support = np.geomspace(1.0, 1e-6, len(GRID))  # converged from k = 300 on
-    support = np.asarray(mean_support)[None, :] * np.exp(task_level)
-    # the gradient of an interpolating fit: ‖∇ℓ‖ ∝ √ℓ, from 1 at θ_meta
-    grad_norm = np.sqrt(support / support[:, :1]) * 0.5
-    return {"query": query, "support": support, "grad_norm": grad_norm,
-            "grad_norm_0": np.ones(n_tasks), "objective": support,
-            "objective_reference": np.full_like(support, np.nan), "grid": GRID,
-            "method": "maml", "normalization": "none", "inner_steps": inner_steps,
-            "outer_steps": outer_steps}
+_curves = meta_curves
 
 
 DECREASING = np.geomspace(0.6, 0.1, len(GRID))
@@ -322,9 +306,9 @@ def test_one_claims_table_with_sections_and_its_conclusions():
     assert table["ablation/maml-N1-per_set_bn-online-seed0/above-floor"].holds is True
     assert table["noise/usable-meta-gradient"].holds is True
     lines = prose.conclusions(table, "figure3", display=False).split("\n")
-    assert lines[0] == f"- *{table.rows[0].claim}*: **holds** in this run."
+    assert lines[0] == f"- *{table.rows[0].claim}*: **holds** — {table.rows[0].check}."
     undecided = table.rows[2]  # iMAML trained 10 outer steps: not enough to decide
     assert undecided.holds is None and "outer steps" in undecided.check
-    assert lines[2] == f"- *{undecided.claim}*: **is undecided** in this run ({undecided.check})."
+    assert lines[2] == f"- *{undecided.claim}*: is **undecided** — {undecided.check}."
     assert prose.conclusions(table, "figure4", display=False) == (
         "- (no claim in this section for these parameters)")

@@ -21,6 +21,7 @@ from bank import (
     gap_results,
     gap_table,
     inverse_result,
+    meta_results,
     stability_run,
     stability_seeds,
     stability_table,
@@ -28,6 +29,7 @@ from bank import (
 
 from i2o import gates
 from i2o.chapters.diagnose import claims as diagnose_claims
+from i2o.chapters.meta import claims as meta_claims
 from i2o.claims import Claims
 from i2o.diagnose import verdicts
 from i2o.prose import conclusions
@@ -116,6 +118,9 @@ SCENARIOS = {
     "diagnose help": lambda: diagnose_claims.claims(diagnose_results(+0.3)),
     "diagnose hurt": lambda: diagnose_claims.claims(diagnose_results(-0.3)),
     "diagnose not fitting": lambda: diagnose_claims.claims(diagnose_results(+0.3, fits=False)),
+    "meta": lambda: meta_claims.claims(meta_results()),
+    "meta rising, below the floor": lambda: meta_claims.claims(
+        meta_results(np.geomspace(0.6, 1.2, 10), imaml_outer_steps=5000, floor=2.9)),
 }
 
 

@@ -53,8 +53,8 @@ def test_the_prose_gives_each_section_its_claims_as_bullets():
     table.decide("B", (None, "too noisy"), "", id="sawtooth/b", section="sawtooth")
     table.decide("C", (False, "3 vs 1"), "", id="gotu/c", section="gotu")
     assert prose.paragraphs(table, "sawtooth") == [
-        "- A: **holds** — 1 vs 2.\n- B: is **undecided** — too noisy."]
-    assert prose.paragraphs(table, "gotu") == ["- C: **fails** — 3 vs 1."]
+        "- *A*: **holds** — 1 vs 2.\n- *B*: is **undecided** — too noisy."]
+    assert prose.paragraphs(table, "gotu") == ["- *C*: **fails** — 3 vs 1."]
     assert prose.paragraphs(table) == [*prose.paragraphs(table, "sawtooth"), "",
                                        "", *prose.paragraphs(table, "gotu")]
     with pytest.raises(ValueError, match="section must be one of"):

@@ -1,4 +1,5 @@
-"""Conclusion sentences generated from claim rows, never written by hand.
+"""Conclusion sentences generated from claim rows, never written by hand: the one prose writer,
+with two renderings, a sentence per row (:func:`sentence`) and a bullet per row (:func:`bullet`).
 
 Every chapter's conclusions are written by :func:`conclusions` from its claims table: the
 chapter's ``prose`` module (``<package>.prose``, found through the manifest like
@@ -28,6 +29,15 @@ def sentence(row: Claim, holds: str, fails: str, undecided: str) -> str:
     reason = row.check or (f"run the {row.decided_by!r} profile" if row.decided_by else
                            "this profile cannot decide it")
     return f"{undecided.rstrip('.')} ({reason})."
+
+
+_VERDICTS = {True: "**holds**", False: "**fails**", None: "is **undecided**"}
+
+
+def bullet(row: Claim) -> str:
+    """The second rendering, for a chapter that lists its claims: one Markdown bullet, the claim,
+    its verdict and its reason (which quotes the measurement)."""
+    return f"- *{row.claim}*: {_VERDICTS[row.holds]}" + (f" — {row.check}." if row.check else ".")
 
 
 def paragraph(sentences: Iterable[str]) -> str:

@@ -144,7 +144,7 @@ def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates
     lowest = int(np.nanargmin(mean))
     cost = intervals["below"][0]
     label = METRICS[task][0 if split == "test" else 1]
-    few_v = (f"cost of {low} iterations: {cost.describe(digits=scale)} ({label}); lowest mean "
+    few_v = (f"cost of N' = {low}: {cost.describe(digits=scale)} ({label}); lowest mean "
              f"at {int(curves.grid[lowest])} iterations ({mean[lowest]:.3g}, "
              f"{mean[curves.at(train_iters)]:.3g} at N)")
     above = intervals["above"]

@@ -1,27 +1,21 @@
 """The meta-learning chapter's conclusions, written from its claims (:func:`i2o.prose.conclusions`).
 
 Each section of the chapter (``claims.SECTIONS``: the meta-gradient noise, Figure 3, Figure 4,
-the ablation) concludes with one line per claim of the section, in the order of the rows: the
-claim, its verdict in this run and, when undecided, the reason its row gives.
+the ablation) concludes with one bullet per claim of the section (:func:`i2o.prose.bullet`), in
+the order of the rows: the claim, its verdict in this run and the reason its row gives.
 """
 
 from __future__ import annotations
 
 from i2o import prose
-from i2o.claims import Claim, Claims
+from i2o.claims import Claims
 
 EMPTY = "- (no claim in this section for these parameters)"
-
-
-def _line(row: Claim) -> str:
-    claim = f"- *{row.claim}*:"
-    return prose.sentence(row, f"{claim} **holds** in this run.",
-                          f"{claim} **does not hold** in this run.",
-                          f"{claim} **is undecided** in this run")
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:
     """One Markdown list per section (of ``section`` only, when given): a line per claim."""
     sections: dict[str, list[str]] = claims.facts["sections"]
     chosen = [section] if section else list(sections)
-    return ["\n".join(_line(claims[id]) for id in sections[name]) or EMPTY for name in chosen]
+    return ["\n".join(prose.bullet(claims[id]) for id in sections[name]) or EMPTY
+            for name in chosen]

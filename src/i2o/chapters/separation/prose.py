@@ -1,23 +1,17 @@
 """The separation chapter's conclusions, written from its claims table (:mod:`.claims`).
 
-Each section of the notebook ends with its claims as Markdown bullets: the statement, the verdict
-and the reason behind it (the row's ``check``, which quotes the measurement and says why an
-undecided claim is undecided). A row's section is its ``section``, the first part of its id
-(``"gotu/f1-deq-vs-fnn"``).
+Each section of the notebook ends with its claims as Markdown bullets (:func:`i2o.prose.bullet`):
+the statement, the verdict and the reason behind it (the row's ``check``, which quotes the
+measurement and says why an undecided claim is undecided). A row's section is its ``section``,
+the first part of its id (``"gotu/f1-deq-vs-fnn"``).
 """
 
 from __future__ import annotations
 
-from i2o.claims import Claim, Claims
+from i2o.claims import Claims
+from i2o.prose import bullet
 
 SECTIONS = ("sawtooth", "steep", "diagonal", "gotu")
-_VERDICTS = {True: "**holds**", False: "**fails**", None: "is **undecided**"}
-
-
-def bullet(row: Claim) -> str:
-    """One claim as a Markdown bullet: statement, verdict, and the reason (which quotes the
-    measurement)."""
-    return f"- {row.claim}: {_VERDICTS[row.holds]} — {row.check}."
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:
