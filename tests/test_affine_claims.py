@@ -122,7 +122,8 @@ def test_compare_holds_and_fails():
     assert gates.compare(float("nan"), "<", 1.0)[0] is False  # NaN satisfies no relation
     assert gates.compare(np.array([1.0, np.nan]), "<=", 2.0)[0] is False
     # as a gate: a failed comparison closes it
-    assert gates.decide(gates.compare(2, "==", 3), (True, "ok")) == (None, "2 is not = 3")
+    assert gates.gated([gates.compare(2, "==", 3)], (True, "ok"), quote=True) == (
+        None, "2 is not = 3")
     with pytest.raises(ValueError, match="relation"):
         gates.compare(1.0, "≤", 2.0)
 

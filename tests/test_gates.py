@@ -80,9 +80,9 @@ def test_health_gate_and_decide():
     closed = gates.health_gate({"IFT": ["", "loss became non-finite at step 3"]})
     assert closed[0] is None and "non-finite" in closed[1]
     # a closed gate makes even a predicate that holds undecided, with the gate's reason
-    assert gates.decide(closed, (True, "CI below +1")) == closed
+    assert gates.gated([closed], (True, "CI below +1"), quote=True) == closed
     opened = gates.combine((True, "fit"), (True, "healthy"))
-    assert gates.decide(opened, (False, "CI above +1"))[0] is False
+    assert gates.gated([opened], (False, "CI above +1"), quote=True)[0] is False
     assert gates.combine((True, "fit"), closed) == closed
 
 

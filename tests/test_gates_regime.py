@@ -56,7 +56,7 @@ def test_resolves_opens_above_the_resolution_and_closes_below():
     closed, reason = gates.resolves(0.4, 1.58, "25 % of 1.6 points", "one accuracy")
     assert closed is None and "cannot discriminate" in reason and "could not fail" in reason
     # a closed gate leaves even a predicate that would hold undecided
-    assert gates.decide((closed, reason), (True, "CI inside"))[0] is None
+    assert gates.gated([(closed, reason)], (True, "CI inside"), quote=True)[0] is None
     with pytest.raises(ValueError, match="resolution"):
         gates.resolves(1.0, -1.0)
     assert gates.resolves(0.0, 0.0)[0] is None  # no effect at all: nothing to compare against

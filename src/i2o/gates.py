@@ -23,6 +23,12 @@ A paper claim about trained DEQs is decided here in two stages:
    - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``;
    - :func:`negative`: ``hi < 0``; fails when ``lo ≥ 0``.
 
+Three combinators put them together: :func:`combine` (gates in a row, all open or the first
+closed), :func:`gated` (gates, then a predicate: the verdict behind its gates) and :func:`all_of`
+(a claim made of parts). :func:`symmetric_gate` is the stated exception, a gate that can fail a
+claim (a subject that cannot qualify counts against it). Every decision is a :class:`Decision`
+with typed :class:`Facts`, which the chapters' prose reads instead of the reasons' wording.
+
 The interval of a mean over ``n`` independent values (seeds, or evaluation examples when there is
 only one seed: :attr:`Interval.over` says which) is ``m ± t_{1−α/2, n−1} · s / √n``; the interval of
 a difference of two means is Welch's, with Welch–Satterthwaite degrees of freedom.
@@ -441,16 +447,6 @@ def combine(*gates: Decision) -> Decision:
     return Decision(True, "; ".join(reason for _, reason in gates), facts)
 
 
-def decide(gate: Decision, predicate: Decision) -> Decision:
-    """The verdict of a claim: ``None`` with the gate's reason when it is closed, otherwise the
-    predicate's decision (its reason prefixed by the gate's)."""
-    gate, predicate = as_decision(gate), as_decision(predicate)
-    if gate.holds is not True:
-        return Decision(None, gate.reason, gate.facts)
-    return Decision(predicate.holds, f"{gate.reason}; {predicate.reason}",
-                    gate.facts.merged(predicate.facts))
-
-
 def enough(count: int, needed: int, opened: str, closed: str) -> Decision:
     """Open when there are at least ``needed`` independent values to decide on (e.g. two seeds
     for an interval over seeds): ``(True, opened)`` when ``count ≥ needed``, else
@@ -470,7 +466,7 @@ def compare(value: float | Sequence[float] | np.ndarray, relation: str,
     relation bound`` is true (``relation`` one of ``<``, ``<=``, ``>``, ``>=``, ``==``; for an
     array, for every element, so an empty one holds), fails otherwise. A NaN satisfies no
     relation, so it fails. Never undecided: whether the run can decide is a gate's question
-    (:func:`enough`; a ``compare`` used as the gate of :func:`decide` closes it when it fails)."""
+    (:func:`enough`; a ``compare`` used as a gate of :func:`gated` closes it when it fails)."""
     if relation not in _RELATIONS:
         raise ValueError(f"relation must be one of {', '.join(_RELATIONS)}; got {relation!r}")
     values = np.asarray(value)
@@ -524,19 +520,24 @@ def condition(ok: bool, closed: str, opened: str = "", by: str = "condition") ->
     return Decision(True, opened) if bool(ok) else Decision(None, closed, Facts(closed_by=by))
 
 
-def gated(checks: Iterable[Decision], predicate: Callable[[], Decision]) -> Decision:
-    """A claim behind gates checked in order: the first closed gate's ``(None, reason)``; when
-    every gate is open, ``predicate()``'s decision as it is (unlike :func:`decide`, whose reason
-    starts with the gate's, for a claim whose text states only what was measured). ``checks`` may
-    be a generator: a gate after a closed one is not evaluated, nor is the predicate, which may
-    rely on what the gates guarantee (finite values, a reached count)."""
-    facts = Facts()
+def gated(checks: Iterable[tuple[bool | None, str]],
+          predicate: tuple[bool | None, str] | Callable[[], tuple[bool | None, str]],
+          quote: bool = False) -> Decision:
+    """A claim behind gates checked in order: the first closed gate, undecided, with its reason
+    and facts; when every gate is open, the ``predicate``'s decision, its reason alone or, with
+    ``quote``, prefixed by the open gates' reasons (for a row whose text should say what allowed
+    the verdict). ``checks`` may be a generator: a gate after a closed one is not evaluated, nor
+    is a callable ``predicate``, which may rely on what the gates guarantee (finite values, a
+    reached count)."""
+    facts, reasons = Facts(), []
     for gate in map(as_decision, checks):
         if gate.holds is not True:
             return Decision(None, gate.reason, facts.merged(gate.facts))
         facts = facts.merged(gate.facts)
-    found = as_decision(predicate())
-    return Decision(found.holds, found.reason, facts.merged(found.facts))
+        reasons.append(gate.reason)
+    found = as_decision(predicate() if callable(predicate) else predicate)
+    reason = "; ".join([*reasons, found.reason]) if quote else found.reason
+    return Decision(found.holds, reason, facts.merged(found.facts))
 
 
 def rank_correlation(rho: float, threshold: float, tolerance: float = 1e-9) -> Decision:

@@ -222,7 +222,7 @@ def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
     if finite.size < 2:
         return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", "count"), None
     ci = gates.interval(finite, over, level)
-    return gates.decide(health, gates.negative(ci)), ci
+    return gates.gated([health], gates.negative(ci), quote=True), ci
 
 
 def scale_gate(curves: Curves, train_iters: int, margin: Margin, fewer: Decision,
@@ -369,8 +369,9 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
     elif scale.holds is not True:
         help_ = hurt = same = gates.combine(gate, scale)
     else:
-        help_, hurt, same = (gates.decide(scale, rule(plain, wide, above, margin.delta))
-                             for rule in (help_beyond, hurt_beyond, no_difference))
+        help_, hurt, same = (
+            gates.gated([scale], rule(plain, wide, above, margin.delta), quote=True)
+            for rule in (help_beyond, hurt_beyond, no_difference))
     residual, ci = falling(curves, train_iters, health, level)
     verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
                         no_gain=no_gain(help_), fewer=gates.gated([gate], lambda: fewer),

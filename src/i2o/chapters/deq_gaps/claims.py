@@ -353,7 +353,7 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
         "iterations: the training-loss increase at the largest ΔN relative to the training loss "
         f"at N, R = D(N, ΔN) / L(N), is larger for the best-fitting model ({best['size']} images) "
         f"than for the worst-fitting one ({worst['size']} images)",
-        gates.decide(gates.combine(gate, (True, regime)), decision), text, "0", id="overparam")
+        gates.gated([gate, (True, regime)], decision, quote=True), text, "0", id="overparam")
 
 
 def _task_numbers(prefix: str, curve: GapCurve) -> dict[str, str]:

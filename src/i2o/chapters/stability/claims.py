@@ -188,13 +188,13 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         margin_text = f"{fraction:g} × {change}"
     table.decide(
         f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
-        f"N = {train_n} is not smaller by more than δ", gates.decide(
-            compare, gates.not_below(between, margin.delta) if compare.holds else compare),
+        f"N = {train_n} is not smaller by more than δ", gates.gated(
+            [compare], lambda: gates.not_below(between, margin.delta), quote=True),
         value, margin_text, id="not_more_stable", section="comparison")
     table.decide(
         "IFT and unrolled are equally stable (the difference of their accuracy changes lies "
-        "within ±δ)", gates.decide(
-            compare, gates.equivalent(between, margin.delta) if compare.holds else compare),
+        "within ±δ)", gates.gated(
+            [compare], lambda: gates.equivalent(between, margin.delta), quote=True),
         value, margin_text, id="equally_stable", section="comparison")
 
     for arm, label in LABELS.items():
