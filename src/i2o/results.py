@@ -459,7 +459,8 @@ def clean(figure: str | None = None) -> None:
 
 
 #: ``python -m i2o.results COMMAND``: each command's module, whose ``main(argv)`` runs it.
-COMMANDS = {"fingerprint": "i2o.fingerprint", "deps": "i2o.dependencies"}
+COMMANDS = {"fingerprint": "i2o.fingerprint", "deps": "i2o.dependencies",
+            "export": "i2o.bundles:export_main", "import": "i2o.bundles:import_main"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -468,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["-h"], ["--help"]):
         print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\n\n"
               "  fingerprint  one SHA-256 per cached result of a chapter's jobs\n"
-              "  deps         the modules each job class's cache key covers\n\n"
+              "  deps         the modules each job class's cache key covers\n"
+              "  export       a chapter's cached results as one bundle (manifest, checksums)\n"
+              "  import       a bundle verified, then written into the cache\n\n"
               "python -m i2o.results COMMAND --help describes each.")
         return 0
     if not argv or argv[0] not in COMMANDS:
@@ -478,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import importlib
 
-    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    module, _, function = COMMANDS[argv[0]].partition(":")
+    return getattr(importlib.import_module(module), function or "main")(argv[1:])
 
 
 if __name__ == "__main__":

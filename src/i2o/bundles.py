@@ -1,0 +1,279 @@
+"""Results bundles: a chapter's cache entries in one archive, to publish a run and to import it
+elsewhere.
+
+``python -m i2o.results export FIG --profile P [--replicate R] [--checkpoints] -o FILE`` writes
+every cached entry of the chapter's jobs (``arrays.npz`` and ``meta.json``, with its provenance;
+checkpoints only when asked) into one ``tar`` archive whose first member is ``manifest.json``: the
+format, the figure, profile and replicate, the commit, the numerics mode, the machine, and per file
+its path in the cache, its size and its SHA-256.
+
+``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
+anything: the manifest's format and figure, every member named in the manifest and nothing else,
+regular files only, no path that leaves the cache (absolute, ``..``), every size and checksum.
+Each entry is then written into the results cache atomically (a temporary directory renamed into
+place, under the entry's lock, as :func:`i2o.results.store` does); an entry already there with
+the same files is left as it is, so a second import of the same archive writes nothing. The
+report says which entries match the current code's keys (a notebook reads them) and which belong
+to another version of the code (written, named, never used by this code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+import sys
+import tarfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from i2o import door, fingerprint, lineage, profiles, results, runtime
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+#: the files of an entry a bundle carries (a checkpoint directory only with ``checkpoints``)
+ENTRY_FILES = ("arrays.npz", "meta.json")
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be imported (or exported), with the reason; nothing was written."""
+
+
+@dataclass
+class Report:
+    """What an import did: entries written, entries already there (identical), and which of
+    them the current code reads (``current``) or not (``other``: another version of the code)."""
+
+    figure: str
+    written: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    current: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [f"{self.figure}: {len(self.written)} entries written, {len(self.present)} "
+                 f"already in the cache; {len(self.current)} match this code's keys"]
+        if self.other:
+            lines.append(f"{len(self.other)} belong to another version of the code (kept, never "
+                         "used by this code): " + ", ".join(self.other))
+        return "\n".join(lines)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
+    """The cache folders of the chapter's jobs and of the jobs they are made of (a meta
+    evaluation's model), under the current code's keys (folder name → path); the same entries
+    :mod:`i2o.fingerprint` fingerprints. Jobs that measure the machine rather than compute a
+    result (stability's step costs) are not among a chapter's jobs: the importing machine
+    measures them again."""
+    chapter = door.enter(figure, profile, replicate=replicate)
+    if not chapter.has_jobs:
+        raise BundleError(f"{figure!r} has no jobs: nothing is cached, nothing to bundle")
+    return {path.name: path
+            for path in fingerprint.chapter_entries(figure, chapter.params).values()}
+
+
+def export(figure: str, profile: str, output: Path, replicate: int = 0,
+           checkpoints: bool = False) -> dict[str, Any]:
+    """Write the bundle of ``figure``'s cached entries to ``output``; return its manifest.
+    Entries not computed yet are listed as ``missing`` (an export of a partial run is allowed)."""
+    root = results.results_dir()
+    files, missing = [], []
+    for name, entry in _entries(figure, profile, replicate).items():
+        if not (entry / ENTRY_FILES[0]).exists():
+            missing.append(name)
+            continue
+        results.load(entry)  # a corrupted entry is not published
+        chosen = [entry / f for f in ENTRY_FILES]
+        ckpt = entry.with_name(f"{entry.name}.ckpt")
+        if checkpoints and ckpt.is_dir():
+            chosen += sorted(p for p in ckpt.rglob("*") if p.is_file())
+        files += chosen
+    manifest = {"format": FORMAT, "figure": figure, "profile": profile, "replicate": replicate,
+                "git": lineage.git_sha(), "numerics": runtime.numerics_key(),
+                "machine": lineage.machine_facts(), "written": lineage.now_iso(),
+                "missing": missing, "files": []}
+    blobs = {}
+    for path in files:
+        data = path.read_bytes()
+        relative = path.relative_to(root).as_posix()
+        blobs[relative] = data
+        manifest["files"].append({"path": relative, "size": len(data), "sha256": _sha256(data)})
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp-{secrets.token_hex(4)}")
+    with tarfile.open(tmp, "w") as archive:
+        for name, data in [(MANIFEST, json.dumps(manifest, indent=1, default=repr).encode()),
+                           *blobs.items()]:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            archive.addfile(info, io.BytesIO(data))
+    os.replace(tmp, output)
+    return manifest
+
+
+def _safe(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts or name.startswith("/"):
+        raise BundleError(f"the bundle names a path outside the cache: {name!r}")
+    return path
+
+
+def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The bundle's manifest and files, every check of the module docstring passed."""
+    try:
+        with tarfile.open(bundle, "r") as archive:
+            members = archive.getmembers()
+            contents: dict[str, bytes] = {}
+            for member in members:
+                if not member.isfile():
+                    raise BundleError(f"the bundle holds something other than a file: "
+                                      f"{member.name!r}")
+                _safe(member.name)
+                if member.name in contents:
+                    raise BundleError(f"the bundle holds {member.name!r} twice")
+                stream = archive.extractfile(member)
+                assert stream is not None
+                contents[member.name] = stream.read()
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise BundleError(f"{bundle} is not a readable bundle (truncated or not a tar "
+                          f"archive): {error}") from error
+    if MANIFEST not in contents:
+        raise BundleError(f"{bundle} has no {MANIFEST}")
+    try:
+        manifest = json.loads(contents.pop(MANIFEST))
+    except ValueError as error:
+        raise BundleError(f"{bundle}: its manifest is not JSON: {error}") from error
+    if manifest.get("format") != FORMAT:
+        raise BundleError(f"{bundle}: bundle format {manifest.get('format')!r}, this code reads "
+                          f"{FORMAT}")
+    figure = manifest.get("figure")
+    if figure not in profiles.figures():
+        raise BundleError(f"{bundle}: unknown figure {figure!r}")
+    listed = {f["path"]: f for f in manifest.get("files", [])}
+    if set(listed) != set(contents):
+        extra, absent = sorted(set(contents) - set(listed)), sorted(set(listed) - set(contents))
+        raise BundleError(f"{bundle}: the files do not match the manifest (not listed: {extra}; "
+                          f"listed but absent: {absent})")
+    for path, data in contents.items():
+        parts = _safe(path).parts
+        if parts[0] != figure or len(parts) < 3:
+            raise BundleError(f"{bundle}: {path!r} is not an entry of {figure!r}")
+        if len(data) != listed[path]["size"] or _sha256(data) != listed[path]["sha256"]:
+            raise BundleError(f"{bundle}: {path!r} does not match its checksum (tampered or "
+                              "damaged); nothing was written")
+    return manifest, contents
+
+
+def _entry_groups(contents: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
+    """Files grouped by the cache folder they go to (``figure/entry``, its checkpoint apart)."""
+    groups: dict[str, dict[str, bytes]] = {}
+    for path, data in contents.items():
+        parts = PurePosixPath(path).parts
+        groups.setdefault("/".join(parts[:2]), {})["/".join(parts[2:])] = data
+    return groups
+
+
+def _same(folder: Path, files: Mapping[str, bytes]) -> bool:
+    return folder.is_dir() and all((folder / name).is_file()
+                                   and (folder / name).read_bytes() == data
+                                   for name, data in files.items())
+
+
+def _write(folder: Path, files: Mapping[str, bytes]) -> None:
+    """``files`` into ``folder`` atomically: a temporary directory renamed into place (an entry
+    already there, which differs, is replaced)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with results.holding(folder, folder.name):
+        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        tmp.mkdir()
+        try:
+            for name, data in files.items():
+                target = tmp / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.rename(tmp, folder)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def import_bundle(bundle: Path) -> Report:
+    """Verify ``bundle`` (:func:`read`), then write its entries into the results cache; the
+    report names those that match this code's keys and those that do not."""
+    manifest, contents = read(Path(bundle))
+    figure = manifest["figure"]
+    try:
+        expected = set(_entries(figure, manifest["profile"], int(manifest.get("replicate", 0))))
+    except profiles.ParameterError:
+        expected = set()
+    root = results.results_dir()
+    report = Report(figure)
+    for group, files in sorted(_entry_groups(contents).items()):
+        folder = root / group
+        name = PurePosixPath(group).name
+        if _same(folder, files):
+            report.present.append(name)
+        else:
+            _write(folder, files)
+            report.written.append(name)
+        if not name.endswith(".ckpt"):
+            (report.current if name in expected else report.other).append(name)
+    return report
+
+
+def _names(items: Iterable[str]) -> str:
+    return ", ".join(items) or "none"
+
+
+def export_main(argv: list[str] | None = None) -> int:
+    """``python -m i2o.results export``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m i2o.results export",
+        description="Write a chapter's cached results (one profile, one replicate) into one "
+                    "bundle with a manifest of checksums, to publish or to import elsewhere.")
+    parser.add_argument("figure", metavar="FIG", help=", ".join(profiles.figures()))
+    parser.add_argument("--profile", default="quick", help="smoke, quick (default) or paper")
+    parser.add_argument("--replicate", type=int, default=0, help="default 0")
+    parser.add_argument("--checkpoints", action="store_true", help="include the checkpoints")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="the bundle to write")
+    args = parser.parse_args(argv)
+    try:
+        manifest = export(args.figure, args.profile, args.output, args.replicate,
+                          args.checkpoints)
+    except (profiles.ParameterError, BundleError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    digest = _sha256(Path(args.output).read_bytes())
+    print(f"{args.output}: {len(manifest['files'])} files of {args.figure} ({args.profile}, "
+          f"replicate {args.replicate}); sha256 {digest}; not computed yet: "
+          f"{_names(manifest['missing'])}")
+    return 0
+
+
+def import_main(argv: list[str] | None = None) -> int:
+    """``python -m i2o.results import``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m i2o.results import",
+        description="Verify a bundle, then write its entries into the results cache "
+                    "(I2O_RESULTS_DIR); nothing is written when a check fails.")
+    parser.add_argument("bundle", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        report = import_bundle(args.bundle)
+    except BundleError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(report.describe())
+    return 0

@@ -1,0 +1,144 @@
+"""Results bundles: export → import into an empty cache gives the same entries and a chapter that
+computes nothing; every bad bundle is refused with its reason and leaves the cache untouched; a
+second import writes nothing; entries of another version of the code are named."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from i2o import bundles, door, fingerprint, results
+
+FIGURE, PROFILE = "affine", "smoke"
+
+
+def _listing(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()} if root.exists() else {}
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+
+
+def _export(figure: str, tmp_path: Path, monkeypatch) -> tuple[Path, dict, dict]:
+    """``figure`` computed in smoke into one cache and exported; the caller then runs against
+    an empty cache."""
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "theirs"))
+    door.enter(figure, PROFILE).collect()
+    prints = fingerprint.fingerprint([figure], PROFILE, 0)["chapters"][figure]["entries"]
+    bundle = tmp_path / f"{figure}.tar"
+    manifest = bundles.export(figure, PROFILE, bundle)
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "ours"))
+    return bundle, manifest, prints
+
+
+@pytest.fixture
+def exported(tmp_path, monkeypatch):
+    return _export(FIGURE, tmp_path, monkeypatch)
+
+
+#: the chapters whose smoke jobs read the offline data sets
+NEEDS_DATA = ("stability", "deq_gaps", "diagnose")
+
+
+@pytest.mark.parametrize("figure", ["affine", "stability", "deq_gaps", "meta", "separation",
+                                    "diagnose"])
+def test_an_imported_bundle_gives_the_same_entries_and_nothing_recomputes(figure, tmp_path,
+                                                                          monkeypatch, request):
+    if figure in NEEDS_DATA:
+        request.getfixturevalue("data_dir")
+    bundle, manifest, prints = _export(figure, tmp_path, monkeypatch)
+    assert manifest["figure"] == figure and not manifest["missing"] and manifest["files"]
+    report = bundles.import_bundle(bundle)
+    jobs = [job for listed in door.enter(figure, PROFILE).jobs()
+            for job in fingerprint.entry_jobs(listed)]
+    entries = {results.entry_dir(j.figure, j.name, j.key(), j.module).name for j in jobs}
+    assert sorted(report.written) == sorted(report.current) == sorted(entries)
+    assert not report.other
+    assert fingerprint.fingerprint([figure], PROFILE, 0)["chapters"][figure]["entries"] == prints
+
+    def refuse(self, progress=None):
+        raise AssertionError(f"{self.name} recomputed after an import")
+
+    for job in jobs:
+        monkeypatch.setattr(type(job), "compute", refuse)
+    door.enter(figure, PROFILE).collect()  # reads every entry, computes none of the jobs
+    again = bundles.import_bundle(bundle)  # a second import is a no-op
+    assert again.written == [] and sorted(again.present) == sorted(entries)
+
+
+def _refused(bundle: Path, match: str) -> None:
+    root = results.results_dir()
+    before = _listing(root)
+    with pytest.raises(bundles.BundleError, match=match):
+        bundles.import_bundle(bundle)
+    assert _listing(root) == before
+
+
+def test_bad_bundles_are_refused_before_anything_is_written(exported, tmp_path):
+    bundle, manifest, _ = exported
+    members = _members(bundle)
+    data = bundle.read_bytes()
+    (tmp_path / "cut.tar").write_bytes(data[: len(data) // 2])
+    _refused(tmp_path / "cut.tar", "truncated or not a tar archive|does not match|absent")
+    (tmp_path / "text.tar").write_text("not an archive")
+    _refused(tmp_path / "text.tar", "not a readable bundle")
+    first = manifest["files"][0]["path"]
+    tampered = {**members, first: members[first][:-1] + bytes([members[first][-1] ^ 1])}
+    _refused(_tar(tmp_path / "tampered.tar", tampered), "does not match its checksum")
+    _refused(_tar(tmp_path / "extra.tar", {**members, f"{FIGURE}/x-1/arrays.npz": b"x"}),
+             "do not match the manifest")
+    escaping = {**manifest, "files": [*manifest["files"],
+                                      {"path": "../x", "size": 1, "sha256": "0"}]}
+    _refused(_tar(tmp_path / "escape.tar", {**members, "manifest.json":
+                                            json.dumps(escaping).encode(), "../x": b"x"}),
+             "outside the cache")
+    other = {**manifest, "figure": "nope"}
+    _refused(_tar(tmp_path / "other.tar", {**members,
+                                           "manifest.json": json.dumps(other).encode()}),
+             "unknown figure")
+    wrong = {**manifest, "figure": "stability"}
+    _refused(_tar(tmp_path / "wrong.tar", {**members,
+                                           "manifest.json": json.dumps(wrong).encode()}),
+             "is not an entry of 'stability'")
+    newer = {**manifest, "format": bundles.FORMAT + 1}
+    _refused(_tar(tmp_path / "newer.tar", {**members,
+                                           "manifest.json": json.dumps(newer).encode()}),
+             "bundle format")
+
+
+def test_entries_of_another_version_of_the_code_are_named_not_used(exported, tmp_path):
+    bundle, manifest, _ = exported
+    members = _members(bundle)
+    first = manifest["files"][0]["path"]
+    folder = "/".join(first.split("/")[:2])
+    moved = folder[:-4] + "0000"  # another key: what another version of the code computed
+    renamed = {name.replace(folder, moved): data for name, data in members.items()}
+    listed = {**manifest, "files": [{**f, "path": f["path"].replace(folder, moved)}
+                                    for f in manifest["files"]]}
+    renamed["manifest.json"] = json.dumps(listed).encode()
+    report = bundles.import_bundle(_tar(tmp_path / "old.tar", renamed))
+    assert report.other == [moved.split("/")[1]]
+    assert "another version of the code" in report.describe()
+
+
+def test_the_commands_report_errors_with_status_2(tmp_path, capsys):
+    (tmp_path / "bad.tar").write_text("x")
+    assert results.main(["import", str(tmp_path / "bad.tar")]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert results.main(["export", "intro-not-a-figure", "-o", str(tmp_path / "o.tar")]) == 2
