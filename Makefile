@@ -11,6 +11,8 @@ EXECUTOR   ?= local
 REPLICATES ?= 0 1 2
 FIGURES    ?=
 WORKERS    ?= 1
+# `make publish` writes published/<KIND>-<PROFILE>.json (robustness or numbers).
+KIND       ?= robustness
 SLURM      ?=
 PYTEST_ARGS ?=
 # Offline copies of the data sets (e.g. ../shared/data); unset = download into data/ when online.
@@ -35,7 +37,7 @@ MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
 RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 
-.PHONY: install lock data book html test bench golden sweep robustness claims lint clean clean-results help
+.PHONY: install lock data book html test bench golden sweep robustness publish claims lint clean clean-results help
 
 help:
 	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE)) and build _build/html"
@@ -47,6 +49,7 @@ help:
 	@echo "make golden          rewrite tests/golden/ (smoke fingerprints, numerics probes) after a change meant to change results"
 	@echo "make sweep FIG=stability EXECUTOR=local|slurm SLURM=\"--partition gpu --gpus 1\""
 	@echo "make robustness      every chapter at replicates 0 1 2 (REPLICATES=...) -> Robustness page"
+	@echo "make publish         keep the last robustness run (KIND=numbers: the last build) in published/, shown by the book"
 	@echo "make claims          print every executed notebook's claims"
 	@echo "make clean           remove build products; make clean-results removes the results cache"
 
@@ -114,6 +117,11 @@ robustness: $(INSTALLED)
 	$(PY) -m i2o.robustness --profile $(PROFILE) --replicates $(REPLICATES) \
 	  $(if $(FIGURES),--figures $(FIGURES),) --workers $(WORKERS)
 	$(PY) -m i2o.book html
+
+# Keeps a summary measured here in published/ (committed), which the book shows, marked current or
+# stale, when a build has not computed its own.
+publish: $(INSTALLED)
+	$(PY) -m i2o.published $(KIND) --profile $(PROFILE)
 
 claims: $(INSTALLED)
 	$(PY) -m i2o.claims

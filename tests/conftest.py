@@ -23,6 +23,21 @@ def _isolated_outputs(tmp_path_factory, monkeypatch):
         monkeypatch.setenv("I2O_RESULTS_DIR", str(base / "results"))
 
 
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    """Every figure executed at ``smoke`` and the HTML built, in a temporary build folder (the
+    book's tests read it; the bundles' round trip exports its results)."""
+    from i2o import book, profiles
+
+    base = tmp_path_factory.mktemp("book")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("I2O_BUILD_DIR", str(base / "_build"))
+        patch.setenv("I2O_RESULTS_DIR", str(base / "results"))
+        executed = {figure: book.run(figure, "smoke") for figure in profiles.figures()}
+        site = book.html(strict=True)  # any Sphinx warning fails the build, hence this fixture
+    return {"build": base / "_build", "executed": executed, "html": site}
+
+
 @pytest.fixture
 def data_dir() -> Path:
     """The offline data folder named by ``I2O_DATA_DIR``; skips the test when it is absent."""

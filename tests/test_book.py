@@ -71,18 +71,6 @@ def test_notebook_itself_validates_papermill_parameters(tmp_path):
     assert "ParameterError" in str(error.value) and "bogus_knob" in str(error.value)
 
 
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """Every figure executed at ``smoke`` and the HTML built, in a temporary build folder."""
-    base = tmp_path_factory.mktemp("book")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("I2O_BUILD_DIR", str(base / "_build"))
-        patch.setenv("I2O_RESULTS_DIR", str(base / "results"))
-        executed = {figure: book.run(figure, "smoke") for figure in profiles.figures()}
-        site = book.html(strict=True)  # any Sphinx warning fails the build, hence this fixture
-    return {"build": base / "_build", "executed": executed, "html": site}
-
-
 @pytest.mark.book
 def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
     for figure, path in built_book["executed"].items():

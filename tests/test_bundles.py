@@ -35,11 +35,10 @@ def _members(path: Path) -> dict[str, bytes]:
         return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
 
 
-def _export(figure: str, tmp_path: Path, monkeypatch) -> tuple[Path, dict, dict]:
-    """``figure`` computed in smoke into one cache and exported; the caller then runs against
+def _export(figure: str, theirs: Path, tmp_path: Path, monkeypatch) -> tuple[Path, dict, dict]:
+    """``figure``'s smoke entries of the cache ``theirs`` exported; the caller then runs against
     an empty cache."""
-    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "theirs"))
-    door.enter(figure, PROFILE).collect()
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(theirs))
     prints = fingerprint.fingerprint([figure], PROFILE, 0)["chapters"][figure]["entries"]
     bundle = tmp_path / f"{figure}.tar"
     manifest = bundles.export(figure, PROFILE, bundle)
@@ -49,20 +48,27 @@ def _export(figure: str, tmp_path: Path, monkeypatch) -> tuple[Path, dict, dict]
 
 @pytest.fixture
 def exported(tmp_path, monkeypatch):
-    return _export(FIGURE, tmp_path, monkeypatch)
+    """The small affine chapter computed afresh and exported."""
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "theirs"))
+    door.enter(FIGURE, PROFILE).collect()
+    return _export(FIGURE, tmp_path / "theirs", tmp_path, monkeypatch)
 
 
 #: the chapters whose smoke jobs read the offline data sets
 NEEDS_DATA = ("stability", "deq_gaps", "diagnose")
 
 
+@pytest.mark.book
 @pytest.mark.parametrize("figure", ["affine", "stability", "deq_gaps", "meta", "separation",
                                     "diagnose"])
 def test_an_imported_bundle_gives_the_same_entries_and_nothing_recomputes(figure, tmp_path,
                                                                           monkeypatch, request):
+    """Exports what the smoke book computed (its session fixture), so no chapter is computed
+    twice by the test suite."""
     if figure in NEEDS_DATA:
         request.getfixturevalue("data_dir")
-    bundle, manifest, prints = _export(figure, tmp_path, monkeypatch)
+    theirs = request.getfixturevalue("built_book")["build"].parent / "results"
+    bundle, manifest, prints = _export(figure, theirs, tmp_path, monkeypatch)
     assert manifest["figure"] == figure and not manifest["missing"] and manifest["files"]
     report = bundles.import_bundle(bundle)
     jobs = [job for listed in door.enter(figure, PROFILE).jobs()

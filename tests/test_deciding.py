@@ -89,3 +89,10 @@ def test_remedies_refused_by_the_manifest_or_not_about_counts_give_no_command():
     assert found.seconds == pytest.approx(100.0 + 20.0 * (2000 / 1000 - 1))
     assert math.isnan(deciding.more_examples("stability", params, Needs(1600, "examples"),
                                              "test_size").seconds)
+
+
+def test_a_remedy_that_is_another_profile_names_it_and_its_cost():
+    remedy = deciding.Remedy("meta", "paper", (), 7200.0)
+    assert remedy.command() == "make fig-meta PROFILE=paper"
+    assert remedy.describe() == ("the paper profile; about 2.0 h of compute at this run's "
+                                 "measured rate: `make fig-meta PROFILE=paper`")

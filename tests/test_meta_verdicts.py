@@ -312,3 +312,56 @@ def test_one_claims_table_with_sections_and_its_conclusions():
     assert lines[2] == f"- *{undecided.claim}*: is **undecided** — {undecided.check}."
     assert prose.conclusions(table, "figure4", display=False) == (
         "- (no claim in this section for these parameters)")
+
+
+def test_a_row_short_of_held_out_tasks_names_the_run_that_decides_it():
+    """A real but small gain under task noise: the held-out interval contains 0, the row's facts
+    count the held-out tasks it needs, and the chapter names ``n_test_tasks`` at twice that (the
+    held-out tasks are half of them) with headroom; the command passes the chapter's door. A
+    decided row names nothing."""
+    from bank import meta_results
+
+    from i2o import deciding, door, prose
+
+    results = meta_results()
+    small = np.r_[np.full(1, 0.5), np.full(len(GRID) - 1, 0.495)]
+    maml = {**_curves(small, noise=0.05, seed=1), "train_losses": np.full(100, 0.5),
+            "seconds": 10.0}
+    results.figure3["maml-N1-online-seed0"] = maml
+    table = claims.claims(results)
+    row = table["figure3/maml-N1-online-seed0/more-steps"]
+    assert row.holds is None and row.facts.needs.of == "held-out tasks"
+    remedy = table.remedies[row.id]
+    wanted = int(np.ceil(deciding.HEADROOM * 2 * row.facts.needs.count))
+    assert remedy.overrides == (("n_test_tasks", wanted),) and wanted > 200
+    assert row.decided_by == remedy.command() == (
+        f'make fig-meta PROFILE=smoke P="-p n_test_tasks {wanted}"')
+    door.enter("meta", "smoke", n_test_tasks=wanted)
+    assert "n_test_tasks" in prose.conclusions(table, "figure3", display=False)
+    decided = table["ablation/maml-N1-per_set_bn-online-seed0/above-floor"]
+    assert decided.holds is True and decided.id not in table.remedies
+
+
+def test_figure_4_undecided_below_the_paper_scale_names_the_paper_run():
+    from bank import meta_results
+
+    results = meta_results()
+    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8: undecided
+    enough = 30000  # beyond the smoke profile's fig4_min_outer_steps_to_decide
+    results.figure4.update(_figure4(two_swaps, [0.1, 0.2, 0.4, 0.8, 1.2], outer_steps=enough))
+    for curves in results.figure4.values():
+        curves.update(method="imaml", train_cpu_seconds_per_step=0.01,
+                      train_losses=np.full(100, 0.5))
+    table = claims.claims(results)
+    row = table["figure4/fit-ordering"]
+    assert row.holds is None and "would decide it" in row.check
+    assert row.decided_by == "make fig-meta PROFILE=paper"
+    assert "the paper profile" in table.remedies[row.id].describe()
+    one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # decided: nothing to name
+    results.figure4.clear()
+    results.figure4.update(_figure4(one_swap, [0.1, 0.2, 0.4, 0.8, 1.2], outer_steps=enough))
+    for curves in results.figure4.values():
+        curves.update(method="imaml", train_losses=np.full(100, 0.5))
+    decided = claims.claims(results)
+    assert decided["figure4/fit-ordering"].holds is True
+    assert "figure4/fit-ordering" not in decided.remedies

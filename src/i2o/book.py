@@ -53,6 +53,7 @@ from i2o import (
     preflight,
     profiles,
     progress,
+    published,
     results,
     robustness,
     runtime,
@@ -298,8 +299,9 @@ def stage() -> Path:
         else:
             _write_not_built(notebooks[figure], figure, reason)
     site.figures_page(staged, notebooks)
-    robustness.write_page(staged)
+    robustness.write_page(staged, published.robustness_fallback())
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
+    published.fill_reproduce(staged / "book" / "reproduce.md")
     numbers.write()  # every glued number and claim row, served with the book (html())
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline

@@ -190,23 +190,16 @@ def _same(folder: Path, files: Mapping[str, bytes]) -> bool:
 
 
 def _write(folder: Path, files: Mapping[str, bytes]) -> None:
-    """``files`` into ``folder`` atomically: a temporary directory renamed into place (an entry
-    already there, which differs, is replaced)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with results.holding(folder, folder.name):
-        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-        tmp.mkdir()
-        try:
-            for name, data in files.items():
-                target = tmp / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            if folder.exists():
-                shutil.rmtree(folder)
-            os.rename(tmp, folder)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+    """``files`` into ``folder`` atomically, as the cache writes an entry
+    (:func:`i2o.results.staging`); an entry already there, which differs, is replaced."""
+    with results.staging(folder) as tmp:
+        for name, data in files.items():
+            target = tmp / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.rename(tmp, folder)
 
 
 def import_bundle(bundle: Path) -> Report:

@@ -48,11 +48,13 @@ class Remedy:
             return str(value)
 
         pairs = " ".join(f"-p {name} {shown(value)}" for name, value in self.overrides)
-        return f'make fig-{self.figure} PROFILE={self.profile} P="{pairs}"'
+        return f"make fig-{self.figure} PROFILE={self.profile}" + (f' P="{pairs}"' if pairs
+                                                                   else "")
 
     def describe(self) -> str:
         sizes = ", ".join(f"{len(value)} {name}" if isinstance(value, list | tuple) else
-                          f"{name} = {value}" for name, value in self.overrides)
+                          f"{name} = {value}" for name, value in self.overrides) \
+            or f"the {self.profile} profile"
         cost = (f"; about {_duration(self.seconds)} of compute at this run's measured rate"
                 if math.isfinite(self.seconds) else "")
         return f"{sizes}{cost}: `{self.command()}`"

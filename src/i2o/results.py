@@ -375,17 +375,26 @@ def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> Non
 
     A valid entry already at ``path`` (same key, so the same result) is kept as it is.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     flat = _flatten(result)
+    with staging(path) as tmp:
+        np.savez(tmp / _ARRAYS, **flat)
+        meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
+                "git": lineage.git_sha(), "provenance": lineage.provenance()}
+        (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
+        _publish(tmp, path)
+
+
+@contextmanager
+def staging(path: Path) -> Iterator[Path]:
+    """A temporary directory beside the entry ``path``, held under its lock, into which a writer
+    puts the entry's files before renaming it into place; removed if it is still there at exit
+    (and, should the process be killed, by the next process that uses the cache)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with holding(path, path.name):
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         tmp.mkdir()
         try:
-            np.savez(tmp / _ARRAYS, **flat)
-            meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
-                    "git": lineage.git_sha(), "provenance": lineage.provenance()}
-            (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
-            _publish(tmp, path)
+            yield tmp
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -359,8 +359,13 @@ def chapter_html(figure: str, chapter: Mapping[str, Any], replicates: Sequence[i
 
 
 def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_REPLICATES,
-         profile: str = "quick") -> str:
-    """The Robustness page (MyST Markdown) from a summary, or what to run when there is none."""
+         profile: str = "quick",
+         published: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """The Robustness page (MyST Markdown) from a summary, or what to run when there is none.
+
+    ``published`` (chapter → its status and why, :func:`i2o.published.robustness_fallback`) says
+    the summary is a published one, measured elsewhere: the page says where it came from and
+    marks each chapter current or stale."""
     lines = ["# Robustness", "",
              "Is a verdict a property of the experiment or of one draw of its random choices? "
              "Replicate r > 0 of a chapter redraws every random choice it makes "
@@ -377,6 +382,14 @@ def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_R
     replicates = summary["replicates"]
     lines += [f"Profile `{summary['profile']}`, replicates {', '.join(map(str, replicates))}; "
               f"summary written {summary.get('written', '?')}.", ""]
+    if published is not None:
+        origin = summary.get("origin", {})
+        lines += ["```{admonition} Measured elsewhere", ":class: note",
+                  "This build computed no replicate of its own, so this page shows the summary "
+                  f"published from commit `{origin.get('commit', '?')}` on "
+                  f"{origin.get('published', '?')} (`published/`, machines at the end), each "
+                  f"chapter marked current or stale. `{command(profile, requested)}` computes "
+                  "this build's own.", "```", ""]
     total = {status: 0 for status in STATUSES}
     for figure, chapter in summary["chapters"].items():
         c = chapter["counts"]
@@ -386,6 +399,9 @@ def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_R
                   f"{c[SAME_DECIDED]} claim(s) with the same verdict at every replicate, "
                   f"{c[FLIPS]} that flip, {c[SAME_UNDECIDED]} undecided at every replicate"
                   + (f", {c[INCOMPLETE]} incomplete" if c[INCOMPLETE] else "") + ".", ""]
+        if published is not None:
+            state, why = published.get(figure, ("stale", "not in this checkout's book"))
+            lines += [f"Published summary, **{state}**: {why}.", ""]
         if chapter["missing"]:
             lines += ["```{admonition} Missing replicates", ":class: warning",
                       f"Replicate(s) {', '.join(map(str, chapter['missing']))} of `{figure}` "
@@ -404,10 +420,16 @@ def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_R
     return "\n".join(lines)
 
 
-def write_page(staged: Path) -> Path:
-    """Write the Robustness page into the staged book (``book.stage``)."""
+def write_page(staged: Path, fallback: tuple[Mapping[str, Any],
+                                             Mapping[str, tuple[str, str]]] | None = None) -> Path:
+    """Write the Robustness page into the staged book (``book.stage``): this build's summary, or
+    else ``fallback``, a published summary with each chapter's status and why
+    (:func:`i2o.published.robustness_fallback`)."""
     path = staged / PAGE
-    path.write_text(page(read_summary()))
+    summary, states = read_summary(), None
+    if summary is None and fallback is not None:
+        summary, states = fallback
+    path.write_text(page(summary, published=states))
     return path
 
 

@@ -66,11 +66,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o import gates
+from i2o import deciding, gates, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise
 from i2o.chapters.meta.runs import MetaResults
 from i2o.claims import Claims
-from i2o.gates import Decision
+from i2o.gates import Decision, Needs
 from i2o.profiles import Params
 
 RANK_CORRELATION_THRESHOLD = -0.9
@@ -199,11 +199,17 @@ def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
-    """:func:`i2o.gates.positive` on :func:`_held_out_interval`, and the interval as text (with
-    the tasks that would decide it)."""
+    """:func:`i2o.gates.positive` on :func:`_held_out_interval`, with the interval as its reason
+    (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
     ci = _held_out_interval(per_task, reference, best)
-    holds, reason = gates.positive(ci)
-    return holds, ci.describe(digits=4) + ("" if holds is not None else f"; {reason}")
+    found = gates.positive(ci)
+    return Decision(found.holds, ci.describe(digits=4)
+                    + ("" if found.holds is not None else f"; {found.reason}"), found.facts)
+
+
+def _worded(found: Decision, reason: str) -> Decision:
+    """``found`` with its reason written into the row's ``reason`` (its facts kept)."""
+    return Decision(found.holds, reason, found.facts)
 
 
 def more_steps_claim(curves: dict[str, Any]) -> str:
@@ -222,10 +228,10 @@ def more_steps_help(curves: dict[str, Any], limits: Thresholds) -> Decision:
         choose, test = _halves(len(mse))
         beyond = [i for i, k in enumerate(grid) if k > n]
         best = beyond[int(np.argmin(mse[choose][:, beyond].mean(axis=0)))]
-        holds, interval = _held_out_gain(mse[test], grid.index(n), best)
-        return holds, (f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
-                       f"MSE(N) − MSE(k*) = {interval} (needs the interval above 0)"
-                       f"{_excluded(curves)}")
+        found = _held_out_gain(mse[test], grid.index(n), best)
+        return _worded(found, f"k* = {grid[best]} chosen on {len(choose)} tasks; on the "
+                              f"held-out tasks MSE(N) − MSE(k*) = {found.reason} (needs the "
+                              f"interval above 0){_excluded(curves)}")
 
     checks = itertools.chain(_model_gates(curves, limits), [
         gates.condition(grid[-1] > n, f"the grid stops at N = {n}")])
@@ -264,12 +270,13 @@ def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decis
         def against_convergence() -> Decision:
             at = int(reached[0])
             if best >= at:  # the best count is not before convergence, whatever the difference
-                holds, interval = False, _held_out_interval(mse[test], at, best).describe(digits=4)
+                found = Decision(False, _held_out_interval(mse[test], at, best).describe(digits=4))
             else:
-                holds, interval = _held_out_gain(mse[test], at, best)
-            return holds, (f"{chosen}MSE(k_conv) − MSE(k*) = {interval} (needs k* < k_conv and "
-                           f"the interval above 0); converged at k_conv = {grid[at]} "
-                           f"({share[at]:.0%} of tasks: {convergence_rule(limits)}){note}")
+                found = _held_out_gain(mse[test], at, best)
+            return _worded(found, f"{chosen}MSE(k_conv) − MSE(k*) = {found.reason} (needs k* < "
+                                  f"k_conv and the interval above 0); converged at k_conv = "
+                                  f"{grid[at]} ({share[at]:.0%} of tasks: "
+                                  f"{convergence_rule(limits)}){note}")
 
         converged = gates.condition(
             reached.size > 0,
@@ -290,19 +297,19 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
         if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
             ci = _held_out_interval(per_task[test], 0, best + 1)
-            holds = gates.positive(ci)[0]
-            interval = ci.describe(digits=4)
-            if holds is None:
-                holds, interval = False, (interval + "; k* is the sweep's last count, nearest "
-                                          "convergence, and the converged solution is no worse")
+            found = Decision(gates.positive(ci).holds, ci.describe(digits=4))
+            if found.holds is None:
+                found = Decision(False, found.reason + "; k* is the sweep's last count, nearest "
+                                 "convergence, and the converged solution is no worse")
         else:
-            holds, interval = _held_out_gain(per_task[test], 0, best + 1)
+            found = _held_out_gain(per_task[test], 0, best + 1)
         objective = np.asarray(curves["objective"], dtype=float)[finite][:, best]
         f_ref = np.asarray(curves["objective_reference"], dtype=float)[finite][:, best]
         gap = float(np.median((objective - f_ref) / np.abs(f_ref)))
-        return holds, (f"{chosen}MSE(converged) − MSE(k*) = {interval} (needs the interval "
-                       f"above 0); converged: L-BFGS on F from the sweep's last iterate, whose F "
-                       f"the median task's k* iterate exceeds by {gap:.1e} (relative){note}")
+        return _worded(found, f"{chosen}MSE(converged) − MSE(k*) = {found.reason} (needs the "
+                              f"interval above 0); converged: L-BFGS on F from the sweep's last "
+                              f"iterate, whose F the median task's k* iterate exceeds by "
+                              f"{gap:.1e} (relative){note}")
 
     computed = gates.condition(np.all(np.isfinite(reference)),
                                "no convergence reference was computed (reference_iters = 0)")
@@ -532,7 +539,40 @@ def claims(results: MetaResults) -> Claims:
     record("noise", "noise/usable-meta-gradient", usable_meta_gradient_claim(regularization),
            usable_meta_gradient(results.noise, regularization, float(params["max_noise_ratio"])))
     table.facts["sections"] = sections
+    name_remedies(table, results)
     return table
+
+
+def name_remedies(table: Claims, results: MetaResults) -> None:
+    """The run that would decide each row this run leaves open for want of data
+    (:mod:`i2o.deciding`).
+
+    - A row undecided for want of held-out tasks (the odd half of the test tasks) names
+      ``n_test_tasks`` at twice what its held-out half needs. The size enters only the keys of
+      the sweeps of Figure 3's and the ablation's models: those sweeps run again at the new size
+      (their measured time, scaled) and the trained models are read from the cache.
+    - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run,
+      costed at the CPU time per outer step each of this run's models measured."""
+    p = results.params
+    online = [c for section in (results.figure3, results.ablation) for c in section.values()]
+    sweeps = sum(float(c.get("seconds", math.nan)) for c in online)
+    for row in list(table.rows):
+        needs = row.facts.needs
+        if row.holds is None and needs is not None and needs.of == "held-out tasks":
+            found = deciding.more_examples(FIGURE, p, Needs(2 * needs.count, "examples"),
+                                           "n_test_tasks", sweeps, sweeps)
+            if found is not None:
+                table.remedy(row.id, found)
+    ordering = table.by_id.get("figure4/fit-ordering")
+    if ordering is None or ordering.holds is not None or p.profile == "paper":
+        return
+    paper = profiles.resolve(FIGURE, "paper")
+    steps = {("maml", None): paper["maml_outer_steps"], ("imaml", None): paper["imaml_outer_steps"]}
+    seconds = sum(float(c.get("train_cpu_seconds_per_step", math.nan))
+                  * steps.get((c["method"], c.get("n_meta_batches")), paper["fig4_outer_steps"])
+                  for section in (results.figure3, results.figure4, results.ablation)
+                  for c in section.values())
+    table.remedy(ordering.id, deciding.Remedy(FIGURE, "paper", (), seconds))
 
 
 def numbers(results: MetaResults) -> dict[str, Any]:

@@ -1,0 +1,261 @@
+"""What was measured elsewhere, kept in the repository and shown when a build has not computed it.
+
+A fresh build has computed no replicate and no paper-scale chapter, so its Robustness page would
+say only what to run, and no reader without a GPU or hours of CPU would see a paper-scale result.
+The repository therefore keeps small *published summaries* in ``published/``:
+
+- ``robustness-<profile>.json``: a robustness summary (:func:`i2o.robustness.collect`, every
+  chapter's claims at several replicates);
+- ``numbers-<profile>.json``: a build's ``numbers.json`` (:mod:`i2o.numbers`: every glued number
+  and claim row of each chapter, with its provenance).
+
+Each carries where it came from (commit, date, machines) and, per chapter, two digests that say
+whether this checkout would compute the same thing:
+
+- ``keys``: the SHA-256 of the names of every cache entry of the chapter's jobs at each replicate
+  (:func:`i2o.fingerprint.chapter_entries`). An entry's name holds its key, which covers the
+  job's parameters, the code that computes it and the numerics pins (:mod:`i2o.results`);
+- ``claims_code``: the hash of the chapter's claims module and everything it imports
+  (:func:`i2o.results.module_source_hash`), which turns results into verdicts.
+
+A chapter is *current* when both match this checkout, *stale* otherwise, and the pages say which
+(:func:`status`). The Robustness page shows the published summary only when the build has none of
+its own; the Reproduce page lists every published summary (:func:`reproduce_section`).
+
+Command line (``make publish``, after ``make robustness`` or a profile's ``make book``)::
+
+    python -m i2o.published robustness [--profile quick]
+    python -m i2o.published numbers --profile paper
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from i2o import door, fingerprint, lineage, locations, profiles, results, robustness
+
+KINDS = ("robustness", "numbers")
+CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
+START, END = "<!-- i2o:published:start -->", "<!-- i2o:published:end -->"
+
+
+def folder() -> Path:
+    return locations.repo_root() / "published"
+
+
+def path(kind: str, profile: str) -> Path:
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+    return folder() / f"{kind}-{profile}.json"
+
+
+def keys_digest(figure: str, profile: str, replicate: int) -> str:
+    """SHA-256 of the names of the cache entries of ``figure``'s jobs at ``profile`` and
+    ``replicate`` under this checkout's code (empty for a chapter without jobs)."""
+    entries = []
+    if figure in door.sweepable():
+        params = profiles.resolve(figure, profile, replicate=replicate)
+        entries = sorted(p.name for p in fingerprint.chapter_entries(figure, params).values())
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+
+
+def claims_code_digest(figure: str) -> str:
+    """The hash of ``figure``'s claims module and its import closure (comments and docstrings
+    left out, as for a cache key)."""
+    return results.module_source_hash(f"{profiles.entry(figure)['package']}.claims")
+
+
+def chapter_digests(figure: str, profile: str, replicates: Sequence[int]) -> dict[str, Any]:
+    return {"keys": {str(r): keys_digest(figure, profile, r) for r in replicates},
+            "claims_code": claims_code_digest(figure)}
+
+
+def status(figure: str, profile: str, recorded: Mapping[str, Any]) -> str:
+    """``current`` when this checkout computes the same entries and turns them into verdicts
+    with the same code; otherwise which of the two changed."""
+    replicates = [int(r) for r in recorded.get("keys", {})]
+    now = chapter_digests(figure, profile, replicates)
+    if now["keys"] != recorded.get("keys"):
+        return STALE_RESULTS
+    if now["claims_code"] != recorded.get("claims_code"):
+        return STALE_CLAIMS
+    return CURRENT
+
+
+def explain(state: str) -> str:
+    return {CURRENT: "this checkout computes the same cache entries and the same claims code",
+            STALE_RESULTS: "the chapter's jobs changed since (their cache keys differ: code, "
+                           "parameters or numerics); these numbers are those of the older code",
+            STALE_CLAIMS: "the same results, but the code that turns them into verdicts changed "
+                          "since; this checkout may word or decide some rows differently"}[state]
+
+
+def _write(target: Path, data: Mapping[str, Any]) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(target)
+    return target
+
+
+def _origin() -> dict[str, Any]:
+    return {"commit": lineage.git_sha(), "published": lineage.now_iso()}
+
+
+def publish_robustness(profile: str = "quick") -> Path:
+    """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests."""
+    summary = robustness.read_summary()
+    if summary is None:
+        raise FileNotFoundError(f"no {robustness.summary_path()}: run `make robustness "
+                                f"PROFILE={profile}` first")
+    if summary["profile"] != profile:
+        raise ValueError(f"{robustness.summary_path()} is of profile {summary['profile']!r}, "
+                         f"not {profile!r}")
+    incomplete = {f: c["missing"] for f, c in summary["chapters"].items() if c["missing"]}
+    if incomplete:
+        raise ValueError(f"replicates missing from the summary: {incomplete}; publish a "
+                         "complete run")
+    digests = {figure: chapter_digests(figure, profile, summary["replicates"])
+               for figure in summary["chapters"]}
+    return _write(path("robustness", profile),
+                  {**summary, "origin": _origin(), "digests": digests})
+
+
+def publish_numbers(profile: str) -> Path:
+    """The build's ``numbers.json`` (every chapter executed at ``profile``) into
+    ``published/``, with its digests."""
+    from i2o import numbers
+
+    built = {figure: chapter for figure in profiles.figures()
+             if (chapter := numbers.chapter(figure)) is not None}
+    wrong = {f: c["profile"] for f, c in built.items() if c["profile"] != profile}
+    if not built or wrong:
+        raise ValueError(f"no chapter executed at profile {profile!r} in "
+                         f"{locations.build_dir()}" + (f" (found {wrong})" if wrong else ""))
+    digests = {}
+    for figure, chapter in built.items():
+        replicate = int(chapter.get("params", {}).get("replicate", 0))
+        digests[figure] = chapter_digests(figure, profile, [replicate])
+    return _write(path("numbers", profile),
+                  {"profile": profile, "chapters": built, "origin": _origin(),
+                   "digests": digests})
+
+
+def read(kind: str, profile: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(path(kind, profile).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def available() -> list[tuple[str, str, dict[str, Any]]]:
+    """Every published summary as ``(kind, profile, data)``, in a stable order."""
+    found = []
+    for file in sorted(folder().glob("*.json")):
+        kind, _, profile = file.stem.partition("-")
+        data = read(kind, profile) if kind in KINDS else None
+        if data is not None:
+            found.append((kind, profile, data))
+    return found
+
+
+def statuses(data: Mapping[str, Any], profile: str) -> dict[str, str]:
+    """Each published chapter's :func:`status`; a chapter no longer in the book is stale."""
+    known = set(profiles.figures())
+    return {figure: status(figure, profile, recorded) if figure in known else STALE_RESULTS
+            for figure, recorded in data.get("digests", {}).items()}
+
+
+def robustness_fallback(profile: str = "quick"
+                        ) -> tuple[dict[str, Any], dict[str, tuple[str, str]]] | None:
+    """The published robustness summary of ``profile`` with each chapter's status and why, for
+    the Robustness page of a build that has none of its own; ``None`` when none is published."""
+    data = read("robustness", profile)
+    if data is None:
+        return None
+    return data, {figure: (state, explain(state))
+                  for figure, state in statuses(data, profile).items()}
+
+
+def origin_line(data: Mapping[str, Any]) -> str:
+    origin = data.get("origin", {})
+    cpus = sorted({m.get("cpu", "?") for m in data.get("machines", [])})
+    where = f" on {', '.join(cpus)}" if cpus else ""
+    return (f"published from commit `{origin.get('commit', '?')}` on "
+            f"{origin.get('published', '?')}{where}")
+
+
+def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
+    tally = {"holds": 0, "fails": 0, "undecided": 0}
+    for row in rows:
+        tally[{True: "holds", False: "fails"}.get(row.get("holds"), "undecided")] += 1
+    return ", ".join(f"{n} {word}" for word, n in tally.items())
+
+
+def reproduce_section() -> str:
+    """The Reproduce page's list of published summaries, each chapter marked current or stale."""
+    found = available()
+    if not found:
+        return ("No summary is published in this checkout (`published/` is empty): "
+                "`make robustness` then `make publish` writes one.")
+    lines = []
+    for kind, profile, data in found:
+        state = statuses(data, profile)
+        lines += [f"**`published/{kind}-{profile}.json`**, {origin_line(data)}.", ""]
+        if kind == "robustness":
+            lines += [f"Replicates {', '.join(map(str, data['replicates']))} of every chapter "
+                      "(shown on the Robustness page when this build has computed none).", ""]
+        lines += ["| chapter | what it says | status |", "|---|---|---|"]
+        for figure, chapter in data["chapters"].items():
+            if kind == "robustness":
+                c = chapter["counts"]
+                said = (f"{c['same verdict']} same verdict, {c['flips']} flip, "
+                        f"{c['undecided at every replicate']} undecided throughout")
+            else:
+                said = f"{len(chapter['numbers'])} numbers; claims: {_verdicts(chapter['claims'])}"
+            mark = state.get(figure, STALE_RESULTS)
+            lines.append(f"| {figure} | {said} | {mark}: {explain(mark)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def fill_reproduce(page: Path) -> bool:
+    """Replace what lies between the published-summary markers of ``page``; ``False`` if none."""
+    text = page.read_text()
+    if START not in text or END not in text:
+        return False
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{START}\n{reproduce_section()}\n{END}{tail}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m i2o.published",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("--profile", default=None,
+                        help="robustness: quick by default; numbers: required")
+    args = parser.parse_args(argv)
+    try:
+        if args.kind == "robustness":
+            written = publish_robustness(args.profile or "quick")
+        else:
+            if args.profile is None:
+                raise ValueError("numbers needs --profile (the profile the book was built at)")
+            written = publish_numbers(args.profile)
+    except (OSError, ValueError, profiles.ParameterError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"[i2o] published {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

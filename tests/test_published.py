@@ -1,0 +1,148 @@
+"""i2o.published: summaries measured elsewhere, kept in ``published/``, shown by the Robustness and
+Reproduce pages when the build has none of its own, each chapter marked current or stale."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from i2o import locations, profiles, published, robustness
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    """An empty ``published/`` folder of its own."""
+    folder = tmp_path / "published"
+    monkeypatch.setattr(published, "folder", lambda: folder)
+    return folder
+
+
+def _replicate_run(profile: str, replicate: int, figure: str, holds: bool | None) -> None:
+    folder = robustness.replicate_dir(profile, replicate)
+    (folder / "claims").mkdir(parents=True, exist_ok=True)
+    rows = [{"claim": "a claim", "id": "a", "holds": holds, "value": "v", "check": "why"}]
+    (folder / "claims" / f"{figure}.json").write_text(json.dumps(rows))
+    notebook = folder / "notebooks" / f"{figure}.ipynb"
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    stamp = {"profile": profile, "seconds": 1.0, "git": "abc", "date": "today",
+             "provenance": {"cpu": "Elsewhere CPU", "cores": 2}}
+    notebook.write_text(json.dumps({"metadata": {"i2o": stamp}, "cells": []}))
+
+
+def _robustness_run(profile: str = "smoke", figures=("affine", "meta")) -> None:
+    for replicate in (0, 1):
+        for figure in figures:
+            _replicate_run(profile, replicate, figure, True)
+    robustness.write_summary(profile, [0, 1], list(figures))
+
+
+def test_a_published_robustness_summary_is_current_for_this_code(kept):
+    _robustness_run()
+    written = published.publish_robustness("smoke")
+    data = json.loads(written.read_text())
+    assert written == kept / "robustness-smoke.json"
+    assert set(data["digests"]) == {"affine", "meta"}
+    assert set(data["digests"]["meta"]["keys"]) == {"0", "1"}
+    assert data["origin"]["commit"] and data["chapters"]["affine"]["counts"]
+    assert published.statuses(data, "smoke") == {"affine": published.CURRENT,
+                                                 "meta": published.CURRENT}
+
+
+def test_a_summary_of_other_jobs_or_other_claims_code_is_stale(kept):
+    _robustness_run()
+    data = json.loads(published.publish_robustness("smoke").read_text())
+    # the same chapters computed with other parameters (quick's): other cache keys
+    assert published.statuses(data, "quick") == {"affine": published.STALE_RESULTS,
+                                                 "meta": published.STALE_RESULTS}
+    # the same jobs, turned into verdicts by another version of the claims code
+    data["digests"]["meta"]["claims_code"] = "0" * 64
+    assert published.status("meta", "smoke", data["digests"]["meta"]) == published.STALE_CLAIMS
+    assert published.status("affine", "smoke", data["digests"]["affine"]) == published.CURRENT
+    data["digests"]["gone"] = data["digests"]["affine"]  # a chapter no longer in the book
+    assert published.statuses(data, "smoke")["gone"] == published.STALE_RESULTS
+
+
+def test_the_robustness_page_shows_the_published_summary_only_when_the_build_has_none(
+        kept, tmp_path):
+    _robustness_run(profile="quick", figures=("affine",))
+    published.publish_robustness("quick")
+    staged = tmp_path / "stage"
+    (staged / "book").mkdir(parents=True)
+    robustness.summary_path().unlink()  # a fresh build: no replicate of its own
+    text = robustness.write_page(staged, published.robustness_fallback()).read_text()
+    assert "Measured elsewhere" in text and "Elsewhere CPU" in text
+    assert f"Published summary, **{published.CURRENT}**" in text
+    _robustness_run(profile="quick", figures=("affine",))  # the build's own run
+    text = robustness.write_page(staged, published.robustness_fallback()).read_text()
+    assert "Measured elsewhere" not in text and "Published summary" not in text
+
+
+def test_without_a_published_summary_the_page_names_the_command(kept, tmp_path):
+    staged = tmp_path / "stage"
+    (staged / "book").mkdir(parents=True)
+    page = robustness.write_page(staged, published.robustness_fallback())
+    assert "No replicates computed yet" in page.read_text()
+    assert "`published/` is empty" in published.reproduce_section()
+
+
+def test_the_reproduce_page_lists_every_summary_with_its_status(kept, tmp_path):
+    _robustness_run()
+    data = json.loads(published.publish_robustness("smoke").read_text())
+    data["digests"]["meta"]["claims_code"] = "0" * 64
+    published.path("robustness", "smoke").write_text(json.dumps(data))
+    page = tmp_path / "reproduce.md"
+    page.write_text(f"# Reproduce\n\n{published.START}\nold\n{published.END}\ntail\n")
+    assert published.fill_reproduce(page)
+    text = page.read_text()
+    assert "old" not in text and text.endswith(f"{published.END}\ntail\n")
+    assert "`published/robustness-smoke.json`" in text and "Elsewhere CPU" in text
+    assert f"| affine | 1 same verdict, 0 flip, 0 undecided throughout | {published.CURRENT}" \
+        in text
+    assert f"| meta | 1 same verdict, 0 flip, 0 undecided throughout | " \
+           f"{published.STALE_CLAIMS}" in text
+    no_markers = tmp_path / "other.md"
+    no_markers.write_text("# Other\n")
+    assert not published.fill_reproduce(no_markers)
+
+
+def test_the_reproduce_page_has_the_markers():
+    text = (locations.repo_root() / "book" / "reproduce.md").read_text()
+    assert text.index(published.START) < text.index(published.END)
+
+
+def test_bad_requests_are_refused_with_the_reason(kept, capsys):
+    with pytest.raises(FileNotFoundError, match="make robustness"):
+        published.publish_robustness("quick")
+    _robustness_run(profile="smoke")
+    with pytest.raises(ValueError, match="is of profile 'smoke', not 'quick'"):
+        published.publish_robustness("quick")
+    _replicate_run("smoke", 0, "stability", True)  # stability only at replicate 0
+    robustness.write_summary("smoke", [0, 1], ["affine", "stability"])
+    with pytest.raises(ValueError, match="replicates missing"):
+        published.publish_robustness("smoke")
+    with pytest.raises(ValueError, match="no chapter executed at profile 'paper'"):
+        published.publish_numbers("paper")
+    assert published.main(["numbers"]) == 2
+    assert "needs --profile" in capsys.readouterr().err
+    assert published.main(["robustness", "--profile", "paper"]) == 2
+    assert not kept.exists()
+
+
+@pytest.mark.book
+def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
+    monkeypatch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(built_book["build"].parent / "results"))
+    data = json.loads(published.publish_numbers("smoke").read_text())
+    served = json.loads((built_book["html"] / "numbers.json").read_text())
+    assert {f: c["claims"] for f, c in data["chapters"].items()} == \
+        {f: c["claims"] for f, c in served.items()}
+    assert set(published.statuses(data, "smoke").values()) == {published.CURRENT}
+    assert "numbers-smoke.json" in published.reproduce_section()
+
+
+def test_the_committed_summaries_are_readable_and_name_every_chapter():
+    for kind, profile, data in published.available():
+        assert kind in published.KINDS and profile in profiles.PROFILES
+        assert data["origin"]["commit"] and set(data["digests"]) == set(data["chapters"])
+        assert set(data["chapters"]) <= set(profiles.figures())
