@@ -167,7 +167,7 @@ class Interval:
 
     def describe(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
         f = f"{{:+.{digits}f}}"
-        return (f"{f.format(scale * self.mean)}{unit}, {100 * self.level:.0f} % CI "
+        return (f"{f.format(scale * self.mean)}{unit}, {100 * self.level:.3g} % CI "
                 f"[{f.format(scale * self.lo)}, {f.format(scale * self.hi)}]{unit} over "
                 f"{self.n} {self.over}")
 

@@ -505,10 +505,18 @@ def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
                       min_converged_fraction=p["min_converged_fraction"])
 
 
+def _without_seed(label: str) -> str:
+    """A model's label without its seed (``maml-N1-online``): a replicate redraws the seed, and a
+    claim's id must name the same claim at every replicate (:mod:`i2o.robustness` matches rows by
+    id)."""
+    return label.rsplit("-seed", 1)[0]
+
+
 def claims(results: MetaResults) -> Claims:
     """The chapter's claims (the paper's, then the ablation's and the book's check of λ), one
-    row per claim with the id ``<section>/<model>/<claim>``; ``facts["sections"]`` lists each
-    section's ids in order, for the chapter's prose (:mod:`.prose`)."""
+    row per claim with the id ``<section>/<model without its seed>/<claim>``;
+    ``facts["sections"]`` lists each section's ids in order, for the chapter's prose
+    (:mod:`.prose`)."""
     params = results.params
     limits = thresholds_of(params, results.floor)
     table = Claims(FIGURE, params.profile)
@@ -519,10 +527,10 @@ def claims(results: MetaResults) -> Claims:
         sections[section].append(id)
 
     def figure3_claims(section: str, name: str, curves: dict[str, Any]) -> None:
-        record(section, f"{section}/{name}/more-steps", more_steps_claim(curves),
+        record(section, f"{section}/{_without_seed(name)}/more-steps", more_steps_claim(curves),
                more_steps_help(curves, limits))
-        record(section, f"{section}/{name}/best-before-convergence", best_before_claim(curves),
-               best_before_convergence(curves, limits))
+        record(section, f"{section}/{_without_seed(name)}/best-before-convergence",
+               best_before_claim(curves), best_before_convergence(curves, limits))
 
     for name, curves in results.figure3.items():
         figure3_claims("figure3", name, curves)
@@ -533,7 +541,8 @@ def claims(results: MetaResults) -> Claims:
     for name, curves in results.ablation.items():
         figure3_claims("ablation", name, curves)
         if curves.get("normalization") == "per_set_bn":
-            record("ablation", f"ablation/{name}/above-floor", above_floor_claim(curves),
+            record("ablation", f"ablation/{_without_seed(name)}/above-floor",
+                   above_floor_claim(curves),
                    above_floor(curves, floor["centred"], floor["standard_error"]))
     regularization = float(params["imaml_regularization"])
     record("noise", "noise/usable-meta-gradient", usable_meta_gradient_claim(regularization),
