@@ -1,26 +1,92 @@
-"""How far a test sweep is from its floor: its time over the time of the evaluations of f it makes.
+r"""How far the book's DEQ computations are from their floor: their time over the time of the
+evaluations of ``f`` (and of its vector-Jacobian products) they make.
 
-The book's test sweep (:func:`i2o.train.evaluate_iterations`, the stability and deq_gaps chapters'
-and the diagnose chapter's) runs one Broyden solve of ``max N'`` steps per batch, reads every
-iterate and scores the head where the grid asks: with ``N' = 1 … 36`` it evaluates ``f`` 37 times
-per batch. Those evaluations are the floor; the rest (Broyden's low-rank updates, residual norms,
-the head's scores, the bookkeeping) is overhead, the part a change to the sweep can move. The floor
-is measured in the same process on the same batches: ``f`` evaluated 37 times from the model's own
-initial state, and nothing else (the injection is computed outside the timed loop).
+**Test sweeps.** The book's test sweep (:func:`i2o.train.evaluate_iterations`, the stability and
+deq_gaps chapters' and the diagnose chapter's) runs one Broyden solve of ``max N'`` steps per batch,
+reads every iterate and scores the head where the grid asks: with ``N' = 1 … 36`` it evaluates
+``f`` 37 times per batch. Those evaluations are the floor; the rest (Broyden's low-rank updates,
+residual norms, the head's scores, the bookkeeping) is overhead, the part a change to the sweep can
+move. The floor is measured in the same process on the same batches: ``f`` evaluated 37 times from
+the model's own initial state, and nothing else (the injection is computed outside the timed loop).
+The deq_gaps chapter's language model (the DEQ transformer of :mod:`i2o.models.deq_transformer`)
+is swept as the chapter sweeps it (:func:`i2o.deq.sweep_iterations` over
+:func:`i2o.chapters.deq_gaps.language.language_probes`, the chapter's grid and solver, Tiny
+Shakespeare test windows); there the evaluations of ``f`` per batch are counted, not assumed.
 
-Networks are freshly initialised: the cost of ``f`` and of a Broyden step does not depend on the
-weights. Deterministic mode is on, as in the chapters' jobs
-(:func:`i2o.train.seeding.seed_everything`). Sizes (the names of the entries say what ran):
-``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_MAX`` (36),
-``I2O_BENCH_FLOOR_MODELS`` (``cpu_small,tiny``).
+**Training steps.** One training step of the chapters' code, timed by the chapters' own loop
+(:func:`i2o.train.loop.train_steps`, whose per-step ``seconds`` cover zero_grad, the step loss,
+backward, clipping and the Adam step): the MDEQs through :func:`i2o.train.classifier.
+train_classifier` (:func:`~i2o.train.classifier.mdeq_loss`: Broyden forward solve, the head on
+``f(z*)``, cross-entropy, the IFT adjoint solve or backpropagation through the solve), the language
+model through :func:`i2o.chapters.deq_gaps.language.train_language_model` (the same with its
+Jacobian penalty). The settings are the deq_gaps jobs' (:func:`i2o.chapters.deq_gaps.runs.
+build_jobs`): each MDEQ with the profile of that chapter that trains it (``cpu_small``: quick,
+``TINY``: paper; ``N`` Broyden steps and ``B`` adjoint steps with ``tol = 0``, so every step makes
+the same evaluations), without the warm-up (``pretrain_steps = 0``). The stability chapter trains
+its MDEQs with the same function, with its own ``N`` and ``tol = 1e-3``.
+
+Its floor is what the step cannot avoid: the evaluations of ``f`` and the vector-Jacobian products
+(VJPs) of ``f`` the step makes, counted by wrapping ``f`` during the timed steps: the model is a
+subclass whose ``f`` counts and calls the model's own, and whose ``inject`` (called once per step,
+and once per batch of a sweep) starts a new count; ``train_language_model`` builds its model
+itself, so for that call the subclass stands in for the name ``DEQTransformerLM`` of
+:mod:`i2o.chapters.deq_gaps.language` (in this process only, restored afterwards):
+
+- ``F₀``: evaluations of ``f`` without autograd (the IFT forward solve),
+- ``F₁``: evaluations recorded by autograd (``f(z*)`` of the IFT arm, every iterate of the
+  unrolled arm, the Jacobian penalty's ``f(z*)``),
+- ``V``: VJPs, i.e. gradients that passed back through an output of ``f`` (a hook on it),
+- ``P ≤ V``: those that went on through ``f`` to its parameters ``θ`` and its injection ``x`` (a
+  hook on a view of ``x`` passed to that evaluation); the other ``V − P`` stopped at ``z`` (the
+  adjoint solve's ``uᵀ ∂f/∂z``).
+
+The floor ``T_floor`` is, in the same process, on the same batch, with the model as trained, ``F₀``
+evaluations of ``f`` from the initial state without autograd, ``F₁`` evaluations chained with
+autograd (``z_{k+1} = f(z_k, x)`` from a leaf ``z_0``, ``x`` detached into a leaf), ``V − P`` VJPs
+``uᵀ ∂f/∂z`` through the first of them and one backward of ``u`` from the ``P``-th through the
+chain (``P`` VJPs ``uᵀ ∂f/∂(z, θ, x)``), ``u`` random. Expected counts per step (the entries' notes
+give the counted ones): IFT arm ``F₀ = N + 1``, ``F₁ = 1``, ``V = B + 2``, ``P = 1``; unrolled arm
+``F₀ = 0``, ``F₁ = V = P = N + 1``; the language model's IFT step with the Jacobian penalty
+``F₀ = N + 1``, ``F₁ = 2``, ``V = N + 3``, ``P = 2``, where the penalty's second-order backward
+(``∂/∂θ`` of ``‖εᵀ ∂f/∂z‖²``) is counted as one of the ``P`` and its excess over a VJP is overhead.
+Reported: ``T_step / T_floor``, medians over the timed steps (one untimed step before them; each
+floor timed with its step's counts). The overhead is the head, the stem or embedding, the loss,
+Broyden's updates in both solves, the optimizer step and the bookkeeping; the counting wrapper
+(a Python call and two hooks per recorded evaluation) runs inside the timed steps.
+
+Networks are freshly initialised: the cost of ``f``, of its VJPs and of a Broyden step does not
+depend on the weights. Deterministic mode is on, as in the chapters' jobs
+(:func:`i2o.train.seeding.seed_everything`). Knobs (the names of the entries say what ran):
+
+- ``I2O_BENCH_FLOOR_MODELS`` (``cpu_small,tiny``): the MDEQs;
+- ``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_MAX``
+  (36): the MDEQs' test sweep, on CIFAR-10 test images;
+- ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
+  entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
+  128 for TINY): their training batch, class-balanced CIFAR-10 training images;
+- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed;
+- ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
+  measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
+  ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
+  swept; ``I2O_BENCH_FLOOR_LM_BATCH`` (the profile's ``lm_batch_size``, 32 in quick): windows per
+  training batch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import statistics
 import time
+from collections.abc import Callable
 
 import torch
+
+
+def _optional(name: str) -> int | None:
+    """An integer knob whose default is the profile's value (``None`` when unset)."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else None
 
 
 def _setting() -> dict[str, object]:
@@ -28,7 +94,13 @@ def _setting() -> dict[str, object]:
     return {"images": int(env("I2O_BENCH_FLOOR_IMAGES", "100")),
             "batch": int(env("I2O_BENCH_FLOOR_BATCH", "100")),
             "top": int(env("I2O_BENCH_FLOOR_MAX", "36")),
-            "models": env("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny").split(",")}
+            "models": [m for m in env("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny").split(",") if m],
+            "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
+            "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
+            "steps": int(env("I2O_BENCH_FLOOR_STEPS", "3")),
+            "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
+            "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
+            "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
 
 
 def _images(size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,6 +134,275 @@ def f_seconds(model, images, top: int, batch: int) -> float:
     return total
 
 
+# -- counting the evaluations of f and its VJPs -----------------------------------------------
+
+class Counts:
+    """What one training step (or one sweep batch) did with ``f`` (module docstring). A plain
+    class: ``benchmarks/run.py`` loads this file outside ``sys.modules``, where ``dataclass``
+    cannot resolve its annotations."""
+
+    def __init__(self, given: torch.Tensor) -> None:
+        self.given = given  # the batch handed to ``inject`` (images or tokens)
+        self.plain = 0      # F₀: evaluations without autograd
+        self.graphed = 0    # F₁: evaluations recorded by autograd
+        self.vjps = 0       # V: gradients through an output of f
+        self.onward = 0     # P: backward passes that went on through f to θ and x
+
+    def key(self) -> tuple[int, int, int, int]:
+        return self.plain, self.graphed, self.vjps, self.onward
+
+    def describe(self) -> str:
+        if not (self.graphed or self.vjps or self.onward):
+            return f"{self.plain} evaluations of f, all without autograd"
+        return (f"{self.plain} evaluations of f without autograd and {self.graphed} with, "
+                f"{self.vjps} VJPs through f's outputs of which {self.onward} went on to f's "
+                f"parameters and injection")
+
+
+class Counter:
+    """One :class:`Counts` per call of ``inject`` (once per training step, once per sweep batch)."""
+
+    def __init__(self) -> None:
+        self.counts: list[Counts] = []
+
+    def begin(self, given: torch.Tensor) -> None:
+        self.counts.append(Counts(given.detach()))
+
+    def call(self, f: Callable, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        counts = self.counts[-1]
+        if not torch.is_grad_enabled():
+            counts.plain += 1
+            return f(z, x)
+        counts.graphed += 1
+        if x.requires_grad:
+            x = x.view_as(x)  # this evaluation's own handle on the injection
+
+            def onward(_grad: torch.Tensor) -> None:
+                counts.onward += 1
+
+            x.register_hook(onward)
+        out = f(z, x)
+        if out.requires_grad:
+            def through(_grad: torch.Tensor) -> None:
+                counts.vjps += 1
+
+            out.register_hook(through)
+        return out
+
+
+def counting(cls: type, counter: Counter) -> type:
+    """A subclass of the model ``cls`` whose ``f`` and ``inject`` report to ``counter``."""
+
+    class Counted(cls):
+        def inject(self, given: torch.Tensor) -> torch.Tensor:
+            counter.begin(given)
+            return super().inject(given)
+
+        def f(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return counter.call(super().f, z, x)
+
+    Counted.__name__ = Counted.__qualname__ = f"Counted{cls.__name__}"
+    return Counted
+
+
+def floor_seconds(f: Callable, x: torch.Tensor, z0: torch.Tensor, counts: Counts) -> float:
+    """Wall time of ``counts``'s evaluations of ``f`` and VJPs, alone (module docstring)."""
+    x = x.detach().requires_grad_()  # the floor's backward stops at the injection
+    cotangent = torch.randn_like(z0)
+    direct = max(counts.vjps - counts.onward, 0)
+    chained = min(counts.onward, counts.graphed)
+    extra = counts.onward - chained
+    began = time.perf_counter()
+    with torch.no_grad():
+        z = z0
+        for _ in range(counts.plain):
+            z = f(z, x)
+    start = z.detach().requires_grad_()
+    outs, z = [], start
+    for _ in range(counts.graphed):
+        z = f(z, x)
+        outs.append(z)
+    for _ in range(direct):
+        torch.autograd.grad(outs[0], start, cotangent, retain_graph=True)
+    for k in range(extra):
+        torch.autograd.backward(outs[0], cotangent, retain_graph=chained > 0 or k < extra - 1)
+    if chained:
+        torch.autograd.backward(outs[chained - 1], cotangent)
+    return time.perf_counter() - began
+
+
+def _counts_note(counts: list[Counts], what: str) -> str:
+    """The counts of every timed step (or batch), as the entry's note."""
+    distinct: dict[tuple, Counts] = {}
+    for c in counts:
+        distinct.setdefault(c.key(), c)
+    said = "; ".join(c.describe() for c in distinct.values())
+    every = "every one of the" if len(distinct) == 1 else "the"
+    return f"counted by wrapping f, {every} {len(counts)} {what}: {said}"
+
+
+# -- the MDEQs' training step -------------------------------------------------------------------
+
+def classification_job(architecture: str):
+    """The deq_gaps classification job of the first profile that trains ``architecture``."""
+    from i2o.chapters.deq_gaps.runs import build_jobs
+    from i2o.profiles import PROFILES, resolve
+
+    for profile in PROFILES:
+        params = resolve("deq_gaps", profile)
+        if params["cls_architecture"] == architecture:
+            return profile, build_jobs(params).classification[0]
+    raise ValueError(f"no deq_gaps profile trains the MDEQ {architecture!r}")
+
+
+def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
+    """One MDEQ training step (``train_classifier``) over its forward+backward floor of f."""
+    from i2o.data import balanced_subset, load_cifar10, to_tensor
+    from i2o.models import MDEQClassifier, config
+    from i2o.train import train_classifier
+
+    profile, job = classification_job(name)
+    settings = job.settings()
+    batch = s["train_batch"] or settings.batch_size
+    total = 1 + s["steps"]
+    # one batch per epoch: every step trains on the same images
+    settings = dataclasses.replace(settings, arm=arm, epochs=total, batch_size=batch,
+                                   pretrain_steps=0, fit_every=0, extra_epochs=0,
+                                   checkpoint_every=total)
+    data = load_cifar10("train")
+    chosen = data.subset(balanced_subset(data.labels, batch, 0))
+    images, labels = to_tensor(chosen.images), torch.from_numpy(chosen.labels)
+    counter = Counter()
+    torch.manual_seed(settings.seed)
+    model = counting(MDEQClassifier, counter)(config(name))
+    history = train_classifier(model, images, labels, settings, None, progress=False)
+    if len(history["seconds"]) != total or len(counter.counts) != total:
+        raise RuntimeError(f"expected {total} steps and as many injections; got "
+                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
+    timed = counter.counts[1:]
+    f = MDEQClassifier.f.__get__(model)  # the model's own f, without the counter
+
+    def floor(counts: Counts) -> float:
+        model.train()  # the step's mode: its dropout masks, drawn by prepare
+        _, x, z0 = model.prepare(counts.given)  # the step's own batch
+        seconds = floor_seconds(f, x, z0, counts)
+        model.zero_grad(set_to_none=True)
+        return seconds
+
+    floor(timed[0])  # warm-up
+    floors = [floor(c) for c in timed]
+    step = statistics.median(history["seconds"][1:])
+    peer = statistics.median(floors)
+    label = "TINY" if name == "tiny" else name
+    solver = f"N = {settings.train_iter}" + (
+        f", B = {settings.backward.max_iter}" if arm == "ift" else "")
+    return {
+        "name": f"training step over its f forward+backward floor, {label} MDEQ (untrained), "
+                f"{arm} arm, {solver}, tol {settings.forward.tol:g} (deq_gaps {profile}), batch "
+                f"{batch}, {torch.get_num_threads()} thread(s)",
+        "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
+        "peer_value": round(peer, 4), "ratio": step / peer,
+        "note": f"median of {s['steps']} timed step(s) after 1 untimed; "
+                + _counts_note(timed, "timed steps")}
+
+
+# -- the deq_gaps chapter's language model ----------------------------------------------------
+
+def language_job(profile: str, s: dict[str, object]):
+    from i2o.chapters.deq_gaps.runs import build_jobs
+    from i2o.profiles import resolve
+
+    job = build_jobs(resolve("deq_gaps", profile)).language[0]
+    return dataclasses.replace(job, steps=1 + s["steps"], pretrain_steps=0,
+                               batch_size=s["lm_batch"] or job.batch_size,
+                               eval_windows=s["lm_windows"] or job.eval_windows)
+
+
+def _lm_label(job, profile: str) -> str:
+    return (f"DEQ transformer LM (untrained, deq_gaps {profile}: T = {job.context}, d = "
+            f"{job.width}, {job.heads} heads, FFN {job.ffn_width})")
+
+
+def lm_sweep_entry(job, profile: str, corpus) -> dict:
+    """The chapter's test sweep of the language model over its evaluations of f."""
+    from i2o.chapters.deq_gaps.language import language_probes
+    from i2o.deq import sweep_iterations
+    from i2o.models.deq_transformer import DEQTransformerLM
+
+    counter = Counter()
+    torch.manual_seed(job.seed)
+    model = counting(DEQTransformerLM, counter)(job.config(corpus.vocab_size))
+    spec = job.deq().forward_spec
+    sweep_iterations(language_probes(model, corpus.test, 2), [1, 2], spec)  # warm-up
+    counter.counts.clear()
+    began = time.perf_counter()
+    sweep_iterations(language_probes(model, corpus.test, job.eval_windows), job.grid, spec)
+    sweep = time.perf_counter() - began
+    f = DEQTransformerLM.f.__get__(model)
+    floor = 0.0
+    with torch.no_grad():
+        for counts in counter.counts:
+            x = DEQTransformerLM.inject(model, counts.given)
+            z = model.initial_state(x)
+            began = time.perf_counter()
+            for _ in range(counts.plain):
+                z = f(z, x)
+            floor += time.perf_counter() - began
+    per_batch = sorted({c.plain for c in counter.counts})
+    evaluations = "/".join(map(str, per_batch))
+    return {
+        "name": f"test sweep over its f floor, {_lm_label(job, profile)}, {job.eval_windows} "
+                f"Tiny Shakespeare test windows, N' ∈ {{{', '.join(map(str, job.grid))}}} "
+                f"({spec.method}), batch {counter.counts[0].given.shape[0]}, "
+                f"{torch.get_num_threads()} thread(s)",
+        "value": round(sweep, 3), "unit": "s",
+        "peer": f"{evaluations} evaluations of f per batch", "peer_value": round(floor, 3),
+        "ratio": sweep / floor,
+        "note": _counts_note(counter.counts, "batches")}
+
+
+def lm_step_entry(job, profile: str, corpus, steps: int) -> dict:
+    """One training step of the chapter's language model over its forward+backward floor."""
+    from i2o.chapters.deq_gaps import language
+
+    original = language.DEQTransformerLM
+    counter = Counter()
+    language.DEQTransformerLM = counting(original, counter)  # the chapter's function builds it
+    try:
+        model, history = language.train_language_model(job, corpus, None, progress=False)
+    finally:
+        language.DEQTransformerLM = original
+    total = job.steps
+    if len(history["seconds"]) != total or len(counter.counts) != total:
+        raise RuntimeError(f"expected {total} steps and as many injections; got "
+                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
+    timed = counter.counts[1:]
+    f = original.f.__get__(model)  # the model's own f, without the counter
+
+    def floor(counts: Counts) -> float:
+        x = original.inject(model, counts.given)  # the step's own windows
+        seconds = floor_seconds(f, x, model.initial_state(x), counts)
+        model.zero_grad(set_to_none=True)
+        return seconds
+
+    floor(timed[0])  # warm-up
+    floors = [floor(c) for c in timed]
+    step = statistics.median(history["seconds"][1:])
+    peer = statistics.median(floors)
+    penalty = f", Jacobian penalty {job.jac_weight:g}" if job.backward == "ift" else ""
+    solver = f"N = {job.train_iters}" + (
+        f", B = {job.backward_spec.max_iter}" if job.backward == "ift" else "")
+    return {
+        "name": f"training step over its f forward+backward floor, {_lm_label(job, profile)}, "
+                f"{job.backward} arm, {solver} ({job.forward_spec.method}, tol "
+                f"{job.forward_spec.tol:g}){penalty}, batch {job.batch_size}, "
+                f"{torch.get_num_threads()} thread(s)",
+        "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
+        "peer_value": round(peer, 4), "ratio": step / peer,
+        "note": f"median of {steps} timed step(s) after 1 untimed; "
+                + _counts_note(timed, "timed steps")}
+
+
 def run() -> list[dict]:
     from i2o.models import MDEQClassifier, config
     from i2o.train.seeding import seed_everything
@@ -84,4 +425,13 @@ def run() -> list[dict]:
             "value": round(sweep, 3), "unit": "s", "peer": f"{s['top'] + 1} evaluations of f "
             "per batch", "peer_value": round(floor, 3), "ratio": sweep / floor,
             "goal": "≤ 2× (issue 41; 2.9× measured before it)"})
+        for arm in s["arms"]:
+            entries.append(mdeq_step_entry(name, arm, s))
+    if s["lm_profile"] != "none":
+        from i2o.data.shakespeare import load_shakespeare
+
+        corpus = load_shakespeare()
+        job = language_job(s["lm_profile"], s)
+        entries.append(lm_sweep_entry(job, s["lm_profile"], corpus))
+        entries.append(lm_step_entry(job, s["lm_profile"], corpus, s["steps"]))
     return entries
