@@ -190,6 +190,15 @@ class Counter:
         return out
 
 
+def _timed_counts(history: dict, counter: Counter, total: int) -> list:
+    """The counts of the timed steps (all but the first, untimed), once the training loop is
+    checked to have made ``total`` steps and as many injections."""
+    if len(history["seconds"]) != total or len(counter.counts) != total:
+        raise RuntimeError(f"expected {total} steps and as many injections; got "
+                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
+    return counter.counts[1:]
+
+
 def counting(cls: type, counter: Counter) -> type:
     """A subclass of the model ``cls`` whose ``f`` and ``inject`` report to ``counter``."""
 
@@ -276,10 +285,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
     torch.manual_seed(settings.seed)
     model = counting(MDEQClassifier, counter)(config(name))
     history = train_classifier(model, images, labels, settings, None, progress=False)
-    if len(history["seconds"]) != total or len(counter.counts) != total:
-        raise RuntimeError(f"expected {total} steps and as many injections; got "
-                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
-    timed = counter.counts[1:]
+    timed = _timed_counts(history, counter, total)
     f = MDEQClassifier.f.__get__(model)  # the model's own f, without the counter
 
     def floor(counts: Counts) -> float:
@@ -373,10 +379,7 @@ def lm_step_entry(job, profile: str, corpus, steps: int) -> dict:
     finally:
         language.DEQTransformerLM = original
     total = job.steps
-    if len(history["seconds"]) != total or len(counter.counts) != total:
-        raise RuntimeError(f"expected {total} steps and as many injections; got "
-                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
-    timed = counter.counts[1:]
+    timed = _timed_counts(history, counter, total)
     f = original.f.__get__(model)  # the model's own f, without the counter
 
     def floor(counts: Counts) -> float:

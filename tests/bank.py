@@ -249,3 +249,21 @@ def meta_results(shape: Any = META_U_SHAPE, imaml_outer_steps: int = 10,
         figure4={}, ablation={"maml-N1-per_set_bn-online-seed0": ablation},
         floor={"centred": floor, "standard_error": 0.02, "task_agnostic": 3.0},
         noise={"maml-N1": {**row, "noise": 0.01}, "imaml-lam8": {**row, "noise": 0.015}})
+
+
+def replicate_run(profile: str, replicate: int, figure: str, rows: list[dict],
+                  cpu: str = "Test CPU") -> None:
+    """A doctored replicate run (:mod:`i2o.robustness`): the claims a notebook would write, and
+    its stamp."""
+    import json
+
+    from i2o import robustness
+
+    folder = robustness.replicate_dir(profile, replicate)
+    (folder / "claims").mkdir(parents=True, exist_ok=True)
+    (folder / "claims" / f"{figure}.json").write_text(json.dumps(rows))
+    notebook = folder / "notebooks" / f"{figure}.ipynb"
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    stamp = {"profile": profile, "seconds": 1.0, "git": "abc", "date": "today",
+             "provenance": {"cpu": cpu, "cores": 2}}
+    notebook.write_text(json.dumps({"metadata": {"i2o": stamp}, "cells": []}))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from bank import replicate_run
 
 from i2o import locations, profiles, published, robustness
 
@@ -19,15 +20,8 @@ def kept(tmp_path, monkeypatch):
 
 
 def _replicate_run(profile: str, replicate: int, figure: str, holds: bool | None) -> None:
-    folder = robustness.replicate_dir(profile, replicate)
-    (folder / "claims").mkdir(parents=True, exist_ok=True)
     rows = [{"claim": "a claim", "id": "a", "holds": holds, "value": "v", "check": "why"}]
-    (folder / "claims" / f"{figure}.json").write_text(json.dumps(rows))
-    notebook = folder / "notebooks" / f"{figure}.ipynb"
-    notebook.parent.mkdir(parents=True, exist_ok=True)
-    stamp = {"profile": profile, "seconds": 1.0, "git": "abc", "date": "today",
-             "provenance": {"cpu": "Elsewhere CPU", "cores": 2}}
-    notebook.write_text(json.dumps({"metadata": {"i2o": stamp}, "cells": []}))
+    replicate_run(profile, replicate, figure, rows, cpu="Elsewhere CPU")
 
 
 def _robustness_run(profile: str = "smoke", figures=("affine", "meta")) -> None:

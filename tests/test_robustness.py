@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from bank import replicate_run
 
 from i2o import book, profiles, robustness
 
@@ -46,18 +47,6 @@ def test_chapter_table_matches_claims_by_text_and_marks_missing_replicates():
                                        robustness.SAME_UNDECIDED: 0, robustness.INCOMPLETE: 0}
 
 
-def _write_run(profile: str, replicate: int, figure: str, rows: list[dict]) -> None:
-    """A doctored replicate run: the claims a notebook would write, and its stamp."""
-    folder = robustness.replicate_dir(profile, replicate)
-    (folder / "claims").mkdir(parents=True, exist_ok=True)
-    (folder / "claims" / f"{figure}.json").write_text(json.dumps(rows))
-    notebook = folder / "notebooks" / f"{figure}.ipynb"
-    notebook.parent.mkdir(parents=True, exist_ok=True)
-    stamp = {"profile": profile, "seconds": 1.0, "git": "abc", "date": "today",
-             "provenance": {"cpu": "Test CPU", "cores": 2}}
-    notebook.write_text(json.dumps({"metadata": {"i2o": stamp}, "cells": []}))
-
-
 def test_rows_with_an_id_are_matched_by_id_and_keep_their_section():
     def row(claim, holds):
         return {"claim": claim, "holds": holds, "value": "", "check": "", "id": "arm_no_gain",
@@ -71,9 +60,9 @@ def test_rows_with_an_id_are_matched_by_id_and_keep_their_section():
 
 
 def test_page_from_doctored_runs_shows_agreement_flips_and_missing_replicates(tmp_path):
-    _write_run("quick", 0, "affine", _rows(True, claim="steady") + _rows(True, claim="flipper"))
-    _write_run("quick", 1, "affine", _rows(True, claim="steady") + _rows(None, claim="flipper"))
-    _write_run("quick", 0, "meta", _rows(False, claim="m"))
+    replicate_run("quick", 0, "affine", _rows(True, claim="steady") + _rows(True, claim="flipper"))
+    replicate_run("quick", 1, "affine", _rows(True, claim="steady") + _rows(None, claim="flipper"))
+    replicate_run("quick", 0, "meta", _rows(False, claim="m"))
     summary = robustness.write_summary("quick", [0, 1])
     assert json.loads(robustness.summary_path().read_text()) == summary
     affine, meta = summary["chapters"]["affine"], summary["chapters"]["meta"]

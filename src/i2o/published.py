@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import door, fingerprint, lineage, locations, profiles, results, robustness
+from i2o import door, fingerprint, lineage, locations, profiles, results, robustness, site
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -227,13 +227,7 @@ def reproduce_section() -> str:
 
 def fill_reproduce(page: Path) -> bool:
     """Replace what lies between the published-summary markers of ``page``; ``False`` if none."""
-    text = page.read_text()
-    if START not in text or END not in text:
-        return False
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{START}\n{reproduce_section()}\n{END}{tail}")
-    return True
+    return site.fill_between(page, START, END, reproduce_section())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -264,15 +264,21 @@ def timings_table(notebooks: Mapping[str, Path]) -> str:
     return "\n".join(lines)
 
 
+def fill_between(page: Path, start: str, end: str, text: str) -> bool:
+    """Replace what lies between the markers ``start`` and ``end`` of ``page`` by ``text``;
+    ``False`` (the page untouched) if it lacks them."""
+    content = page.read_text()
+    if start not in content or end not in content:
+        return False
+    head, rest = content.split(start, 1)
+    _, tail = rest.split(end, 1)
+    page.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+    return True
+
+
 def fill_timings(page: Path, notebooks: Mapping[str, Path]) -> bool:
     """Replace what lies between the timing markers of ``page``; ``False`` if it has none."""
-    text = page.read_text()
-    if TIMINGS_START not in text or TIMINGS_END not in text:
-        return False
-    head, rest = text.split(TIMINGS_START, 1)
-    _, tail = rest.split(TIMINGS_END, 1)
-    page.write_text(f"{head}{TIMINGS_START}\n{timings_table(notebooks)}\n{TIMINGS_END}{tail}")
-    return True
+    return fill_between(page, TIMINGS_START, TIMINGS_END, timings_table(notebooks))
 
 
 def mathjax_source() -> Path | None:
