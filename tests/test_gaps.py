@@ -116,6 +116,27 @@ def test_the_head_is_scored_once_per_returned_iterate():
     assert len(calls) == len(grid)  # a new iterate at every point: scored each time
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_the_finiteness_of_an_iterate_is_read_from_its_float64_norm(dtype):
+    """The recorder tells a non-finite ``f(z)`` from its float64 norm where that is exact (entries
+    of 32 bits or fewer, even at the largest finite value) and tests every entry otherwise: a
+    float64 map whose squares overflow is still finite."""
+    from i2o.deq.sweep import _all_finite
+
+    largest = torch.finfo(dtype).max
+    cases = [torch.zeros(3, 4, dtype=dtype), torch.full((3, 4), largest, dtype=dtype)]
+    for bad in (math.inf, -math.inf, math.nan):
+        case = torch.ones(3, 4, dtype=dtype)
+        case[1, 2] = bad
+        cases.append(case)
+    for fz in cases:
+        scale = float(torch.linalg.vector_norm(fz.double()))
+        assert _all_finite(fz, scale) == bool(torch.isfinite(fz).all()), fz
+    if dtype == torch.float64:
+        assert not math.isfinite(float(torch.linalg.vector_norm(cases[1])))
+        assert _all_finite(cases[1], math.inf)
+
+
 def test_grid_and_spec_are_checked_before_compute():
     with pytest.raises(ValueError, match="distinct integers"):
         check_grid([1, 1])

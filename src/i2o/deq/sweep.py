@@ -71,11 +71,23 @@ def _per_example_residuals(z: torch.Tensor, fz: torch.Tensor) -> tuple[torch.Ten
     return relative, absolute
 
 
-def _batch_residuals(z: torch.Tensor, fz: torch.Tensor) -> tuple[float, float]:
-    """``(‖f(z) − z‖ / ‖f(z)‖, ‖f(z) − z‖)`` over the whole batch, in float64."""
+def _batch_residuals(z: torch.Tensor, fz: torch.Tensor) -> tuple[float, float, float]:
+    """``(‖f(z) − z‖ / ‖f(z)‖, ‖f(z) − z‖, ‖f(z)‖)`` over the whole batch, in float64."""
     absolute = float(torch.linalg.vector_norm((fz - z).double()))
     scale = float(torch.linalg.vector_norm(fz.double()))
-    return absolute / scale if scale > 0 else (0.0 if absolute == 0 else math.inf), absolute
+    rel = absolute / scale if scale > 0 else (0.0 if absolute == 0 else math.inf)
+    return rel, absolute, scale
+
+
+def _all_finite(fz: torch.Tensor, scale: float) -> bool:
+    """Whether every entry of ``fz`` is finite, given ``scale``, its norm computed in float64.
+
+    For entries of 32 bits or fewer that norm overflows only through a non-finite entry (a float32
+    square is below 1.2e77), so it answers without a pass over ``fz``; float64 entries are tested.
+    """
+    if fz.element_size() <= 4:
+        return math.isfinite(scale)
+    return bool(torch.isfinite(fz).all())
 
 
 class _Recorder:
@@ -98,10 +110,10 @@ class _Recorder:
         fz = self.probe.g(z)
         t = self.calls
         self.calls += 1
-        rel, absolute = _batch_residuals(z, fz)
+        rel, absolute, scale = _batch_residuals(z, fz)
         self.trace.append(rel)
         current = rel if self.stop_mode == "rel" else absolute
-        finite = math.isfinite(rel) and bool(torch.isfinite(fz).all())
+        finite = math.isfinite(rel) and _all_finite(fz, scale)
         if finite and (not self.keep_best or current < self.lowest or self.best is None):
             self.best = (z, fz, rel)
         if finite:
