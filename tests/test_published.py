@@ -123,6 +123,20 @@ def test_bad_requests_are_refused_with_the_reason(kept, capsys):
     assert not kept.exists()
 
 
+def test_publishing_a_profile_takes_only_the_chapters_executed_at_it(kept, monkeypatch, capsys):
+    executed = {"meta": "paper", "affine": "quick"}
+    monkeypatch.setattr(profiles, "figures", lambda: ["affine", "meta", "stability"])
+    monkeypatch.setattr(numbers, "chapter", lambda figure: {
+        "profile": executed[figure], "params": {"replicate": 0}, "numbers": {}, "claims": []}
+        if figure in executed else None)
+    monkeypatch.setattr(published, "chapter_digests", lambda figure, profile, replicates: {})
+    data = json.loads(published.publish_numbers("paper").read_text())
+    assert list(data["chapters"]) == ["meta"] and data["profile"] == "paper"
+    assert "left out, executed at another profile: {'affine': 'quick'}" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"at profile 'smoke'.*'meta': 'paper'"):
+        published.publish_numbers("smoke")
+
+
 @pytest.mark.book
 def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
     monkeypatch.setenv("I2O_BUILD_DIR", str(built_book["build"]))

@@ -128,14 +128,18 @@ def publish_robustness(profile: str = "quick") -> Path:
 
 
 def publish_numbers(profile: str) -> Path:
-    """The build's ``numbers.json`` (every chapter executed at ``profile``) into
-    ``published/``, with its digests."""
-    built = {figure: chapter for figure in profiles.figures()
+    """The chapters of the build's ``numbers.json`` executed at ``profile`` into
+    ``published/``, with their digests; chapters executed at another profile are left out (a
+    build may hold the paper profile's meta beside quick's other chapters)."""
+    found = {figure: chapter for figure in profiles.figures()
              if (chapter := numbers.chapter(figure)) is not None}
-    wrong = {f: c["profile"] for f, c in built.items() if c["profile"] != profile}
-    if not built or wrong:
+    built = {f: c for f, c in found.items() if c["profile"] == profile}
+    others = {f: c["profile"] for f, c in found.items() if f not in built}
+    if not built:
         raise ValueError(f"no chapter executed at profile {profile!r} in "
-                         f"{locations.build_dir()}" + (f" (found {wrong})" if wrong else ""))
+                         f"{locations.build_dir()}" + (f" (found {others})" if others else ""))
+    if others:
+        print(f"[i2o] left out, executed at another profile: {others}", flush=True)
     digests = {}
     for figure, chapter in built.items():
         replicate = int(chapter.get("params", {}).get("replicate", 0))
