@@ -8,7 +8,7 @@ import json
 import pytest
 from bank import replicate_run
 
-from i2o import locations, profiles, published, robustness
+from i2o import locations, numbers, profiles, published, robustness
 
 
 @pytest.fixture
@@ -123,6 +123,20 @@ def test_bad_requests_are_refused_with_the_reason(kept, capsys):
     assert not kept.exists()
 
 
+def test_publishing_a_profile_takes_only_the_chapters_executed_at_it(kept, monkeypatch, capsys):
+    executed = {"meta": "paper", "affine": "quick"}
+    monkeypatch.setattr(profiles, "figures", lambda: ["affine", "meta", "stability"])
+    monkeypatch.setattr(numbers, "chapter", lambda figure: {
+        "profile": executed[figure], "params": {"replicate": 0}, "numbers": {}, "claims": []}
+        if figure in executed else None)
+    monkeypatch.setattr(published, "chapter_digests", lambda figure, profile, replicates: {})
+    data = json.loads(published.publish_numbers("paper").read_text())
+    assert list(data["chapters"]) == ["meta"] and data["profile"] == "paper"
+    assert "left out, executed at another profile: {'affine': 'quick'}" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"at profile 'smoke'.*'meta': 'paper'"):
+        published.publish_numbers("smoke")
+
+
 @pytest.mark.book
 def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
     monkeypatch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
@@ -132,7 +146,42 @@ def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
     assert {f: c["claims"] for f, c in data["chapters"].items()} == \
         {f: c["claims"] for f, c in served.items()}
     assert set(published.statuses(data, "smoke").values()) == {published.CURRENT}
-    assert "numbers-smoke.json" in published.reproduce_section()
+    section = published.reproduce_section()
+    assert "numbers-smoke.json" in section
+    digest = numbers.digests({"meta": data["chapters"]["meta"]})["meta"]
+    assert f"digest `{digest[:16]}…`" in section
+
+
+def test_a_published_profile_is_compared_row_by_row_with_the_published_replicates(kept):
+    """The Reproduce page sets each claim of a published numbers summary (here "quick") beside the
+    same claim at every replicate of a published robustness summary of another profile ("smoke"),
+    matched by id, else by wording; a claim the replicates lack shows dashes."""
+    for replicate, holds in ((0, True), (1, None)):
+        rows = [{"claim": "a claim", "id": "a", "holds": holds},
+                {"claim": "worded alike", "holds": False}]
+        replicate_run("smoke", replicate, "meta", rows, cpu="Elsewhere CPU")
+    robustness.write_summary("smoke", [0, 1], ["meta"])
+    table = json.loads(published.publish_robustness("smoke").read_text())
+    assert table["chapters"]["meta"]["claims"][0]["id"] == "a"
+    claims = [{"claim": "a claim, reworded", "id": "a", "holds": False},
+              {"claim": "worded alike", "holds": True},
+              {"claim": "only here", "id": "new", "holds": None}]
+    assert published.beside_replicates(claims, table["chapters"]["meta"]["claims"]) == [
+        {"claim": "a claim, reworded", "verdict": "fails",
+         "replicates": {"0": "holds", "1": "undecided"}},
+        {"claim": "worded alike", "verdict": "holds",
+         "replicates": {"0": "fails", "1": "fails"}},
+        {"claim": "only here", "verdict": "undecided", "replicates": {}}]
+    published.path("numbers", "quick").write_text(json.dumps(
+        {"profile": "quick", "chapters": {"meta": {"claims": claims, "numbers": {},
+                                                   "params": {"replicate": 0}}},
+         "origin": {"commit": "abc"}, "digests": {}}))
+    text = published.reproduce_section()
+    assert "meta, quick replicate 0 beside smoke replicates 0, 1" in text
+    assert "| claim | quick r0 | smoke r0 | smoke r1 |" in text
+    assert "| a claim, reworded | fails | holds | undecided |" in text
+    assert "| worded alike | holds | fails | fails |" in text
+    assert "| only here | undecided | — | — |" in text
 
 
 def test_the_committed_summaries_are_readable_and_name_every_chapter():

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import door, fingerprint, lineage, locations, profiles, results, robustness, site
+from i2o import door, fingerprint, lineage, locations, numbers, profiles, results, robustness, site
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -128,16 +128,18 @@ def publish_robustness(profile: str = "quick") -> Path:
 
 
 def publish_numbers(profile: str) -> Path:
-    """The build's ``numbers.json`` (every chapter executed at ``profile``) into
-    ``published/``, with its digests."""
-    from i2o import numbers
-
-    built = {figure: chapter for figure in profiles.figures()
+    """The chapters of the build's ``numbers.json`` executed at ``profile`` into
+    ``published/``, with their digests; chapters executed at another profile are left out (a
+    build may hold the paper profile's meta beside quick's other chapters)."""
+    found = {figure: chapter for figure in profiles.figures()
              if (chapter := numbers.chapter(figure)) is not None}
-    wrong = {f: c["profile"] for f, c in built.items() if c["profile"] != profile}
-    if not built or wrong:
+    built = {f: c for f, c in found.items() if c["profile"] == profile}
+    others = {f: c["profile"] for f, c in found.items() if f not in built}
+    if not built:
         raise ValueError(f"no chapter executed at profile {profile!r} in "
-                         f"{locations.build_dir()}" + (f" (found {wrong})" if wrong else ""))
+                         f"{locations.build_dir()}" + (f" (found {others})" if others else ""))
+    if others:
+        print(f"[i2o] left out, executed at another profile: {others}", flush=True)
     digests = {}
     for figure, chapter in built.items():
         replicate = int(chapter.get("params", {}).get("replicate", 0))
@@ -198,6 +200,46 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{n} {word}" for word, n in tally.items())
 
 
+def beside_replicates(rows: Sequence[Mapping[str, Any]],
+                      replicated: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each claim row of a chapter (one run, e.g. the paper profile's) beside the same claim in a
+    robustness summary's table (``replicated``: its verdict at every replicate), matched by id
+    where both rows have one, else by the claim's wording; ``replicates`` is ``{}`` for a claim
+    the summary does not have."""
+    by_id = {row["id"]: row for row in replicated if row.get("id")}
+    by_claim = {row["claim"]: row for row in replicated}
+    out = []
+    for row in rows:
+        match = by_id.get(row.get("id", "")) or by_claim.get(row["claim"])
+        out.append({"claim": row["claim"], "verdict": robustness.verdict(row),
+                    "replicates": {r: (v or {}).get("verdict", "missing")
+                                   for r, v in (match or {}).get("replicates", {}).items()}})
+    return out
+
+
+def _comparison(figure: str, profile: str, chapter: Mapping[str, Any]) -> list[str]:
+    """A published chapter's claims beside the published robustness summary's replicates of
+    another profile, when one is published for that chapter."""
+    lines = []
+    for kind, other, data in available():
+        replicated = data["chapters"].get(figure) if kind == "robustness" else None
+        if other == profile or not replicated:
+            continue
+        rows = beside_replicates(chapter["claims"], replicated["claims"])
+        replicates = list(data["replicates"])
+        run = int(chapter.get("params", {}).get("replicate", 0))
+        lines += [f"{figure}, {profile} replicate {run} beside {other} replicates "
+                  f"{', '.join(map(str, replicates))} (`published/robustness-{other}.json`):", "",
+                  f"| claim | {profile} r{run} | "
+                  + " | ".join(f"{other} r{r}" for r in replicates) + " |",
+                  "|---|---|" + "---|" * len(replicates)]
+        for row in rows:
+            at = [row["replicates"].get(str(r), "—") for r in replicates]
+            lines.append(f"| {row['claim']} | {row['verdict']} | " + " | ".join(at) + " |")
+        lines.append("")
+    return lines
+
+
 def reproduce_section() -> str:
     """The Reproduce page's list of published summaries, each chapter marked current or stale."""
     found = available()
@@ -218,10 +260,15 @@ def reproduce_section() -> str:
                 said = (f"{c['same verdict']} same verdict, {c['flips']} flip, "
                         f"{c['undecided at every replicate']} undecided throughout")
             else:
-                said = f"{len(chapter['numbers'])} numbers; claims: {_verdicts(chapter['claims'])}"
+                said = (f"{len(chapter['numbers'])} numbers; claims: "
+                        f"{_verdicts(chapter['claims'])}; digest "
+                        f"`{numbers.digests({figure: chapter})[figure][:16]}…`")
             mark = state.get(figure, STALE_RESULTS)
             lines.append(f"| {figure} | {said} | {mark}: {explain(mark)} |")
         lines.append("")
+        if kind == "numbers":
+            for figure, chapter in data["chapters"].items():
+                lines += _comparison(figure, profile, chapter)
     return "\n".join(lines)
 
 

@@ -264,6 +264,7 @@ def chapter_table(runs: Mapping[int, list[dict[str, Any]] | None]) -> list[dict[
                 "check": row.get("check", "")}
         assert first is not None
         table.append({"claim": first["claim"] if first.get("id") else key,
+                      **({"id": first["id"]} if first.get("id") else {}),
                       "section": first.get("section", ""), "replicates": at,
                       "agreement": agreement([a["verdict"] if a else None for a in at.values()])})
     return table
