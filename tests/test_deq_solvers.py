@@ -262,6 +262,46 @@ def test_stacks_compute_dots_and_combinations_and_drop_the_oldest(stack_type):
     assert torch.allclose(stack.combine(coeffs, base=x, alpha=-2.0), expected_combination)
 
 
+def test_a_finished_solves_buffers_serve_the_next_solve_of_that_shape_and_change_no_bit():
+    """Without autograd a solve's stacks take their storage from the pool of spare buffers and
+    give it back when dropped: the next solve of that shape reuses it (no new pages to map), two
+    live stacks never share one, the pool stays small, and the iterates are those of a solve on
+    fresh buffers. With deterministic mode's NaN fill on, every buffer is new."""
+    from i2o.deq import history
+
+    history._SPARE.clear()
+    g, _ = contractive_tanh(dim=12, batch=3)
+    spec = SolverSpec(method="broyden", max_iter=9, tol=0.0)
+    first = solve(g, torch.zeros(3, 12, dtype=DTYPE), spec, differentiable=False)
+    key = ((3, 8, 12), DTYPE, torch.device("cpu"))  # memory: the 8 updates of 9 steps
+    spares = history._SPARE[key]
+    assert len(spares) == 2  # us and vs, given back
+    kept = {t.data_ptr() for t in spares}
+    for buffer in spares:
+        buffer.fill_(math.nan)  # a spare holds whatever its last solve left
+    like = torch.zeros(3, 12, dtype=DTYPE)
+    one, two = BufferStack(like, 8), BufferStack(like, 8)
+    assert {one._buffer.data_ptr(), two._buffer.data_ptr()} == kept and not history._SPARE[key]
+    del one, two
+    again = solve(g, torch.zeros(3, 12, dtype=DTYPE), spec, differentiable=False)
+    assert torch.equal(first.z, again.z) and first.trace_abs == again.trace_abs
+    for steps in range(2, 10):  # many shapes (memory: steps - 1): the pool keeps a few
+        solve(g, torch.zeros(3, 12, dtype=DTYPE), SolverSpec(method="broyden", max_iter=steps,
+                                                             tol=0.0), differentiable=False)
+    assert len(history._SPARE) <= history._SPARE_SHAPES
+    assert all(len(v) <= history._SPARE_PER_SHAPE for v in history._SPARE.values())
+    filling = torch.utils.deterministic.fill_uninitialized_memory
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        history._give_back(torch.zeros(3, 8, 12, dtype=DTYPE))
+        assert torch.isnan(BufferStack(like, 8)._buffer).all()
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = filling
+
+
 def test_list_stack_products_are_differentiable_through_every_vector():
     generator = torch.Generator().manual_seed(1)
     vectors = [

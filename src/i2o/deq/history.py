@@ -63,8 +63,39 @@ def _combination(stored: torch.Tensor, coeffs: torch.Tensor) -> torch.Tensor:
     return torch.bmm(coeffs.unsqueeze(1), stored).squeeze(1)
 
 
+#: Buffers of finished solves, by (shape, dtype, device), handed to the next solve of that shape.
+_SPARE: dict[tuple, list[torch.Tensor]] = {}
+_SPARE_SHAPES, _SPARE_PER_SHAPE = 4, 2
+
+
+def _take(shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """A ``shape`` buffer: a spare one when a finished solve left one, else a new one.
+
+    A sweep solves batch after batch with buffers of tens of megabytes, which the C allocator
+    maps afresh for each solve; writing into new pages costs about twice the writes themselves.
+    Only slots a solve has written are ever read, so what a spare holds changes no number. With
+    deterministic mode's NaN fill on (:func:`i2o.train.seeding.fill_uninitialized`), every buffer
+    is new and filled, so that a read of an unwritten slot shows.
+    """
+    if torch.utils.deterministic.fill_uninitialized_memory and \
+            torch.are_deterministic_algorithms_enabled():
+        return like.new_empty(shape)
+    spares = _SPARE.get((shape, like.dtype, like.device))
+    return spares.pop() if spares else like.new_empty(shape)
+
+
+def _give_back(buffer: torch.Tensor) -> None:
+    key = (tuple(buffer.shape), buffer.dtype, buffer.device)
+    if key not in _SPARE and len(_SPARE) >= _SPARE_SHAPES:
+        _SPARE.pop(next(iter(_SPARE)))  # the shape spared longest ago
+    spares = _SPARE.setdefault(key, [])
+    if len(spares) < _SPARE_PER_SHAPE:
+        spares.append(buffer)
+
+
 class BufferStack:
-    """Ring buffer ``(B, memory, D)`` written in place; for solves without autograd."""
+    """Ring buffer ``(B, memory, D)`` written in place; for solves without autograd. Its storage
+    goes back to a small pool when the stack is dropped (:func:`_take`)."""
 
     def __init__(self, like: torch.Tensor, memory: int) -> None:
         batch, dim = like.shape
@@ -72,7 +103,12 @@ class BufferStack:
         self.size = 0
         self._pushes = 0
         self._slot_ids: list[int] = []
-        self._buffer = like.new_empty((batch, memory, dim))
+        self._buffer = _take((batch, memory, dim), like)
+
+    def __del__(self) -> None:
+        buffer = getattr(self, "_buffer", None)
+        if buffer is not None and not buffer.requires_grad:
+            _give_back(buffer)
 
     def push(self, vectors: torch.Tensor) -> None:
         slot = self._pushes % self.memory
