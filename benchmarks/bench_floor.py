@@ -3,8 +3,9 @@ evaluations of ``f`` (and of its vector-Jacobian products) they make.
 
 **Test sweeps.** The book's test sweep (:func:`i2o.train.evaluate_iterations`, the stability and
 deq_gaps chapters' and the diagnose chapter's) runs one Broyden solve of ``max N'`` steps per batch,
-reads every iterate and scores the head where the grid asks: with ``N' = 1 … 36`` it evaluates
-``f`` 37 times per batch. Those evaluations are the floor; the rest (Broyden's low-rank updates,
+reads every iterate and scores the head where the grid asks: with the stability chapter's quick
+grid (12 counts from 1 to 36) it evaluates ``f`` 37 times per batch and scores the head at most 12
+times. Those evaluations are the floor; the rest (Broyden's low-rank updates,
 residual norms, the head's scores, the bookkeeping) is overhead, the part a change to the sweep can
 move. The floor is measured in the same process on the same batches: ``f`` evaluated 37 times from
 the model's own initial state, and nothing else (the injection is computed outside the timed loop).
@@ -59,8 +60,9 @@ depend on the weights. Deterministic mode is on, as in the chapters' jobs
 (:func:`i2o.train.seeding.seed_everything`). Knobs (the names of the entries say what ran):
 
 - ``I2O_BENCH_FLOOR_MODELS`` (``cpu_small,tiny``): the MDEQs;
-- ``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_MAX``
-  (36): the MDEQs' test sweep, on CIFAR-10 test images;
+- ``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_GRID``
+  (comma-separated counts; default the stability chapter's quick ``test_iters``): the MDEQs' test
+  sweep, on CIFAR-10 test images;
 - ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
   entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
   128 for TINY): their training batch, class-balanced CIFAR-10 training images;
@@ -93,7 +95,7 @@ def _setting() -> dict[str, object]:
     env = os.environ.get
     return {"images": int(env("I2O_BENCH_FLOOR_IMAGES", "100")),
             "batch": int(env("I2O_BENCH_FLOOR_BATCH", "100")),
-            "top": int(env("I2O_BENCH_FLOOR_MAX", "36")),
+            "grid": _grid(env("I2O_BENCH_FLOOR_GRID", "")),
             "models": [m for m in env("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny").split(",") if m],
             "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
             "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
@@ -101,6 +103,15 @@ def _setting() -> dict[str, object]:
             "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
             "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
             "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
+
+
+def _grid(given: str) -> list[int]:
+    """The sweep's counts ``N'``: as given, else the stability chapter's quick grid."""
+    if given.strip():
+        return [int(n) for n in given.split(",")]
+    from i2o.profiles import resolve
+
+    return [int(n) for n in resolve("stability", "quick")["test_iters"]]
 
 
 def _images(size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,12 +122,12 @@ def _images(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
-def sweep_seconds(model, images, labels, top: int, batch: int) -> float:
-    """Wall time of the book's sweep of ``N' = 1 … top``."""
+def sweep_seconds(model, images, labels, grid: list[int], batch: int) -> float:
+    """Wall time of the book's sweep of the counts ``grid``."""
     from i2o.train import evaluate_iterations
 
     start = time.perf_counter()
-    evaluate_iterations(model, images, labels, list(range(1, top + 1)), batch_size=batch)
+    evaluate_iterations(model, images, labels, grid, batch_size=batch)
     return time.perf_counter() - start
 
 
@@ -417,15 +428,18 @@ def run() -> list[dict]:
     for name in s["models"]:
         torch.manual_seed(0)
         model = MDEQClassifier(config(name))
-        sweep_seconds(model, images[:s["batch"]], labels[:s["batch"]], 2, s["batch"])  # warm-up
-        sweep = sweep_seconds(model, images, labels, s["top"], s["batch"])
-        floor = f_seconds(model, images, s["top"], s["batch"])
+        first = images[:s["batch"]], labels[:s["batch"]]
+        sweep_seconds(model, *first, s["grid"], s["batch"])  # warm-up: a chapter's later batches
+        sweep = sweep_seconds(model, images, labels, s["grid"], s["batch"])
+        top = max(s["grid"])
+        floor = f_seconds(model, images, top, s["batch"])
         label = "TINY" if name == "tiny" else name
         entries.append({
             "name": f"test sweep over its f floor, {label} MDEQ (untrained), {s['images']} "
-                    f"CIFAR-10 test images, N' = 1…{s['top']}, batch {s['batch']}, "
+                    f"CIFAR-10 test images, N' ∈ {{{', '.join(map(str, s['grid']))}}}, batch "
+                    f"{s['batch']}, "
                     f"{torch.get_num_threads()} thread(s)",
-            "value": round(sweep, 3), "unit": "s", "peer": f"{s['top'] + 1} evaluations of f "
+            "value": round(sweep, 3), "unit": "s", "peer": f"{top + 1} evaluations of f "
             "per batch", "peer_value": round(floor, 3), "ratio": sweep / floor,
             "goal": "≤ 2× (issue 41; 2.9× measured before it)"})
         for arm in s["arms"]:
