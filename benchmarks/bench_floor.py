@@ -261,6 +261,23 @@ def _counts_note(counts: list[Counts], what: str) -> str:
     return f"counted by wrapping f, {every} {len(counts)} {what}: {said}"
 
 
+def step_entry(what: str, history: dict, timed: list[Counts],
+               floor: Callable[[Counts], float]) -> dict:
+    """The entry of a training step of ``what``: the median of the timed steps' ``seconds`` over
+    the median of their floors, each floor timed with its step's counts after one warm-up."""
+    floor(timed[0])  # warm-up
+    floors = [floor(c) for c in timed]
+    step = statistics.median(history["seconds"][1:])
+    peer = statistics.median(floors)
+    return {
+        "name": f"training step over its f forward+backward floor, {what}, "
+                f"{torch.get_num_threads()} thread(s)",
+        "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
+        "peer_value": round(peer, 4), "ratio": step / peer,
+        "note": f"median of {len(timed)} timed step(s) after 1 untimed; "
+                + _counts_note(timed, "timed steps")}
+
+
 # -- the MDEQs' training step -------------------------------------------------------------------
 
 def classification_job(architecture: str):
@@ -306,21 +323,12 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
         model.zero_grad(set_to_none=True)
         return seconds
 
-    floor(timed[0])  # warm-up
-    floors = [floor(c) for c in timed]
-    step = statistics.median(history["seconds"][1:])
-    peer = statistics.median(floors)
     label = "TINY" if name == "tiny" else name
     solver = f"N = {settings.train_iter}" + (
         f", B = {settings.backward.max_iter}" if arm == "ift" else "")
-    return {
-        "name": f"training step over its f forward+backward floor, {label} MDEQ (untrained), "
-                f"{arm} arm, {solver}, tol {settings.forward.tol:g} (deq_gaps {profile}), batch "
-                f"{batch}, {torch.get_num_threads()} thread(s)",
-        "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
-        "peer_value": round(peer, 4), "ratio": step / peer,
-        "note": f"median of {s['steps']} timed step(s) after 1 untimed; "
-                + _counts_note(timed, "timed steps")}
+    return step_entry(f"{label} MDEQ (untrained), {arm} arm, {solver}, tol "
+                      f"{settings.forward.tol:g} (deq_gaps {profile}), batch {batch}",
+                      history, timed, floor)
 
 
 # -- the deq_gaps chapter's language model ----------------------------------------------------
@@ -378,7 +386,7 @@ def lm_sweep_entry(job, profile: str, corpus) -> dict:
         "note": _counts_note(counter.counts, "batches")}
 
 
-def lm_step_entry(job, profile: str, corpus, steps: int) -> dict:
+def lm_step_entry(job, profile: str, corpus) -> dict:
     """One training step of the chapter's language model over its forward+backward floor."""
     from i2o.chapters.deq_gaps import language
 
@@ -399,22 +407,12 @@ def lm_step_entry(job, profile: str, corpus, steps: int) -> dict:
         model.zero_grad(set_to_none=True)
         return seconds
 
-    floor(timed[0])  # warm-up
-    floors = [floor(c) for c in timed]
-    step = statistics.median(history["seconds"][1:])
-    peer = statistics.median(floors)
     penalty = f", Jacobian penalty {job.jac_weight:g}" if job.backward == "ift" else ""
     solver = f"N = {job.train_iters}" + (
         f", B = {job.backward_spec.max_iter}" if job.backward == "ift" else "")
-    return {
-        "name": f"training step over its f forward+backward floor, {_lm_label(job, profile)}, "
-                f"{job.backward} arm, {solver} ({job.forward_spec.method}, tol "
-                f"{job.forward_spec.tol:g}){penalty}, batch {job.batch_size}, "
-                f"{torch.get_num_threads()} thread(s)",
-        "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
-        "peer_value": round(peer, 4), "ratio": step / peer,
-        "note": f"median of {steps} timed step(s) after 1 untimed; "
-                + _counts_note(timed, "timed steps")}
+    return step_entry(f"{_lm_label(job, profile)}, {job.backward} arm, {solver} "
+                      f"({job.forward_spec.method}, tol {job.forward_spec.tol:g}){penalty}, "
+                      f"batch {job.batch_size}", history, timed, floor)
 
 
 def run() -> list[dict]:
@@ -450,5 +448,5 @@ def run() -> list[dict]:
         corpus = load_shakespeare()
         job = language_job(s["lm_profile"], s)
         entries.append(lm_sweep_entry(job, s["lm_profile"], corpus))
-        entries.append(lm_step_entry(job, s["lm_profile"], corpus, s["steps"]))
+        entries.append(lm_step_entry(job, s["lm_profile"], corpus))
     return entries
