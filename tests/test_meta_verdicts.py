@@ -1,10 +1,13 @@
 """The meta-learning chapter's claims: every predicate on doctored curves where it must hold, where
 it must fail, and where its gates must leave it undecided; the per-set-BN floor's arithmetic."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from bank import meta_curves
 
+from i2o import gates
 from i2o.chapters.meta import claims, floor
 
 GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
@@ -199,6 +202,40 @@ def test_fit_ordering_counts_only_models_that_meta_learned():
     assert increasing[0] is False  # all below the baseline of 3.0: decided, and it fails
 
 
+def test_fit_ordering_names_the_models_set_aside_and_the_seeds_that_would_decide():
+    """Models that did not meta-learn are named with their loss at N and the largest rise of their
+    outer loss; the gate's facts give the seeds per size at which every size would have 3 that
+    learned, at the rate each size had (1 of 3 at B = 25: 9 seeds)."""
+    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
+    per_set = _figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9])
+    spiked = np.r_[np.full(50, 0.1), np.full(50, 40.0)]
+    for seed in (0, 1):
+        per_set[f"set25-seed{seed}"].update(loss_at_n=35.0, train_losses=spiked)
+    verdict = claims.fit_ordering(per_set, LIMITS)
+    assert verdict[0] is None and "B = 25: 1 of 3" in verdict[1]
+    assert "set25 seed 0: training loss at N 35" in verdict[1]
+    assert "from 0.1 up to 40" in verdict[1]
+    assert verdict.facts.needs == gates.Needs(9, "seeds per training-set size")
+    every_one = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9]), LIMITS)
+    assert every_one[0] is True and every_one.facts.needs is None
+
+
+def test_seeds_to_learn():
+    assert claims.seeds_to_learn({1: 3, 2: 1}, {1: 3, 2: 3}, 3) == 9
+    assert claims.seeds_to_learn({1: 3, 2: 3}, {1: 3, 2: 3}, 3) == 3
+    assert claims.seeds_to_learn({1: 2, 2: 0}, {1: 2, 2: 2}, 3) == 6  # pooled 1 of 2 for B = 2
+    assert claims.seeds_to_learn({1: 0, 2: 0}, {1: 3, 2: 3}, 3) is None
+
+
+def test_largest_rise():
+    low, high = claims.largest_rise(np.r_[np.full(40, 1.0), np.full(40, 0.1), np.full(20, 30.0)])
+    assert (low, high) == pytest.approx((0.1, 30.0))
+    falling = np.linspace(1.0, 0.1, 100)
+    low, high = claims.largest_rise(falling)
+    assert high < low  # no rise: the caller says nothing
+    assert np.isnan(claims.largest_rise(np.ones(5))[0])
+
+
 def test_spearman_false_positive_rate():
     assert claims.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
     assert claims.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)
@@ -365,6 +402,43 @@ def test_figure_4_undecided_below_the_paper_scale_names_the_paper_run():
     decided = claims.claims(results)
     assert decided["figure4/fit-ordering"].holds is True
     assert "figure4/fit-ordering" not in decided.remedies
+
+
+def test_figure_4_undecided_at_the_paper_scale_for_want_of_learned_models_names_more_seeds():
+    """At the paper profile a Figure 4 ordering left open because too few models per size
+    meta-learned names fig4_seeds raised (headroom 1.25 × 9 = 12 seeds), costed per model; an
+    ordering open at the paper scale for another reason names nothing."""
+    from bank import meta_results
+
+    from i2o import deciding, door, profiles
+
+    results = meta_results()
+    results = dataclasses.replace(results, params=profiles.resolve("meta", "paper"))
+    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
+    results.figure4.update(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9], outer_steps=70000))
+    for curves in results.figure4.values():
+        curves.update(method="imaml", train_cpu_seconds_per_step=0.01, seconds=5.0,
+                      train_losses=np.full(100, 0.5))
+    for seed in (0, 1):
+        results.figure4[f"set25-seed{seed}"]["loss_at_n"] = 35.0
+    table = claims.claims(results)
+    row = table["figure4/fit-ordering"]
+    assert row.holds is None and row.facts.needs.count == 9
+    remedy = table.remedies[row.id]
+    assert remedy.overrides == (("fig4_seeds", list(range(12))),)
+    assert remedy.seconds == pytest.approx(9 * 5 * (0.01 * 70000 + 5.0))
+    assert row.decided_by == remedy.command() == (
+        "make fig-meta PROFILE=paper P=\"-p fig4_seeds '[0,1,2,3,4,5,6,7,8,9,10,11]'\"")
+    door.enter("meta", "paper", fig4_seeds=list(range(12)))
+    assert deciding.HEADROOM * 9 <= 12
+    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # every model learned, ρ = −0.8: no count to name
+    results.figure4.clear()
+    results.figure4.update(_figure4(two_swaps, [0.1, 0.2, 0.4, 0.8, 0.9], outer_steps=70000))
+    for curves in results.figure4.values():
+        curves.update(method="imaml", train_losses=np.full(100, 0.5))
+    undecided = claims.claims(results)
+    assert undecided["figure4/fit-ordering"].holds is None
+    assert "figure4/fit-ordering" not in undecided.remedies
 
 
 def test_a_claim_has_the_same_id_at_every_replicate():

@@ -66,11 +66,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o import deciding, gates, profiles
+from i2o import deciding, door, gates, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise
 from i2o.chapters.meta.runs import MetaResults
 from i2o.claims import Claims
-from i2o.gates import Decision, Needs
+from i2o.gates import Decision, Facts, Needs
 from i2o.profiles import Params
 
 RANK_CORRELATION_THRESHOLD = -0.9
@@ -387,6 +387,54 @@ def figure4_summary(per_set: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def largest_rise(losses: Any, windows: int = 20) -> tuple[float, float]:
+    """The largest rise of the outer training loss: over the means of ``windows`` equal windows
+    of the training, the pair (lowest mean so far, later mean) with the largest ratio; ``(nan,
+    nan)`` without ``windows`` steps."""
+    values = np.asarray(losses, dtype=float)
+    if len(values) < windows:
+        return float("nan"), float("nan")
+    means = np.array([w.mean() for w in np.array_split(values, windows)])
+    lowest = np.minimum.accumulate(means)
+    ratios = means[1:] / lowest[:-1]
+    at = int(np.nanargmax(ratios)) + 1 if np.isfinite(ratios).any() else 1
+    return float(lowest[at - 1]), float(means[at])
+
+
+def _set_aside(name: str, curves: dict[str, Any], limits: Thresholds) -> str:
+    """Why a Figure 4 model does not count (its loss at N, or its unsettled loss), with the
+    largest rise of its outer training loss (a spike of training shows there)."""
+    why = (f"training loss at N {curves['loss_at_n']:.3g}"
+           if not curves["loss_at_n"] < limits.baseline_mse else "not settled")
+    low, high = largest_rise(curves.get("train_losses", ()))
+    rise = f", outer loss from {low:.3g} up to {high:.3g}" if np.isfinite(low) and high > low \
+        else ""
+    return f"{_without_seed(name)} seed {name.rsplit('-seed', 1)[-1]}: {why}{rise}"
+
+
+def seeds_to_learn(counts: dict[int, int], trained: dict[int, int], needed: int) -> int | None:
+    """Seeds per training-set size at which each size would have ``needed`` that meta-learned,
+    at the rate each size had (the pooled rate for a size where none did); ``None`` when no model
+    learned."""
+    pooled = sum(counts.values()) / max(sum(trained.values()), 1)
+    if pooled == 0:
+        return None
+    rates = [counts[size] / trained[size] if counts[size] else pooled for size in trained]
+    return max(math.ceil(needed / rate - 1e-9) for rate in rates)
+
+
+def _enough_learned(seeds: int, needed: int, counts: dict[int, int], trained: dict[int, int],
+                    closed: str) -> Decision:
+    """The count gate of Figure 4's ordering, with the seeds per size that would open it
+    (:func:`seeds_to_learn`) in its facts."""
+    gate = gates.enough(seeds, needed, "", closed)
+    per_size = seeds_to_learn(counts, trained, needed)
+    if gate.holds is True or per_size is None:
+        return gate
+    return Decision(None, gate.reason, gate.facts.merged(
+        Facts(needs=Needs(per_size, "seeds per training-set size"))))
+
+
 FIT_ORDERING_CLAIM = ("the better a model fits its training set (low ℓ(z_N)), the higher "
                       "D(N, ΔN)")
 
@@ -401,6 +449,10 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
     best predictor ignoring the support set); each size needs ``limits.min_seeds`` of them."""
     learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < limits.baseline_mse
                and plateau_gate(c, limits)[0] is True}
+    set_aside = "; ".join(
+        _set_aside(name, c, limits) for name, c in sorted(
+            per_set.items(), key=lambda item: (int(item[1]["n_meta_batches"]), item[0]))
+        if name not in learned)
     all_rows = figure4_summary(per_set)
     steps = min(r["outer_steps"] for r in all_rows)
     trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
@@ -421,10 +473,12 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
         gates.condition(diverged <= limits.max_diverged_fraction * tasks,
                         f"{diverged} of {tasks} training tasks diverged (non-finite MSE), more "
                         f"than {limits.max_diverged_fraction:.0%}"),
-        gates.enough(seeds, limits.min_seeds, "",
-                     f"fewer than {limits.min_seeds} seeds per training-set size meta-learned "
-                     f"(training loss at N below {limits.baseline_mse:.3f}, the best predictor "
-                     f"ignoring the support set, and settled): {learned_counts}"),
+        _enough_learned(seeds, limits.min_seeds, counts, trained,
+                        f"fewer than {limits.min_seeds} seeds per training-set size meta-learned "
+                        f"(training loss at N below {limits.baseline_mse:.3f}, the best "
+                        f"predictor ignoring the support set, and settled): {learned_counts}"
+                        + (f"; set aside (outer loss: means over twentieths of training): "
+                           f"{set_aside}" if set_aside else "")),
         gates.condition(rate <= MAX_FALSE_POSITIVE_RATE,
                         f"{len(rows)} training-set sizes: ρ ≤ {RANK_CORRELATION_THRESHOLD} has a "
                         f"false-positive rate {rate:.3f} under a random ordering, above "
@@ -561,7 +615,10 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
       the sweeps of Figure 3's and the ablation's models: those sweeps run again at the new size
       (their measured time, scaled) and the trained models are read from the cache.
     - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run,
-      costed at the CPU time per outer step each of this run's models measured."""
+      costed at the CPU time per outer step each of this run's models measured; undecided at
+      the paper's scale for want of models that meta-learned, it names ``fig4_seeds`` raised to
+      the seeds per size at which each size would have enough at the rate it had
+      (:func:`seeds_to_learn`), costed at this run's CPU time per Figure 4 model."""
     p = results.params
     online = [c for section in (results.figure3, results.ablation) for c in section.values()]
     sweeps = sum(float(c.get("seconds", math.nan)) for c in online)
@@ -573,7 +630,11 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
             if found is not None:
                 table.remedy(row.id, found)
     ordering = table.by_id.get("figure4/fit-ordering")
-    if ordering is None or ordering.holds is not None or p.profile == "paper":
+    if ordering is None or ordering.holds is not None:
+        return
+    if p.profile == "paper":
+        if (found := _more_figure4_seeds(p, ordering.facts.needs, results)) is not None:
+            table.remedy(ordering.id, found)
         return
     paper = profiles.resolve(FIGURE, "paper")
     steps = {("maml", None): paper["maml_outer_steps"], ("imaml", None): paper["imaml_outer_steps"]}
@@ -582,6 +643,31 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
                   for section in (results.figure3, results.figure4, results.ablation)
                   for c in section.values())
     table.remedy(ordering.id, deciding.Remedy(FIGURE, "paper", (), seconds))
+
+
+def _more_figure4_seeds(p: Params, needs: Needs | None,
+                        results: MetaResults) -> deciding.Remedy | None:
+    """``fig4_seeds`` raised to :data:`i2o.deciding.HEADROOM` × the seeds per size that
+    ``needs`` counts, costed at this run's mean CPU time per Figure 4 model (training and
+    sweep); ``None`` when ``needs`` counts something else or the manifest refuses it."""
+    if needs is None or needs.of != "seeds per training-set size":
+        return None
+    seeds = list(p["fig4_seeds"])
+    extra = max(0, math.ceil(deciding.HEADROOM * needs.count) - len(seeds))
+    if extra == 0:
+        return None
+    per_model = np.mean([float(c.get("train_cpu_seconds_per_step", math.nan))
+                         * int(c["outer_steps"]) + float(c.get("seconds", 0.0))
+                         for c in results.figure4.values()])
+    start = max(seeds) + 1
+    chosen = [*seeds, *range(start, start + extra)]
+    remedy = deciding.Remedy(FIGURE, p.profile, (("fig4_seeds", chosen),),
+                             extra * len(p["fig4_meta_batches"]) * float(per_model))
+    try:
+        door.enter(FIGURE, p.profile, fig4_seeds=chosen)
+    except profiles.ParameterError:
+        return None
+    return remedy
 
 
 def numbers(results: MetaResults) -> dict[str, Any]:
