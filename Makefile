@@ -49,7 +49,7 @@ help:
 	@echo "make golden          rewrite tests/golden/ (smoke fingerprints, numerics probes) after a change meant to change results"
 	@echo "make sweep FIG=stability EXECUTOR=local|slurm SLURM=\"--partition gpu --gpus 1\""
 	@echo "make robustness      every chapter at replicates 0 1 2 (REPLICATES=...) -> Robustness page"
-	@echo "make publish         keep the last robustness run (KIND=numbers: the last build) in published/, shown by the book"
+	@echo "make publish         keep the last robustness run (KIND=numbers: the last build) in published/, shown by the book (FIGURES=meta: those chapters only)"
 	@echo "make claims          print every executed notebook's claims"
 	@echo "make clean           remove build products; make clean-results removes the results cache"
 
@@ -121,7 +121,8 @@ robustness: $(INSTALLED)
 # Keeps a summary measured here in published/ (committed), which the book shows, marked current or
 # stale, when a build has not computed its own.
 publish: $(INSTALLED)
-	$(PY) -m i2o.published $(KIND) --profile $(PROFILE)
+	$(PY) -m i2o.published $(KIND) --profile $(PROFILE) \
+	  $(if $(filter command line,$(origin FIGURES)),--figures $(FIGURES),)
 
 claims: $(INSTALLED)
 	$(PY) -m i2o.claims

@@ -10,12 +10,16 @@ from bank import replicate_run
 
 from i2o import locations, numbers, profiles, published, robustness
 
+COMPUTED_BY_THIS_CODE = published.missing_entries
+
 
 @pytest.fixture
 def kept(tmp_path, monkeypatch):
-    """An empty ``published/`` folder of its own."""
+    """An empty ``published/`` folder of its own; the doctored replicate runs have no cache
+    entries, so the check that this code computed them is off (tests that need it restore it)."""
     folder = tmp_path / "published"
     monkeypatch.setattr(published, "folder", lambda: folder)
+    monkeypatch.setattr(published, "missing_entries", lambda figure, profile, replicates: {})
     return folder
 
 
@@ -137,8 +141,44 @@ def test_publishing_a_profile_takes_only_the_chapters_executed_at_it(kept, monke
         published.publish_numbers("smoke")
 
 
+def test_a_chapter_this_code_did_not_compute_is_not_published(kept, monkeypatch, tmp_path):
+    """A summary whose chapter has no cache entries under this checkout's keys (computed by other
+    code, or read from another cache) would be called current by digests taken now: refused,
+    naming the chapter and what to do, and nothing is written."""
+    monkeypatch.setattr(published, "missing_entries", COMPUTED_BY_THIS_CODE)
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "empty-cache"))
+    _robustness_run(figures=("meta",))
+    with pytest.raises(ValueError, match=r"meta: cache entries .* at replicate 0.*FIGURES=meta"):
+        published.publish_robustness("smoke")
+    assert not kept.exists()
+    assert published.missing_entries("meta", "smoke", [0])[0][0] > 0
+
+
+def test_publishing_some_chapters_keeps_the_others_as_published(kept):
+    _robustness_run()
+    first = json.loads(published.publish_robustness("smoke").read_text())
+    for replicate in (0, 1):
+        _replicate_run("smoke", replicate, "meta", None)
+        _replicate_run("smoke", replicate, "affine", False)
+    robustness.write_summary("smoke", [0, 1], ["affine", "meta"])
+    data = json.loads(published.publish_robustness("smoke", ["meta"]).read_text())
+    assert data["chapters"]["affine"] == first["chapters"]["affine"]  # not republished
+    assert data["digests"]["affine"] == first["digests"]["affine"]
+    assert data["chapters"]["meta"]["counts"] != first["chapters"]["meta"]["counts"]
+    assert data["origin"]["chapters"] == ["meta"]
+    assert data["origin"]["earlier"]["commit"] == first["origin"]["commit"]
+    used = {run["machine"] for c in data["chapters"].values() for run in c["runs"].values()}
+    assert {m["id"] for m in data["machines"]} == used
+    with pytest.raises(ValueError, match="not in .*robustness.json: stability"):
+        published.publish_robustness("smoke", ["stability"])
+    robustness.write_summary("smoke", [0], ["meta"])
+    with pytest.raises(ValueError, match="same replicates"):
+        published.publish_robustness("smoke", ["meta"])
+
+
 @pytest.mark.book
 def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
+    monkeypatch.setattr(published, "missing_entries", COMPUTED_BY_THIS_CODE)
     monkeypatch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
     monkeypatch.setenv("I2O_RESULTS_DIR", str(built_book["build"].parent / "results"))
     data = json.loads(published.publish_numbers("smoke").read_text())

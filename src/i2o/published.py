@@ -24,7 +24,7 @@ its own; the Reproduce page lists every published summary (:func:`reproduce_sect
 
 Command line (``make publish``, after ``make robustness`` or a profile's ``make book``)::
 
-    python -m i2o.published robustness [--profile quick]
+    python -m i2o.published robustness [--profile quick] [--figures meta ...]
     python -m i2o.published numbers --profile paper
 """
 
@@ -108,8 +108,42 @@ def _origin() -> dict[str, Any]:
     return {"commit": lineage.git_sha(), "published": lineage.now_iso()}
 
 
-def publish_robustness(profile: str = "quick") -> Path:
-    """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests."""
+def missing_entries(figure: str, profile: str,
+                    replicates: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """Per replicate, ``(absent, total)`` of ``figure``'s cache entries under this checkout's
+    keys that are not in the results cache (replicates with none absent are left out)."""
+    if figure not in door.sweepable():
+        return {}
+    absent = {}
+    for replicate in replicates:
+        params = profiles.resolve(figure, profile, replicate=replicate)
+        entries = fingerprint.chapter_entries(figure, params).values()
+        if gone := sum(not entry.exists() for entry in entries):
+            absent[int(replicate)] = (gone, len(entries))
+    return absent
+
+
+def _computed_by_this_code(figures: Sequence[str], profile: str,
+                           replicates: Sequence[int]) -> None:
+    """Refuse to publish a chapter whose entries under this checkout's keys are not in the
+    results cache: its numbers were computed by other code (or read from another cache), and the
+    digests recorded beside them, which are this checkout's, would call them current."""
+    for figure in figures:
+        if absent := missing_entries(figure, profile, replicates):
+            said = ", ".join(f"{gone} of {total} at replicate {r}"
+                             for r, (gone, total) in absent.items())
+            raise ValueError(
+                f"{figure}: cache entries under this checkout's keys not in "
+                f"{results.results_dir()} ({said}), so its summary was computed by other code "
+                f"or from another cache: point I2O_RESULTS_DIR at the cache it was computed "
+                f"from, recompute it (`make robustness FIGURES={figure}` or the profile's "
+                f"build), or publish the other chapters alone (FIGURES=...)")
+
+
+def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = None) -> Path:
+    """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests;
+    with ``figures``, only those chapters, replacing theirs in the published summary and keeping
+    the others as they were published (with their digests, so they stay stale if they were)."""
     summary = robustness.read_summary()
     if summary is None:
         raise FileNotFoundError(f"no {robustness.summary_path()}: run `make robustness "
@@ -117,14 +151,37 @@ def publish_robustness(profile: str = "quick") -> Path:
     if summary["profile"] != profile:
         raise ValueError(f"{robustness.summary_path()} is of profile {summary['profile']!r}, "
                          f"not {profile!r}")
-    incomplete = {f: c["missing"] for f, c in summary["chapters"].items() if c["missing"]}
+    chosen = list(figures or summary["chapters"])
+    if unknown := [f for f in chosen if f not in summary["chapters"]]:
+        raise ValueError(f"not in {robustness.summary_path()}: {', '.join(unknown)}; it has "
+                         f"{', '.join(summary['chapters'])}")
+    incomplete = {f: summary["chapters"][f]["missing"] for f in chosen
+                  if summary["chapters"][f]["missing"]}
     if incomplete:
         raise ValueError(f"replicates missing from the summary: {incomplete}; publish a "
                          "complete run")
+    _computed_by_this_code(chosen, profile, summary["replicates"])
     digests = {figure: chapter_digests(figure, profile, summary["replicates"])
-               for figure in summary["chapters"]}
+               for figure in chosen}
+    chapters = {figure: summary["chapters"][figure] for figure in chosen}
+    machines, origin = summary["machines"], _origin()
+    if figures:
+        before = read("robustness", profile)
+        if before is None or before["replicates"] != summary["replicates"]:
+            raise ValueError(f"publishing some chapters ({', '.join(chosen)}) updates a published "
+                             f"summary of the same replicates {summary['replicates']}; "
+                             f"{path('robustness', profile)} " + (
+                                 "does not exist" if before is None else
+                                 f"has replicates {before['replicates']}"))
+        chapters = {**before["chapters"], **chapters}
+        digests = {**before["digests"], **digests}
+        used = {run.get("machine") for c in chapters.values() for run in c["runs"].values()}
+        known = {m["id"]: m for m in [*before["machines"], *summary["machines"]]}
+        machines = [m for i, m in known.items() if i in used]
+        origin |= {"chapters": chosen, "earlier": before.get("origin", {})}
     return _write(path("robustness", profile),
-                  {**summary, "origin": _origin(), "digests": digests})
+                  {**summary, "chapters": chapters, "machines": machines, "origin": origin,
+                   "digests": digests})
 
 
 def publish_numbers(profile: str) -> Path:
@@ -143,6 +200,7 @@ def publish_numbers(profile: str) -> Path:
     digests = {}
     for figure, chapter in built.items():
         replicate = int(chapter.get("params", {}).get("replicate", 0))
+        _computed_by_this_code([figure], profile, [replicate])
         digests[figure] = chapter_digests(figure, profile, [replicate])
     return _write(path("numbers", profile),
                   {"profile": profile, "chapters": built, "origin": _origin(),
@@ -283,10 +341,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--profile", default=None,
                         help="robustness: quick by default; numbers: required")
+    parser.add_argument("--figures", nargs="+", default=None,
+                        help="robustness: publish only these chapters, keeping the others of "
+                             "the published summary")
     args = parser.parse_args(argv)
     try:
         if args.kind == "robustness":
-            written = publish_robustness(args.profile or "quick")
+            written = publish_robustness(args.profile or "quick", args.figures)
         else:
             if args.profile is None:
                 raise ValueError("numbers needs --profile (the profile the book was built at)")
