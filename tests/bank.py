@@ -169,7 +169,7 @@ def diagnose_curves(shift: float, n: int = 10_000) -> Curves:
     flip = rng.uniform(size=(1, n, grid.size)) < abs(shift)
     values = np.where(flip & (grid > 4)[None, None, :], float(shift > 0), base)
     values[:, :, grid < 3] = 0.0
-    return Curves(grid, values, np.broadcast_to(1.0 / grid, values.shape).copy(), 1.0)
+    return Curves(grid, values, np.broadcast_to(0.5 ** grid, values.shape).copy(), 1.0)
 
 
 def diagnose_training(level: float, n: int = 100) -> Curves:

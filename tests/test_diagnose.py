@@ -159,7 +159,7 @@ def doctored(shift_above: float, shift_below: float = -0.2, noise: float = 0.002
     offset = np.where(GRID > N, shift_above, np.where(GRID < N, shift_below, 0.0))
     values = base + offset[None, None, :] + noise * rng.standard_normal((1, n, GRID.size))
     values[:, :, GRID == N] = base[:, :, 0:1]
-    residual = np.broadcast_to(1.0 / GRID, values.shape).copy()
+    residual = np.broadcast_to(0.5 ** GRID, values.shape).copy()  # a solver converging linearly
     return Curves(grid=GRID, values=values, residual=residual, sign=1.0)
 
 
@@ -205,9 +205,13 @@ def test_predicates_hold_and_fail_at_the_margin():
     assert one(verdicts.no_difference, -0.005, 0.005) is True
     assert one(verdicts.no_difference, 0.02, 0.03) is False
     assert one(verdicts.no_difference, 0.0, 0.02) is None
-    assert verdicts.fewer_hurt(ci(0.1, 0.2), 1)[0] is True
-    assert verdicts.fewer_hurt(ci(-0.1, 0.0), 1)[0] is False
-    assert verdicts.fewer_hurt(ci(-0.1, 0.1), 1)[0] is None
+    fewer = lambda cost, lo, hi: verdicts.fewer_hurt(  # noqa: E731
+        cost, [ci(lo, hi)], [ci(lo, hi)], [1], 0.01)[0]
+    assert fewer(ci(0.1, 0.2), -0.2, -0.1) is True
+    assert fewer(ci(-0.1, 0.0), 0.0, 0.1) is False  # the fewest cost nothing
+    assert fewer(ci(0.1, 0.2), 0.02, 0.03) is False  # a count below N helps by more than δ
+    assert fewer(ci(-0.1, 0.1), -0.1, 0.1) is None
+    assert fewer(ci(0.1, 0.2), -0.1, 0.02) is None  # no count shown below +δ
 
 
 def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise():
@@ -420,3 +424,50 @@ def test_torchdeq_adapter_names_its_deq():
     assert TorchDEQModel(Two(), deq="b.deq").module is not None
     with pytest.raises(ValueError, match="no torchdeq DEQ named"):
         TorchDEQModel(Two(), deq="c")
+
+
+def test_fewer_hurt_reads_every_count_below_n():
+    """"Almost always detrimental" over every N' < N: the fewest decidedly costing is not enough
+    when a count nearer N is decidedly better than N by more than δ."""
+    values = doctored(0.0, shift_below=-0.2).values.copy()
+    values[:, :, GRID == N - 1] += 0.3  # N' = N − 1 beats N by 0.1, the fewest still cost
+    dip = Curves(GRID, values, doctored(0.0).residual, 1.0)
+    v, intervals = verdicts.decide(dip, N, 0.01)
+    assert intervals["below"][0].lo > 0  # the fewest cost
+    assert v.fewer.holds is False and "fewer iterations help" in v.fewer.reason
+    assert len(intervals["fewer"]) == len(intervals["fewer_simultaneous"]) == N - 1
+
+
+def test_a_floor_keeps_the_margin_when_the_reference_is_small_or_not_established():
+    small = doctored(+0.001, shift_below=-0.002)  # the fewest cost 0.002: ¼ of it is 5e-4
+    assert verdicts.Margin.fewest(small, N, 0.25).delta < 1e-3
+    floored = verdicts.Margin.fewest(small, N, 0.25, floor=0.01)
+    assert floored.delta == 0.01 and "floor 0.01" in floored.text
+    flat = doctored(+0.001, shift_below=+0.0)  # the fewest cost nothing: not established
+    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25, floor=0.01))
+    assert v.margin.delta == 0.01 and not v.margin.of_fewest
+    assert v.no_gain.holds is True and v.same.holds is True  # decided on the floor alone
+    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25))  # no floor
+    assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
+    with pytest.raises(ValueError, match="floor"):
+        verdicts.Margin.relative(0.25, 1.0, "x", floor=-1.0)
+
+
+def test_a_significant_gain_below_the_margin_is_reported():
+    v, _ = verdicts.decide(doctored(+0.005, noise=0.0005), N, 0.01)
+    assert v.no_gain.holds is True and "significant gain smaller than δ" in v.no_gain.reason
+    v, _ = verdicts.decide(doctored(0.0, noise=0.0005), N, 0.01)
+    assert v.no_gain.holds is True and "significant gain" not in v.no_gain.reason
+
+
+def test_the_residual_must_fall_tenfold_or_the_rows_on_more_iterations_close():
+    fast = doctored(+0.05)  # 0.5 ** N': 32-fold from N = 5 to 10
+    v, _ = verdicts.decide(fast, N, 0.01)
+    assert v.residual.holds is True and v.help.holds is True
+    slow = Curves(GRID, fast.values, np.broadcast_to(1.0 / GRID, fast.values.shape).copy(), 1.0)
+    v, _ = verdicts.decide(slow, N, 0.01)  # 2-fold: a solver that barely moves beyond N
+    assert v.residual.holds is False
+    for row in (v.help, v.hurt, v.same, v.no_gain):
+        assert row.holds is None and row.facts.closed_by == "convergence"
+        assert "solver not converging" in row.reason
+    assert v.more == "undecided" and v.fewer.holds is True  # the counts below N are not closed

@@ -195,3 +195,18 @@ def test_all_of_holds_when_every_part_holds_and_fails_when_one_fails():
     assert gates.all_of([(True, "a"), (None, "b")]) == (None, "a; b")
     assert gates.all_of(iter([(True, "a"), (None, "b")]), ", ") == (None, "a, b")
     assert gates.all_of([]) == (True, "")
+
+
+def test_rank_association_holds_fails_and_stays_undecided_with_its_exact_p():
+    x = np.arange(6.0)
+    found = gates.rank_association(x, -x, direction=-1)
+    assert found.holds is True and "p = 0.00139" in found.reason  # 1/6! = 0.00139
+    assert gates.rank_association(x, x, direction=-1).holds is False
+    assert gates.rank_association(x, x, direction=+1).holds is True
+    assert gates.rank_association(x, [2, 5, 0, 3, 1, 4], direction=-1).holds is None
+    few = gates.rank_association([1, 2, 3], [3, 2, 1], direction=-1)
+    assert few.holds is None and few.facts.closed_by == "count"
+    assert gates.rank_association([1, 2, np.nan], [3, 2, 1], -1).facts.closed_by == "count"
+    with pytest.raises(ValueError, match="direction"):
+        gates.rank_association(x, x, direction=0)
+

@@ -13,7 +13,7 @@ import numpy as np
 from i2o import gates
 from i2o.claims import Claims
 from i2o.diagnose.curves import Curves
-from i2o.diagnose.verdicts import Recommendation, Verdicts
+from i2o.diagnose.verdicts import RESIDUAL_FALL, Recommendation, Verdicts
 
 
 @dataclass
@@ -101,16 +101,19 @@ class Diagnosis:
         row("same", f"{self.model}: more iterations than N = {self.train_iters} make no "
             "difference beyond δ", v.same, f"{len(above)} counts above N" if above else "—",
             margin)
-        low = self.intervals["below"]
-        row("fewer", f"{self.model}: fewer iterations ({self.grid[0]}) than N = "
-            f"{self.train_iters} hurt", v.fewer, (f"cost of N' = {self.grid[0]}: "
-                                                  + low[0].describe(digits=4) + unit)
-            if low else "—", "0")
+        low, fewer = self.intervals["below"], self.intervals.get("fewer", [])
+        gain = max(fewer, key=lambda ci: ci.mean) if fewer else None
+        row("fewer", f"{self.model}: fewer iterations than N = {self.train_iters} hurt (every "
+            "N' < N; none better than N by more than δ)", v.fewer,
+            (f"cost of N' = {self.grid[0]}: " + low[0].describe(digits=4) + unit
+             + (f"; best below N: {gain.describe(digits=4)}" if gain else ""))
+            if low else "—", margin)
         res = self.test.residual_mean()
         at_n, at_max = float(res[self.test.at(self.train_iters)]), float(res[-1])
         falling = self.intervals.get("residual", [])
-        row("residual", f"Sanity check, {self.model}: the solver keeps converging beyond N "
-            "(relative residual lower at the largest N')", v.residual,
+        row("residual", f"Sanity check, {self.model}: the solver converges beyond N (relative "
+            f"residual at the largest N' at most 1/{RESIDUAL_FALL:g} of its value at N; "
+            "otherwise the rows on more iterations are undecided)", v.residual,
             (f"log10(residual at N' = {self.grid[-1]} / at N = {self.train_iters}): "
              + (falling[0].describe(digits=2) if falling else "not computed")
              + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"))

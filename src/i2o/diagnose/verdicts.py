@@ -11,17 +11,33 @@ With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` mea
 - **more iterations help**: holds when some ``N' ∈ A`` has ``lo* > δ``; fails when every
   ``N' ∈ A`` has ``hi < δ``; undecided otherwise. The paper's claim "more iterations bring no
   improvement beyond δ" (**no gain**) is its negation: it holds where "help" fails and fails where
-  "help" holds;
+  "help" holds. A gain that is significant (``lo* > 0``) but below δ is reported as such in the
+  reason of a failed "help" (and so of a held "no gain");
 - **more iterations hurt**: holds when some ``N' ∈ A`` has ``hi* < −δ``; fails when every one has
   ``lo > −δ``;
 - **no difference beyond δ**: holds when every ``N' ∈ A`` has ``(lo, hi)`` inside ``(−δ, δ)``;
   fails when one has ``[lo*, hi*]`` entirely outside;
-- **fewer iterations hurt**: at the smallest ``N' < N``, holds when the interval of ``I(N, N')``
-  lies above 0, fails when it lies at or below 0;
-- **the residual keeps falling** (a sanity check of the solver, not a claim of the paper):
-  ``log10`` of the relative residual at the largest count over its value at ``N``, of the
-  solver's last iterate when stored (:meth:`.curves.Curves.falling`); holds when its interval lies
-  below 0, fails when it lies at or above 0.
+- **fewer iterations hurt** (the paper, Section 4: "using fewer iterations at inference is almost
+  always detrimental"), over every count ``B = {N' < N}`` of the grid, the mirror of "no gain":
+  it fails when the fewest iterations decidedly cost nothing (the interval of ``I(N, min N')``
+  lies at or below 0) or when some ``N' ∈ B`` improves on ``N`` by more than δ (``lo* > δ``,
+  Bonferroni over ``|B|``: fewer iterations help there); it holds when the fewest decidedly cost
+  (interval above 0) and every ``N' ∈ B`` has ``hi < δ`` (none improves on ``N`` by δ);
+  undecided otherwise. It reads δ, so it is behind the same resolution and power gates as the
+  rows above, its power measured on the intervals over ``B``. **Fewer iterations help**
+  (``fewer_help``, Appendix G.4's "it's better to use fewer iterations than at training time") is
+  "more iterations help" read over ``B``: some ``N' ∈ B`` has ``lo* > δ``; fails when every
+  ``N' ∈ B`` has ``hi < δ``;
+- **the residual falls for real** (the paper's guard, Section 4: "We verified that these
+  observations were not artefacts of the convergence being already attained or stuck ...
+  increasing the number of iterations above N produces better approximation of the inner
+  problem's solution"): ``log10`` of the relative residual at the largest count over its value at
+  ``N``, of the solver's last iterate when stored (:meth:`.curves.Curves.falling`); holds when its
+  interval lies below ``−log10(RESIDUAL_FALL)`` (the residual falls at least ``RESIDUAL_FALL``-fold
+  beyond N), fails when it lies at or above that bound, undecided otherwise. Unless it holds, the
+  rows about more iterations (help, hurt, no difference, no gain) are undecided: "solver not
+  converging" (:data:`i2o.gates.GATES` ``"convergence"``): a curve that stays flat because the
+  solver does not move beyond N says nothing about what convergence would bring.
 
 **Why these corrections.** A verdict that some count of ``A`` does something is a union over the
 counts: one interval in ``|A|`` clearing its bound by chance would decide it, so those intervals
@@ -36,12 +52,16 @@ given (a claim about training must average over what training draws), over the e
 examples (paired differences) for one model (:meth:`.curves.Curves.improvement`).
 
 **The margin** (:class:`Margin`) is stated by the user, or pre-registered by a chapter as a
-fraction of a named reference effect measured in the same run: by default what the fewest
-iterations cost, ``I(N, min N')`` (:meth:`Margin.fewest`). The rows with a margin are decided only
-when (:func:`scale_gate`, in this order):
+fraction of a named reference effect measured in the same run (by default what the fewest
+iterations cost, ``I(N, min N')``, :meth:`Margin.fewest`), never below a pre-registered absolute
+**floor** of the metric (``Margin.floor``; a chapter fixes one per metric): ``δ = max(f ×
+|reference|, floor)``, so a small reference cannot shrink δ to nothing. The rows with a margin are
+decided only when (:func:`scale_gate`, in this order):
 
-1. the reference effect is established (for :meth:`Margin.fewest`: "fewer iterations hurt"
-   holds; a fraction of a cost that may be 0 is no margin);
+1. the reference effect is established (for :meth:`Margin.fewest`: the interval of what the
+   fewest iterations cost lies above 0). Where it is not and the margin has a floor, δ is the
+   floor alone (:meth:`Margin.on_floor`; the reference is not measured, the floor is); without a
+   floor, a fraction of a cost that may be 0 is no margin and the gate closes;
 2. ``δ`` is at least the **resolution** of the measurement, one model's standard error over the
    examples of a change between two counts (:meth:`.curves.Curves.resolution`): below it a
    difference of ``δ`` cannot be told from evaluation noise and the comparison could not fail;
@@ -81,6 +101,9 @@ from i2o.gates import Decision
 #: A row with a margin is decided only when the widest interval it reads has a half-width of at
 #: most this fraction of δ (module docstring).
 POWER_RATIO = 0.5
+#: The residual check holds when the residual at the largest count is at most this fraction's
+#: inverse of its value at N: a tenfold fall (module docstring).
+RESIDUAL_FALL = 10.0
 OPEN = Decision(True, "")
 
 
@@ -89,40 +112,58 @@ class Margin:
     """The margin δ, in the metric's units, and what it is (``text``, for the claim row).
 
     ``of_fewest``: δ is a fraction of what the fewest iterations cost, so it has a scale only
-    where that cost is established (module docstring)."""
+    where that cost is established (module docstring). ``floor``: the metric's pre-registered
+    absolute floor, below which δ never goes (0: none)."""
 
     delta: float
     text: str
     of_fewest: bool = False
+    floor: float = 0.0
+    unit: str = ""
 
     @classmethod
     def stated(cls, delta: float, unit: str = "") -> Margin:
         """A margin the user states."""
-        return cls(float(delta), f"±{delta:g}" + (f" {unit}" if unit else "") + " (stated)")
+        return cls(float(delta), f"±{delta:g}" + (f" {unit}" if unit else "") + " (stated)",
+                   unit=unit)
 
     @classmethod
     def relative(cls, fraction: float, reference: float, named: str, unit: str = "",
-                 digits: int = 3) -> Margin:
-        """``δ = fraction × |reference|`` (:func:`i2o.gates.relative_margin`), ``named`` the
-        reference effect."""
-        delta = gates.relative_margin(fraction, reference)
+                 digits: int = 3, floor: float = 0.0) -> Margin:
+        """``δ = max(fraction × |reference|, floor)`` (:func:`i2o.gates.relative_margin`),
+        ``named`` the reference effect."""
+        if not floor >= 0:
+            raise ValueError(f"a margin's floor must be ≥ 0; got {floor!r}")
+        scaled = gates.relative_margin(fraction, reference)
+        delta = max(scaled, float(floor))
         shown = f"{{:.{digits}g}}"
-        return cls(delta, f"±{shown.format(delta)}" + (f" {unit}" if unit else "")
-                   + f" = {fraction:g} × {named} ({shown.format(abs(reference))})")
+        suffix = f" {unit}" if unit else ""
+        of = f"{fraction:g} × {named} ({shown.format(abs(reference))})"
+        if floor > 0:
+            of = f"max({of}, floor {floor:g}{suffix})"
+        return cls(delta, f"±{shown.format(delta)}{suffix} = {of}", floor=float(floor), unit=unit)
 
     @classmethod
     def fewest(cls, curves: Curves, train_iters: int, fraction: float, unit: str = "",
-               named: str = "") -> Margin:
-        """``δ = fraction × I(N, min N')``: a fraction of what the fewest iterations cost (the
-        mean over the models)."""
+               named: str = "", floor: float = 0.0) -> Margin:
+        """``δ = max(fraction × I(N, min N'), floor)``: a fraction of what the fewest iterations
+        cost (the mean over the models), never below the metric's floor."""
         low = int(np.asarray(curves.grid)[0])
         if low >= train_iters:
             raise ValueError(f"no count below N = {train_iters} on the grid: what the fewest "
                              "iterations cost is not measured")
         cost = float(curves.sign * (curves.mean()[curves.at(train_iters)]
                                     - curves.mean()[curves.at(low)]))
-        made = cls.relative(fraction, cost, named or f"what {low} iterations cost", unit)
-        return cls(made.delta, made.text, of_fewest=True)
+        made = cls.relative(fraction, cost, named or f"what {low} iterations cost", unit,
+                            floor=floor)
+        return cls(made.delta, made.text, of_fewest=True, floor=made.floor, unit=unit)
+
+    def on_floor(self, why: str) -> Margin:
+        """δ = the floor alone, for a margin whose reference effect is not established
+        (``why``)."""
+        suffix = f" {self.unit}" if self.unit else ""
+        return Margin(self.floor, f"±{self.floor:g}{suffix} = the metric's floor ({why})",
+                      floor=self.floor, unit=self.unit)
 
 
 def _mark(ci: gates.Interval, n: int) -> str:
@@ -148,9 +189,24 @@ def _open(wide: gates.Interval, n: int, what: str, verb: str,
                     gates.Facts(needs=gates.needs(wide, boundaries)))
 
 
+def _below_margin(wide: Sequence[gates.Interval], counts: Sequence[int], margin: float,
+                  sign: float) -> str:
+    """The note of a change that is significant (its widened interval clears 0) but within δ:
+    ``sign`` +1 for a gain, −1 for a loss; ``""`` when there is none."""
+    found = [(ci, n) for ci, n in zip(wide, counts, strict=True)
+             if (ci.lo > 0 if sign > 0 else ci.hi < 0)]
+    if not found:
+        return ""
+    ci, n = max(found, key=lambda pair: sign * pair[0].mean)
+    what = "gain" if sign > 0 else "loss"
+    return (f"; a significant {what} smaller than δ = {margin:g}: {_mark(ci, n)} "
+            f"({_family(counts)})")
+
+
 def help_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
                 counts: Sequence[int], margin: float) -> Decision:
-    """Some count improves on ``N`` by more than δ (``lo* > δ``); fails when every ``hi < δ``."""
+    """Some count improves on ``N`` by more than δ (``lo* > δ``); fails when every ``hi < δ``,
+    naming a significant gain below δ if there is one."""
     d = float(margin)
     if not counts:
         return gates.undecided("no N' above N on the grid", "count")
@@ -158,7 +214,8 @@ def help_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
     if winners:
         return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
     if all(ci.hi < d for ci in plain):
-        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)")
+        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, +1))
     k = int(np.argmax([ci.hi for ci in plain]))
     return _open(wide[k], counts[k], f"no CI above +{d:g}", "contains", (d,))
 
@@ -166,7 +223,7 @@ def help_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
 def hurt_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
                 counts: Sequence[int], margin: float) -> Decision:
     """Some count is worse than ``N`` by more than δ (``hi* < −δ``); fails when every
-    ``lo > −δ``."""
+    ``lo > −δ``, naming a significant loss below δ if there is one."""
     d = float(margin)
     if not counts:
         return gates.undecided("no N' above N on the grid", "count")
@@ -174,7 +231,8 @@ def hurt_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
     if losers:
         return Decision(True, f"improvement CI below −{d:g} at {losers[0]} ({_family(counts)})")
     if all(ci.lo > -d for ci in plain):
-        return Decision(False, f"every improvement CI above −{d:g} ({len(counts)} counts)")
+        return Decision(False, f"every improvement CI above −{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, -1))
     k = int(np.argmin([ci.lo for ci in plain]))
     return _open(wide[k], counts[k], f"no CI below −{d:g}", "contains", (-d,))
 
@@ -205,37 +263,76 @@ def no_gain(help_: Decision) -> Decision:
     return Decision(holds, help_.reason, help_.facts)
 
 
-def fewer_hurt(loss: gates.Interval | None, n: int | None) -> Decision:
-    """At the smallest count below ``N``: ``loss`` is the interval of ``I(N, n)``, what running
-    ``n`` iterations instead of ``N`` costs; holds when it lies above 0."""
-    if loss is None:
+def fewer_hurt(cost: gates.Interval | None, plain: Sequence[gates.Interval],
+               wide: Sequence[gates.Interval], counts: Sequence[int],
+               margin: float) -> Decision:
+    """"Using fewer iterations at inference is almost always detrimental" over every count
+    ``N' < N`` (module docstring). ``cost``: the interval of ``I(N, min N')``; ``plain`` and
+    ``wide``: the pointwise and Bonferroni-widened intervals of ``I(N', N)`` for ``N' ∈
+    counts``."""
+    d = float(margin)
+    if cost is None or not counts:
         return gates.undecided("no N' below N on the grid", "count")
-    found = gates.positive(loss)
-    return Decision(found.holds, f"loss from N'={n}: {found.reason}", found.facts)
+    fewest = gates.positive(cost)
+    paid = f"cost of N'={counts[0]}: [{cost.lo:+.3g}, {cost.hi:+.3g}]"
+    if fewest.holds is False:
+        return Decision(False, f"{paid}: the fewest iterations decidedly cost nothing")
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
+    if winners:
+        return Decision(False, f"fewer iterations help: improvement CI above +{d:g} at "
+                               f"{winners[0]} ({_family(counts)})")
+    if fewest.holds is None:
+        return Decision(None, f"{paid}: {fewest.reason}", fewest.facts)
+    if all(ci.hi < d for ci in plain):
+        return Decision(True, f"{paid} above 0, and every improvement CI below +{d:g} "
+                              f"({len(counts)} counts below N)"
+                        + _below_margin(wide, counts, d, +1))
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"{paid} above 0, but no CI below N shown below +{d:g}",
+                 "contains", (d,))
 
 
 def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
             level: float = gates.LEVEL) -> tuple[Decision, gates.Interval | None]:
-    """The residual sanity check (module docstring), behind ``health``; and its interval."""
+    """The residual check (module docstring), behind ``health``; and its interval."""
     ratios, over = curves.falling(train_iters)
     finite = ratios[np.isfinite(ratios)]
     if finite.size < 2:
         return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", "count"), None
     ci = gates.interval(finite, over, level)
-    return gates.gated([health], gates.negative(ci), quote=True), ci
+    bound = -math.log10(RESIDUAL_FALL)
+    shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
+    if ci.hi < bound:
+        found = Decision(True, f"{shown} below {bound:g}: falls over {RESIDUAL_FALL:g}-fold")
+    elif ci.lo >= bound:
+        found = Decision(False, f"{shown} at or above {bound:g}: falls less than "
+                                f"{RESIDUAL_FALL:g}-fold")
+    else:
+        found = Decision(None, f"{shown} contains {bound:g}" + gates.needed(ci, (bound,)),
+                         gates.Facts(needs=gates.needs(ci, (bound,))))
+    return gates.gated([health], found, quote=True), ci
 
 
-def scale_gate(curves: Curves, train_iters: int, margin: Margin, fewer: Decision,
+def converging(residual: Decision) -> Decision:
+    """The gate the residual check sets before the rows about more iterations: open only when
+    it holds (module docstring)."""
+    return gates.condition(residual.holds is True,
+                           f"solver not converging beyond N (the residual check: "
+                           f"{residual.reason or 'undecided'})", by="convergence")
+
+
+def scale_gate(curves: Curves, train_iters: int, margin: Margin, reference: Decision | None,
                plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
                ) -> Decision:
-    """Whether the rows with a margin can be decided: an established reference, a margin above
-    the resolution, enough power (module docstring)."""
+    """Whether the rows with a margin can be decided: an established reference (when
+    ``reference`` is given and δ is a fraction of what the fewest iterations cost), a margin
+    above the resolution, enough power on the intervals ``plain`` (module docstring)."""
     parts = []
-    if margin.of_fewest:
+    if margin.of_fewest and reference is not None:
         parts.append(gates.condition(
-            fewer.holds is True,
+            reference.holds is True,
             "no scale for δ: its reference effect, what the fewest iterations cost, is not "
-            f"established ({fewer.reason or 'undecided'})",
+            f"established ({reference.reason or 'undecided'})",
             "its reference effect is established (the fewest iterations cost)", by="reference"))
     parts.append(gates.condition(margin.delta > 0 and math.isfinite(margin.delta),
                                  f"no margin: δ = {margin.delta:g}", by="reference"))
@@ -318,7 +415,8 @@ def recommend(curves: Curves, train_iters: int, margin: float,
 @dataclass(frozen=True)
 class Verdicts:
     """Every verdict of one diagnosis (each a :class:`i2o.gates.Decision`), already passed
-    through the gates: ``gate`` the caller's, ``scale`` :func:`scale_gate`'s (alone)."""
+    through the gates: ``gate`` the caller's, ``scale`` :func:`scale_gate`'s for the counts above
+    N (alone), ``converging`` :func:`converging`'s."""
 
     gate: Decision
     scale: Decision
@@ -330,26 +428,36 @@ class Verdicts:
     residual: Decision
     more: str
     margin: Margin
+    converging: Decision = OPEN
+    fewer_help: Decision = OPEN
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"more": self.more, "margin": self.margin.delta,
                                   "margin_text": self.margin.text}
-        for name in ("gate", "scale", "help", "hurt", "same", "no_gain", "fewer", "residual"):
+        for name in ("gate", "scale", "converging", "help", "hurt", "same", "no_gain", "fewer",
+                     "fewer_help", "residual"):
             holds, why = getattr(self, name)
             out[name] = {"holds": holds, "reason": why}
         return out
+
+
+def _widened(level: float, counts: Sequence[int]) -> float:
+    """The level of a family of ``len(counts)`` intervals, Bonferroni-widened."""
+    return 1.0 - (1.0 - level) / max(1, len(counts))
 
 
 def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decision = OPEN,
            level: float = gates.LEVEL, health: Decision = OPEN,
            power_ratio: float | None = POWER_RATIO
            ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
-    """The verdicts of the module docstring: the rows with a margin behind ``gate`` and
-    :func:`scale_gate`, "fewer iterations hurt" behind ``gate``, the residual check behind
+    """The verdicts of the module docstring: the rows about more iterations behind ``gate``,
+    :func:`scale_gate` and :func:`converging`; "fewer iterations hurt" behind ``gate`` and its
+    own scale gate (resolution, power over the counts below N); the residual check behind
     ``health``. An open ``gate`` is stated once, in its own row, not in each verdict's reason
-    (which starts with the open scale gates' reasons); a closed one is each verdict's reason. Also
-    returns the intervals they read (``above`` pointwise,
-    ``above_simultaneous`` widened, ``below`` the cost of the fewest, ``residual``)."""
+    (which starts with the open scale gates' reasons); a closed one is each verdict's reason.
+    Also returns the intervals they read (``above`` pointwise, ``above_simultaneous`` widened,
+    ``below`` the cost of the fewest, ``fewer`` and ``fewer_simultaneous`` the improvements of the
+    counts below N, ``residual``)."""
     if not isinstance(margin, Margin):
         if not margin > 0:
             raise ValueError(f"the margin δ must be > 0; got {margin!r}")
@@ -358,24 +466,42 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
     grid = [int(n) for n in np.asarray(curves.grid)]
     above = [n for n in grid if n > train_iters]
     below = [n for n in grid if n < train_iters]
-    wide_level = 1.0 - (1.0 - level) / max(1, len(above))
     plain = curves.improvements(train_iters, above, level)
-    wide = curves.improvements(train_iters, above, wide_level)
-    low = curves.improvement(train_iters, below[0], level) if below else None
-    fewer = fewer_hurt(low, below[0] if below else None)
-    scale = scale_gate(curves, train_iters, margin, fewer, plain, power_ratio)
+    wide = curves.improvements(train_iters, above, _widened(level, above))
+    plain_below = curves.improvements(train_iters, below, level)
+    wide_below = curves.improvements(train_iters, below, _widened(level, below))
+    cost = curves.improvement(train_iters, below[0], level) if below else None
+    reference = (gates.positive(cost) if cost is not None
+                 else gates.undecided("no N' below N on the grid", "count"))
+    if margin.of_fewest and reference.holds is not True and margin.floor > 0:
+        margin = margin.on_floor("what the fewest iterations cost is not established")
+    scale = scale_gate(curves, train_iters, margin, reference, plain, power_ratio)
+    residual, ci = falling(curves, train_iters, health, level)
+    moving = converging(residual)
     if gate.holds is not True:
         help_ = hurt = same = Decision(None, gate.reason, gate.facts)
     elif scale.holds is not True:
         help_ = hurt = same = gates.combine(gate, scale)
+    elif moving.holds is not True:
+        help_ = hurt = same = moving
     else:
         help_, hurt, same = (
             gates.gated([scale], rule(plain, wide, above, margin.delta), quote=True)
             for rule in (help_beyond, hurt_beyond, no_difference))
-    residual, ci = falling(curves, train_iters, health, level)
+    fewer = fewer_hurt(cost, plain_below, wide_below, below, margin.delta)
+    fewer_scale = scale_gate(curves, train_iters, margin, None, plain_below, power_ratio)
+    if reference.holds is False:  # fails on what the fewest cost alone: δ is not read
+        fewer = gates.gated([gate], fewer)
+    else:
+        fewer = gates.gated([gate, fewer_scale], fewer)
+    fewer_help = (gates.gated([gate, fewer_scale],
+                              help_beyond(plain_below, wide_below, below, margin.delta))
+                  if below else gates.undecided("no N' below N on the grid", "count"))
     verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
-                        no_gain=no_gain(help_), fewer=gates.gated([gate], lambda: fewer),
-                        residual=residual, more=more_label(help_, hurt, same), margin=margin)
+                        no_gain=no_gain(help_), fewer=fewer, residual=residual,
+                        more=more_label(help_, hurt, same), margin=margin, converging=moving,
+                        fewer_help=fewer_help)
     return verdicts, {"above": plain, "above_simultaneous": wide,
-                      "below": [low] if low is not None else [],
+                      "below": [cost] if cost is not None else [],
+                      "fewer": plain_below, "fewer_simultaneous": wide_below,
                       "residual": [ci] if ci is not None else []}

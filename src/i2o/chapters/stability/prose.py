@@ -34,30 +34,34 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
     if claims["not_more_stable"].holds is not None:
         parts.append(sentence(
             claims["equally_stable"],
-            "Their accuracy changes are equal within the margin.",
-            "Their accuracy changes differ by more than the margin.",
-            "Whether their accuracy changes are equal within the margin is open"))
+            "Their accuracy changes are also equal within the margin (the book's own, stronger "
+            "statement).",
+            "Their accuracy changes differ by more than the margin (the book's own, stronger "
+            "statement than the paper's).",
+            "Whether their accuracy changes are equal within the margin (the book's own "
+            "statement) is open"))
     for arm, label in LABELS.items():
         gain, residual = claims[f"{arm}_no_gain"], claims[f"{arm}_residual"]
         falling = residual.holds is True
         parts.append(sentence(
             gain,
             f"More test iterations than in training do not improve the {label} networks beyond "
-            "the margin" + (" although the residual of the last iterate keeps falling: a better "
-                            "solution of the inner problem does not give a better classifier."
-                            if falling else "."),
+            "the margin" + (" although the residual of the last iterate falls tenfold beyond "
+                            "N: a better solution of the inner problem does not give a better "
+                            "classifier." if falling else "."),
             f"More test iterations than in training do improve the {label} networks beyond the "
             f"margin ({gain.value}): no inner-iterations overfitting in this run.",
             f"Whether more test iterations improve the {label} networks is undecided"))
         parts.append(sentence(
             claims[f"{arm}_fewer_hurt"],
-            f"Fewer iterations than in training lower their accuracy "
-            f"({claims[f'{arm}_fewer_hurt'].value}).",
-            f"Fewer iterations than in training do not lower their accuracy "
+            f"Fewer iterations than in training lower their accuracy, none of the counts below "
+            f"N raising it by more than the margin ({claims[f'{arm}_fewer_hurt'].value}).",
+            f"Fewer iterations than in training do not always lower their accuracy "
             f"({claims[f'{arm}_fewer_hurt'].value}).",
             "Whether fewer iterations lower their accuracy is undecided"))
         if residual.holds is False:
             parts.append(f"Sanity check failed for {label}: the residual of the last iterate does "
-                         f"not keep falling beyond the training N ({residual.value}), so its "
-                         "solver is not converging there.")
+                         f"not fall tenfold beyond the training N ({residual.value}), so its "
+                         "solver is not converging there and the rows on more iterations are "
+                         "left undecided.")
     return [paragraph(parts)]
