@@ -1,13 +1,11 @@
 """The meta-learning chapter's claims: every predicate on doctored curves where it must hold, where
 it must fail, and where its gates must leave it undecided; the per-set-BN floor's arithmetic."""
 
-import dataclasses
 
 import numpy as np
 import pytest
 from bank import meta_curves
 
-from i2o import gates
 from i2o.chapters.meta import claims, floor
 
 GRID = np.array([1, 2, 5, 10, 30, 100, 300, 1000, 3000, 10000])
@@ -40,53 +38,84 @@ def test_a_gain_below_the_noise_is_undecided_not_false():
     assert many[0] is True
 
 
-def test_best_before_convergence_holds_and_fails():
-    verdict = claims.best_before_convergence(_curves(U_SHAPE), LIMITS)
-    assert verdict[0] is True and "held-out" in verdict[1]
-    late = claims.best_before_convergence(_curves(DECREASING), LIMITS)  # k* = k_max ≥ k_conv
-    assert late[0] is False and "too little power" not in late[1]
+SETTLING = np.array([0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.2, 0.25, 0.25, 0.25])  # dips, settles
+FALLING_THEN_FLAT = np.array([0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.1, 0.1, 0.1])
+
+
+def _tail_within_noise(curves, start, step=1e-3, spread=0.05, seed=0):
+    """``curves`` whose counts from grid index ``start`` on are the last count's MSE plus
+    ``step`` × (counts to the end) on average, with task noise of ``spread`` centred within each
+    half of the tasks: each count's mean lies above the last by exactly that step (the last is
+    the lowest), far within the noise."""
+    rng = np.random.default_rng(seed)
+    query = curves["query"]
+    last = query.shape[1] - 1
+    halves = np.arange(len(query)) % 2
+    for k in range(start, last):
+        noise = rng.normal(0, spread, len(query))
+        for half in (0, 1):
+            noise[halves == half] -= noise[halves == half].mean()
+        query[:, k] = query[:, last] + step * (last - k) + noise
+    return curves
+
+
+def test_settled_from_is_the_first_count_within_resolution_of_the_last():
+    curves = _curves(SETTLING, noise=0.0)
+    choose = curves["query"][::2]
+    start, intervals = claims.settled_from(choose)
+    assert start == 7 and len(intervals) == len(GRID)  # 0.25 from k = 1,000 on
+    assert intervals[6].hi < 0 and intervals[-1].lo == intervals[-1].hi == 0.0
+    assert claims.settled_from(_curves(DECREASING, noise=0.0)["query"][::2])[0] == len(GRID) - 1
+
+
+def test_maml_best_before_convergence_holds_when_the_curve_dips_then_settles_above_its_minimum():
+    """The paper's picture: the MSE falls to a minimum at k* = 100, rises and settles at 0.25
+    from k_conv = 1,000 on; the settled MSE is higher than at k* on the held-out tasks."""
+    verdict = claims.best_before_convergence(_curves(SETTLING), LIMITS)
+    assert verdict[0] is True
+    assert "k* = 100" in verdict[1] and "k_conv = 1000" in verdict[1] and "held-out" in verdict[1]
+
+
+def test_maml_best_before_convergence_fails_when_the_best_is_at_the_end():
+    """The MSE falls, then is flat within the noise from k = 300 on, lowest at the last count:
+    k* = k_last, after k_conv = 300, whatever the difference."""
+    curves = _tail_within_noise(_curves(FALLING_THEN_FLAT, noise=0.0), start=6)
+    verdict = claims.best_before_convergence(curves, LIMITS)
+    assert verdict[0] is False
+    assert "k* = 10000" in verdict[1] and "k_conv = 300" in verdict[1]
+
+
+def test_maml_best_before_convergence_fails_when_the_held_out_tasks_reach_lower_at_convergence():
+    """k* = 100 lies before k_conv = 1,000 on the choosing tasks, but on the held-out tasks the
+    curve keeps falling: MSE(k_conv) − MSE(k*) lies below 0."""
+    curves = _curves(SETTLING, noise=0.0)
+    held_out = _curves(FALLING_THEN_FLAT, noise=0.0)["query"]
+    curves["query"][1::2] = held_out[1::2]
+    verdict = claims.best_before_convergence(curves, LIMITS)
+    assert verdict[0] is False and "k* = 100" in verdict[1] and "k_conv = 1000" in verdict[1]
+    assert "CI [-" in verdict[1] or "[-0." in verdict[1]
+
+
+def test_maml_best_before_convergence_is_undecided_while_the_curve_still_moves():
+    """The MSE still falls at the last counts: no count is converged within the sweep."""
+    verdict = claims.best_before_convergence(_curves(DECREASING), LIMITS)
+    assert verdict[0] is None and "still moving" in verdict[1]
+    assert "a longer sweep would decide it" in verdict[1]
+    assert verdict.facts.needs is None
 
 
 def test_best_before_convergence_is_undecided_when_the_rise_is_within_the_noise():
     """k* = 100 lies before k_conv = 300 on the choosing tasks (noise-free), but the rise to
-    k_conv, 0.001, is far below the held-out tasks' noise: undecided, not a fail."""
+    k_conv, 0.001, is far below the held-out tasks' noise: undecided, not a fail, with the
+    held-out tasks that would decide it."""
     shallow = np.r_[U_SHAPE[:6], np.full(4, U_SHAPE[5] + 1e-3)]
     curves = _curves(shallow, noise=0.0)
     held_out = np.arange(len(curves["query"])) % 2 == 1
     curves["query"][held_out] += np.random.default_rng(0).normal(0, 0.05, (held_out.sum(), 10))
     verdict = claims.best_before_convergence(curves, LIMITS)
     assert verdict[0] is None and "k* = 100" in verdict[1] and "contains 0" in verdict[1]
-
-
-def test_best_before_convergence_needs_a_converged_inner_problem():
-    slow = np.geomspace(1.0, 1e-2, len(GRID))  # the gradient falls only 10-fold by k_max
-    verdict = claims.best_before_convergence(_curves(U_SHAPE, mean_support=slow), LIMITS)
-    assert verdict[0] is None and "has not converged" in verdict[1]
-
-
-def test_an_interpolating_maml_model_converges_by_its_gradient():
-    """Support loss → 0 with a relative change of 40 % per grid step to the end (the old
-    relative-change rule never met), gradient 10⁻⁴ of its start: converged, and decided."""
-    interpolating = 0.6 ** np.arange(len(GRID), dtype=float) * 1e-2
-    interpolating[6:] *= 1e-3
-    curves = _curves(U_SHAPE, mean_support=interpolating)
-    assert np.all(np.abs(np.diff(curves["support"][:, -2:], axis=1)) >
-                  0.3 * curves["support"][:, -2:-1])
-    converged = claims.converged_tasks(curves, LIMITS)
-    assert converged[:, -1].all() and not converged[:, 0].any()
-    verdict = claims.best_before_convergence(curves, LIMITS)
-    assert verdict[0] is True and "k_conv = 300" in verdict[1]
-
-
-def test_maml_converges_when_the_median_task_has():
-    """A fifth of the tasks never reach 1 % of their starting gradient (a long tail): the inner
-    problem still converges, at the median task's count, and the claim is decided."""
-    curves = _curves(U_SHAPE)
-    curves["grad_norm"][:40] = np.maximum(curves["grad_norm"][:40], 0.03)
-    verdict = claims.best_before_convergence(curves, LIMITS)
-    assert verdict[0] is True and "k_conv = 300 (80% of tasks" in verdict[1]
-    ninety = claims.Thresholds(**{**LIMITS.__dict__, "min_converged_fraction": 0.9})
-    assert claims.best_before_convergence(curves, ninety)[0] is None
+    assert "k_conv = 300" in verdict[1]
+    assert verdict.facts.needs is not None and verdict.facts.needs.of == "held-out tasks"
 
 
 def _imaml(converged_query):
@@ -128,15 +157,15 @@ def test_imaml_best_before_convergence_compares_with_the_converged_solution():
 @pytest.mark.parametrize("predicate", [claims.more_steps_help,
                                        claims.best_before_convergence])
 def test_gates_leave_claims_undecided(predicate):
-    short = predicate(_curves(U_SHAPE, outer_steps=10), LIMITS)
+    short = predicate(_curves(SETTLING, outer_steps=10), LIMITS)
     assert short[0] is None and "outer steps" in short[1]
-    unlearned = predicate(_curves(U_SHAPE * 10), LIMITS)
+    unlearned = predicate(_curves(SETTLING * 10), LIMITS)
     assert unlearned[0] is None and "not learned" in unlearned[1]
-    diverging = _curves(U_SHAPE)
+    diverging = _curves(SETTLING)
     diverging["query"][:20, -1] = np.nan  # 10 % of the tasks
     verdict = predicate(diverging, LIMITS)
     assert verdict[0] is None and "diverged" in verdict[1]
-    few = _curves(U_SHAPE)
+    few = _curves(SETTLING)
     few["query"][:3, -1] = np.inf  # 1.5 %: excluded and reported, still decided
     verdict = predicate(few, LIMITS)
     assert verdict[0] is not None and "3 of 200 tasks diverged" in verdict[1]
@@ -154,93 +183,6 @@ def test_above_floor_holds_and_fails():
     curves = _curves(U_SHAPE + 2.0)
     assert claims.above_floor(curves, floor=1.7, floor_se=0.02)[0] is True
     assert claims.above_floor(curves, floor=2.5, floor_se=0.02)[0] is False
-
-
-def _figure4(final_by_size, loss_by_size, seeds=3, outer_steps=5000, n_grid=5):
-    per_set = {}
-    rng = np.random.default_rng(1)
-    for size, final, loss in zip([1, 2, 5, 10, 25], final_by_size, loss_by_size, strict=False):
-        for seed in range(seeds):
-            increase = np.linspace(0.0, final, n_grid) + rng.normal(0, 1e-3, n_grid)
-            increase[0] = 0.0
-            per_set[f"set{size}-seed{seed}"] = {
-                "n_meta_batches": size, "loss_at_n": loss + rng.normal(0, 1e-3),
-                "increase": increase, "grid": np.arange(16, 16 + n_grid), "inner_steps": 16,
-                "outer_steps": outer_steps, "query": np.zeros((25 * size, n_grid)),
-                "n_diverged": 0}
-    return per_set
-
-
-def test_fit_ordering_holds_fails_and_needs_power():
-    loss = [0.1, 0.2, 0.4, 0.8, 1.2]
-    assert claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss), LIMITS)[0] is True
-    assert claims.fit_ordering(_figure4([0.1, 0.2, 0.3, 0.4, 0.5], loss), LIMITS)[0] is False
-    one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # ρ = −0.9: still holds (false-positive rate 0.042)
-    assert claims.fit_ordering(_figure4(one_swap, loss), LIMITS)[0] is True
-    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8: not told from a random ordering
-    verdict = claims.fit_ordering(_figure4(two_swaps, loss), LIMITS)
-    assert verdict[0] is None and "would decide it" in verdict[1]
-    reversed_one_swap = [0.1, 0.2, 0.3, 0.5, 0.4]  # ρ = +0.9: the opposite ordering, decided
-    assert claims.fit_ordering(_figure4(reversed_one_swap, loss), LIMITS)[0] is False
-    few_seeds = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, seeds=2), LIMITS)
-    assert few_seeds[0] is None and "seed" in few_seeds[1]
-    three_sizes = claims.fit_ordering(_figure4([0.5, 0.4, 0.3], loss[:3]), LIMITS)
-    assert three_sizes[0] is None and "false-positive rate" in three_sizes[1]
-    short = claims.fit_ordering(_figure4([0.5, 0.4, 0.3, 0.2, 0.1], loss, outer_steps=5),
-                                  LIMITS)
-    assert short[0] is None
-
-
-def test_fit_ordering_counts_only_models_that_meta_learned():
-    """A model whose training loss at N is not below the task-agnostic MSE has not learned to use
-    the support set: with fewer than 3 such seeds at a size the ordering is undecided."""
-    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
-    unlearned = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 3.5]), LIMITS)
-    assert unlearned[0] is None and "B = 25: 0 of 3" in unlearned[1]
-    assert "meta-learned" in unlearned[1]
-    increasing = claims.fit_ordering(_figure4(decreasing[::-1], [0.1, 0.2, 0.4, 0.8, 2.9]), LIMITS)
-    assert increasing[0] is False  # all below the baseline of 3.0: decided, and it fails
-
-
-def test_fit_ordering_names_the_models_set_aside_and_the_seeds_that_would_decide():
-    """Models that did not meta-learn are named with their loss at N and the largest rise of their
-    outer loss; the gate's facts give the seeds per size at which every size would have 3 that
-    learned, at the rate each size had (1 of 3 at B = 25: 9 seeds)."""
-    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
-    per_set = _figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9])
-    spiked = np.r_[np.full(50, 0.1), np.full(50, 40.0)]
-    for seed in (0, 1):
-        per_set[f"set25-seed{seed}"].update(loss_at_n=35.0, train_losses=spiked)
-    verdict = claims.fit_ordering(per_set, LIMITS)
-    assert verdict[0] is None and "B = 25: 1 of 3" in verdict[1]
-    assert "set25 seed 0: training loss at N 35" in verdict[1]
-    assert "from 0.1 up to 40" in verdict[1]
-    assert verdict.facts.needs == gates.Needs(9, "seeds per training-set size")
-    every_one = claims.fit_ordering(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9]), LIMITS)
-    assert every_one[0] is True and every_one.facts.needs is None
-
-
-def test_seeds_to_learn():
-    assert claims.seeds_to_learn({1: 3, 2: 1}, {1: 3, 2: 3}, 3) == 9
-    assert claims.seeds_to_learn({1: 3, 2: 3}, {1: 3, 2: 3}, 3) == 3
-    assert claims.seeds_to_learn({1: 2, 2: 0}, {1: 2, 2: 2}, 3) == 6  # pooled 1 of 2 for B = 2
-    assert claims.seeds_to_learn({1: 0, 2: 0}, {1: 3, 2: 3}, 3) is None
-
-
-def test_largest_rise():
-    low, high = claims.largest_rise(np.r_[np.full(40, 1.0), np.full(40, 0.1), np.full(20, 30.0)])
-    assert (low, high) == pytest.approx((0.1, 30.0))
-    falling = np.linspace(1.0, 0.1, 100)
-    low, high = claims.largest_rise(falling)
-    assert high < low  # no rise: the caller says nothing
-    assert np.isnan(claims.largest_rise(np.ones(5))[0])
-
-
-def test_spearman_false_positive_rate():
-    assert claims.spearman_false_positive_rate(5, -0.9) == pytest.approx(5 / 120)
-    assert claims.spearman_false_positive_rate(5, -0.7) == pytest.approx(14 / 120)
-    assert claims.spearman_false_positive_rate(4, -0.9) == pytest.approx(1 / 24)
-    assert claims.spearman_false_positive_rate(3, -0.9) == pytest.approx(1 / 6)
 
 
 def test_uniform_moments_match_quadrature():
@@ -282,11 +224,11 @@ def test_chapter_parameters_checked_before_compute(override, word):
 def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
     limits = claims.Thresholds(min_outer_steps=1000, baseline_mse=3.0, plateau_window=0.1,
                                plateau_rtol=0.05)
-    settled = _curves(U_SHAPE)
+    settled = _curves(SETTLING)
     settled["train_losses"] = np.r_[np.linspace(4.0, 0.5, 4000), np.full(1000, 0.5)]
     assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
     assert claims.best_before_convergence(settled, limits)[0] is True
-    moving = _curves(U_SHAPE)
+    moving = _curves(SETTLING)
     moving["train_losses"] = np.linspace(4.0, 0.5, 5000)  # a tenth of its fall in each tenth
     assert claims.plateau(moving["train_losses"], 0.1) == pytest.approx(0.111, abs=1e-3)
     verdict = claims.best_before_convergence(moving, limits)
@@ -379,68 +321,6 @@ def test_a_row_short_of_held_out_tasks_names_the_run_that_decides_it():
     assert decided.holds is True and decided.id not in table.remedies
 
 
-def test_figure_4_undecided_below_the_paper_scale_names_the_paper_run():
-    from bank import meta_results
-
-    results = meta_results()
-    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # ρ = −0.8: undecided
-    enough = 30000  # beyond the smoke profile's fig4_min_outer_steps_to_decide
-    results.figure4.update(_figure4(two_swaps, [0.1, 0.2, 0.4, 0.8, 1.2], outer_steps=enough))
-    for curves in results.figure4.values():
-        curves.update(method="imaml", train_cpu_seconds_per_step=0.01,
-                      train_losses=np.full(100, 0.5))
-    table = claims.claims(results)
-    row = table["figure4/fit-ordering"]
-    assert row.holds is None and "would decide it" in row.check
-    assert row.decided_by == "make fig-meta PROFILE=paper"
-    assert "the paper profile" in table.remedies[row.id].describe()
-    one_swap = [0.5, 0.4, 0.3, 0.1, 0.2]  # decided: nothing to name
-    results.figure4.clear()
-    results.figure4.update(_figure4(one_swap, [0.1, 0.2, 0.4, 0.8, 1.2], outer_steps=enough))
-    for curves in results.figure4.values():
-        curves.update(method="imaml", train_losses=np.full(100, 0.5))
-    decided = claims.claims(results)
-    assert decided["figure4/fit-ordering"].holds is True
-    assert "figure4/fit-ordering" not in decided.remedies
-
-
-def test_figure_4_undecided_at_the_paper_scale_for_want_of_learned_models_names_more_seeds():
-    """At the paper profile a Figure 4 ordering left open because too few models per size
-    meta-learned names fig4_seeds raised (headroom 1.25 × 9 = 12 seeds), costed per model; an
-    ordering open at the paper scale for another reason names nothing."""
-    from bank import meta_results
-
-    from i2o import deciding, door, profiles
-
-    results = meta_results()
-    results = dataclasses.replace(results, params=profiles.resolve("meta", "paper"))
-    decreasing = [0.5, 0.4, 0.3, 0.2, 0.1]
-    results.figure4.update(_figure4(decreasing, [0.1, 0.2, 0.4, 0.8, 0.9], outer_steps=70000))
-    for curves in results.figure4.values():
-        curves.update(method="imaml", train_cpu_seconds_per_step=0.01, seconds=5.0,
-                      train_losses=np.full(100, 0.5))
-    for seed in (0, 1):
-        results.figure4[f"set25-seed{seed}"]["loss_at_n"] = 35.0
-    table = claims.claims(results)
-    row = table["figure4/fit-ordering"]
-    assert row.holds is None and row.facts.needs.count == 9
-    remedy = table.remedies[row.id]
-    assert remedy.overrides == (("fig4_seeds", list(range(12))),)
-    assert remedy.seconds == pytest.approx(9 * 5 * (0.01 * 70000 + 5.0))
-    assert row.decided_by == remedy.command() == (
-        "make fig-meta PROFILE=paper P=\"-p fig4_seeds '[0,1,2,3,4,5,6,7,8,9,10,11]'\"")
-    door.enter("meta", "paper", fig4_seeds=list(range(12)))
-    assert deciding.HEADROOM * 9 <= 12
-    two_swaps = [0.4, 0.5, 0.3, 0.1, 0.2]  # every model learned, ρ = −0.8: no count to name
-    results.figure4.clear()
-    results.figure4.update(_figure4(two_swaps, [0.1, 0.2, 0.4, 0.8, 0.9], outer_steps=70000))
-    for curves in results.figure4.values():
-        curves.update(method="imaml", train_losses=np.full(100, 0.5))
-    undecided = claims.claims(results)
-    assert undecided["figure4/fit-ordering"].holds is None
-    assert "figure4/fit-ordering" not in undecided.remedies
-
-
 def test_a_claim_has_the_same_id_at_every_replicate():
     """A replicate redraws the models' seeds, which their labels carry; the rows' ids leave the
     seed out, so that the Robustness page matches a claim across replicates."""
@@ -454,3 +334,27 @@ def test_a_claim_has_the_same_id_at_every_replicate():
     ids = [row.id for row in claims.claims(first).rows]
     assert ids == [row.id for row in claims.claims(redrawn).rows]
     assert not any("seed" in id for id in ids)
+
+
+@pytest.mark.parametrize("case, verdict, word", [("settling", True, "**holds**"),
+                                                 ("best at the end", False, "**fails**"),
+                                                 ("still moving", None, "is **undecided**")])
+def test_maml_best_before_convergence_prose_reads_for_every_verdict(case, verdict, word):
+    """The chapter's conclusion of the row: the claim (convergence as where the test curve stops
+    moving), its verdict and its reason."""
+    from bank import meta_results
+
+    from i2o import prose
+
+    curves = {"settling": lambda: _curves(SETTLING),
+              "best at the end": lambda: _tail_within_noise(
+                  _curves(FALLING_THEN_FLAT, noise=0.0), start=6),
+              "still moving": lambda: _curves(DECREASING)}[case]()
+    results = meta_results()
+    results.figure3["maml-N1-online-seed0"] = {**curves, "train_losses": np.full(100, 0.5)}
+    table = claims.claims(results)
+    row = table["figure3/maml-N1-online/best-before-convergence"]
+    assert row.holds is verdict
+    assert "before convergence (before the test MSE stops moving" in row.claim
+    lines = prose.conclusions(table, "figure3", display=False).split("\n")
+    assert f"- *{row.claim}*: {word} — {row.check}." in lines

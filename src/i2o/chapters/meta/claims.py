@@ -3,78 +3,74 @@
 Every predicate returns an :data:`i2o.gates.Decision` ``(holds, value)``: ``holds`` is True or
 False when the data can decide, ``None`` with the reason when they cannot; ``value`` is what the
 claim's row shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
-are the chapter's :class:`Thresholds`; the gates, in the order they are checked:
+are the chapter's :class:`Thresholds`.
+
+**Figure 3** (one model each). Gates, in the order they are checked:
 
 - *trained*: the model's outer training loss has settled — its fall between the last two windows
   of ``plateau_window`` × its outer steps is at most ``plateau_rtol`` of its level or of its
-  whole fall (:func:`plateau`) — and it was
-  meta-trained for at least ``min_outer_steps`` outer steps
-  (``fig4_min_outer_steps`` for the Figure 4 models, which cycle through a fixed set) and has
-  learned to use the support set — its test MSE at its training N is below ``baseline_mse``, the
-  MSE of the best predictor that ignores the support set
+  whole fall (:func:`plateau`) — and it was meta-trained for at least ``min_outer_steps`` outer
+  steps and has learned to use the support set — its test MSE at its training N is below
+  ``baseline_mse``, the MSE of the best predictor that ignores the support set
   (:func:`i2o.chapters.meta.floor.task_agnostic_mse`, 3.006; predicting 0 scores 4.25);
 - *diverged tasks*: tasks whose MSE became non-finite at some step count are counted; above
   ``max_diverged_fraction`` of the tasks the verdict is ``None`` (no silent exclusion that
-  flatters a curve); below it they are excluded at every step count and reported;
-- *converged* (the "before convergence" claim only): MAML — a task's inner problem has converged
-  at k when the gradient of its support loss has fallen to ``grad_fraction`` of its value at
-  θ_meta, ‖∇ℓ(θ_k)‖ ≤ ``grad_fraction`` · ‖∇ℓ(θ_0)‖ (near an interpolating minimum ℓ ∝ ‖∇ℓ‖², so
-  a 100-fold fall of the gradient is a 10⁴-fold fall of the loss; a relative change of the
-  support loss cannot serve, since a model that interpolates drives the loss towards 0, where its
-  relative change stays large), and the inner problem *has converged at* k_conv, the first grid
-  count at which at least ``min_converged_fraction`` of the tasks have (0.5 in every profile: the
-  median task); without one the claim is undecided. iMAML — the converged inner problem is the
-  one a convergent solver reaches (jaxopt's L-BFGS, float64, ``reference_iters`` iterations from
-  the sweep's last iterate, :mod:`.evaluate`), and the claim compares the test MSE at its solution
-  with the sweep's best: the paper's solver (gradient descent with line search) stalls on F's
-  ReLU kinks, so no count of its steps is "converged" (in quick, its F stays a median 5·10⁻⁴ to
-  4·10⁻³ above the reference from k ≈ 300 to 1,024).
-  Until 2026-11-25 MAML's k_conv needed 90 % of the tasks, and iMAML's converged point was the
-  first count where 90 % of the tasks had F within 10⁻⁴ of the reference. Both were replaced after
-  replicates 0–2 of quick had been read: 5–15 % of MAML's tasks hover at 1–7 % of their starting
-  gradient for thousands of steps, so the 90 % count fell anywhere from 46 to beyond 10,000
-  between replicates of one setup (the median's count: 15–46), which decided the verdict; and
-  iMAML's 90 % was never reached (18–44 % of tasks by 1,024) by a solver that had stalled, not one
-  that needed more steps. The new rules were checked on fresh replicates (the closing note of
-  session 11 gives them).
+  flatters a curve); below it they are excluded at every step count and reported.
 
-Figure 3's comparisons are made on held-out tasks: the best step count k* is chosen on one half of
-the test tasks (even indices) and the difference is measured on the other half (odd indices), as
-a paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 90 %, two
-one-sided tests at 5 %). The claim holds when the interval lies above 0, fails when it lies at or
+Its comparisons are made on held-out tasks: the best step count k* is chosen on one half of the
+test tasks (even indices) and the difference is measured on the other half (odd indices), as a
+paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 90 %, two
+one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
 below 0 (:func:`i2o.gates.positive`), and is undecided when it contains 0, with the number of
 held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
-claim. (Until 2026-11-25 a difference below 2 standard errors counted as a fail: a lack of power
-read as evidence against the claim.)
+claim.
 
-Figure 4's ordering is a Spearman rank correlation across the training-set sizes between the
-seed-mean training loss at N and the seed-mean D(N, ΔN_max), with ≥ ``min_seeds`` seeds per size:
-it holds at ρ ≤ −0.9, fails at ρ ≥ +0.9 and is undecided in between
-(:func:`i2o.gates.rank_correlation`).
-The threshold's false-positive rate under a random ordering (exact, by enumerating permutations)
-is stated with the verdict and must be ≤ 5 %: with 5 sizes, ρ ≤ −0.9 has p = 5/120 = 0.042.
+*Convergence* ("the best MSE is reached before convergence", Figure 3's caption and Section 4).
+MAML: the test curve has converged at k_conv, the first grid count from which every later
+count's mean test MSE is within resolution of the sweep's last count k_last: on the choosing half
+of the tasks, for every k ≥ k_conv the 90 % interval of the paired difference MSE(k) − MSE(k_last)
+contains 0 (:func:`settled_from`). When k_conv is k_last the curve is still moving at the end of
+the sweep and the claim is undecided.
+iMAML: the converged inner problem is the one a convergent solver reaches (jaxopt's L-BFGS,
+float64, ``reference_iters`` iterations from the sweep's last iterate, :mod:`.evaluate`), and the
+claim compares the test MSE at its solution with the sweep's best: the paper's solver (gradient
+descent with line search) stalls on F's ReLU kinks, so no count of its steps is "converged".
+
+**Figure 4** (every model of the figure at once; Section 4: "the better the model is at
+overfitting the training dataset –i.e. low ℓ(z_N(θ*,N)) – the less it benefits from more
+iterations at inference –i.e. higher D(N, ΔN)"): Kendall's τ between each model's training loss
+ℓ(z_N(θ*,N)) and its D(N, ΔN) at the grid's largest ΔN, with its exact null distribution
+(no ties), one-sided towards the paper's negative association at α = :data:`ALPHA`
+(:func:`fit_ordering`, :func:`i2o.gates.rank_association`). Every model counts, whether or not
+it learned to use the support set and whatever its outer loss did during training (the largest
+rise of that loss, :func:`largest_rise`, is reported beside it, never used to select); gates:
+the models were trained ``fig4_min_outer_steps`` outer steps, at most ``max_diverged_fraction``
+of their training tasks diverged, every ℓ and D is finite, untied, and there are enough models
+for the exact test to reach α.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from i2o import deciding, door, gates, profiles
+from i2o import deciding, gates, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise
 from i2o.chapters.meta.runs import MetaResults
 from i2o.claims import Claims
-from i2o.gates import Decision, Facts, Needs
+from i2o.gates import Decision
 from i2o.profiles import Params
 
-RANK_CORRELATION_THRESHOLD = -0.9
-MAX_FALSE_POSITIVE_RATE = 0.05
+#: Figure 4's significance level: the exact one-sided p-value of Kendall's τ must be at most this
+#: (for a negative association the claim holds; for a positive one it fails)
+ALPHA = gates.RANK_ALPHA
 #: the sections of the chapter's claims, in the order of their rows (the notebook concludes each)
 SECTIONS = ("figure3", "figure4", "ablation", "noise")
 
@@ -90,25 +86,11 @@ class Thresholds:
     max_diverged_fraction: float = 0.05
     plateau_window: float = 0.1
     plateau_rtol: float = float("inf")
-    grad_fraction: float = 1e-2
-    min_converged_fraction: float = 0.5
-    min_seeds: int = 3
 
 
 def finite_tasks(curves: dict[str, Any]) -> np.ndarray:
     """Tasks whose query MSE stayed finite at every step count of the sweep."""
     return np.all(np.isfinite(curves["query"]), axis=1)
-
-
-def converged_tasks(curves: dict[str, Any], limits: Thresholds) -> np.ndarray:
-    """Per task and grid count (tasks × grid), whether MAML's inner problem has converged there by
-    the rule of the module docstring."""
-    start = np.asarray(curves["grad_norm_0"], dtype=float)[:, None]
-    return np.asarray(curves["grad_norm"], dtype=float) <= limits.grad_fraction * start
-
-
-def convergence_rule(limits: Thresholds) -> str:
-    return f"‖∇ support loss‖ ≤ {limits.grad_fraction:g} × its value at θ_meta"
 
 
 def _model_name(curves: dict[str, Any]) -> str:
@@ -191,11 +173,18 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return index[index % 2 == 0], index[index % 2 == 1]
 
 
+def _paired_interval(per_task: np.ndarray, first: int, second: int, over: str,
+                     level: float = gates.LEVEL) -> gates.Interval:
+    """The book's interval of the paired difference MSE(first) − MSE(second) (grid indices) over
+    the tasks of ``per_task`` (tasks × grid), at ``level``."""
+    gain, se = evaluate.paired_difference(per_task, first, second)
+    return gates.from_se(gain, se, len(per_task), over=over, level=level)
+
+
 def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates.Interval:
     """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
     tasks."""
-    gain, se = evaluate.paired_difference(per_task, reference, best)
-    return gates.from_se(gain, se, len(per_task), over="held-out tasks")
+    return _paired_interval(per_task, reference, best, "held-out tasks")
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
@@ -239,20 +228,57 @@ def more_steps_help(curves: dict[str, Any], limits: Thresholds) -> Decision:
 
 
 def best_before_claim(curves: dict[str, Any]) -> str:
+    if curves["method"] == "maml":
+        return (f"{_model_name(curves)}: the best test MSE is reached before convergence (before "
+                f"the test MSE stops moving with more inner steps)")
     return (f"{_model_name(curves)}: the best test MSE is reached before the inner problem "
             f"converges")
 
 
+def _contains_zero(ci: gates.Interval) -> bool:
+    return ci.lo <= 0.0 <= ci.hi
+
+
+def settled_from(per_task: np.ndarray) -> tuple[int, list[gates.Interval]]:
+    """Where a test curve has stopped moving: the first grid index k_conv from which, for every
+    k ≥ k_conv, the interval of the paired difference MSE(k) − MSE(k_last) over the tasks of
+    ``per_task`` (tasks × grid) contains 0; with every count's interval. "Some later count still
+    differs from the last" is a union over the counts, so the intervals are Bonferroni-widened
+    over the grid's other counts (as :mod:`i2o.diagnose.verdicts` widens "some count"). k_conv
+    is the last index when the count before it is still resolved from the last (the curve is
+    moving at the end)."""
+    last = per_task.shape[1] - 1
+    level = 1.0 - (1.0 - gates.LEVEL) / max(1, last)
+    intervals = [_paired_interval(per_task, k, last, "choosing tasks", level)
+                 for k in range(last + 1)]
+    start = last
+    while start > 0 and _contains_zero(intervals[start - 1]):
+        start -= 1
+    return start, intervals
+
+
 def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decision:
-    """*The best test MSE is reached before convergence*: k* = argmin of the mean test MSE over
-    the grid on the even tasks, compared on the odd tasks with the converged inner problem
-    (module docstring). MAML: decided only when the inner problem converges within the grid, at
-    k_conv; holds when k* < k_conv and the interval of MSE(k_conv) − MSE(k*) lies above 0, fails
-    when k* ≥ k_conv or the interval lies at or below 0. iMAML: holds when the interval of
-    MSE(converged) − MSE(k*) lies above 0 and fails when it lies at or below 0, or when it
-    contains 0 and k* is the sweep's last count (the best is then the iterate nearest
-    convergence, and the converged solution is no worse: the analogue of MAML's k* ≥ k_conv).
-    Otherwise undecided when the interval contains 0."""
+    """*The best test MSE is reached before convergence* — the paper, Figure 3's caption: "Note
+    that the best MSE is reached before convergence."; Section 4: "the best MSE is reached before
+    convergence. As for DEQs, reaching convergence does not provide the best performance."
+
+    k* = argmin of the mean test MSE over the grid on the even (choosing) tasks, compared on the
+    odd (held-out) tasks with the converged point (module docstring).
+
+    MAML: convergence is where the test curve has stopped moving, k_conv of :func:`settled_from`
+    on the choosing tasks; undecided when k_conv is the sweep's last count (a longer sweep would
+    decide it). Holds when k* < k_conv and the held-out interval of MSE(k_conv) − MSE(k*) lies
+    above 0; fails when k* ≥ k_conv or the interval lies at or below 0; undecided when it
+    contains 0 (with the held-out tasks that would decide it). The row states more than the
+    paper in requiring the rise from k* to k_conv to be resolved on held-out tasks, and less in
+    that "convergence" is where the mean test MSE stops changing within the sweep's range and its
+    resolution (the paper does not define it).
+
+    iMAML: holds when the interval of MSE(converged) − MSE(k*) lies above 0 (converged: the
+    L-BFGS reference) and fails when it lies at or below 0, or when it contains 0 and k* is the
+    sweep's last count (the best is then the iterate nearest convergence, and the converged
+    solution is no worse: the analogue of MAML's k* ≥ k_conv). Otherwise undecided when the
+    interval contains 0."""
 
     def measured() -> Decision:
         grid = list(curves["grid"])
@@ -264,28 +290,39 @@ def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decis
         chosen = f"k* = {grid[best]} chosen on {len(choose)} tasks; on the held-out tasks "
         if curves["method"] != "maml":
             return _imaml_best_before(curves, finite, mse, test, best, chosen, note)
-        share = converged_tasks(curves, limits)[finite].mean(axis=0)
-        reached = np.flatnonzero(share >= limits.min_converged_fraction)
-
-        def against_convergence() -> Decision:
-            at = int(reached[0])
-            if best >= at:  # the best count is not before convergence, whatever the difference
-                found = Decision(False, _held_out_interval(mse[test], at, best).describe(digits=4))
-            else:
-                found = _held_out_gain(mse[test], at, best)
-            return _worded(found, f"{chosen}MSE(k_conv) − MSE(k*) = {found.reason} (needs k* < "
-                                  f"k_conv and the interval above 0); converged at k_conv = "
-                                  f"{grid[at]} ({share[at]:.0%} of tasks: "
-                                  f"{convergence_rule(limits)}){note}")
-
-        converged = gates.condition(
-            reached.size > 0,
-            f"the inner problem has not converged on {limits.min_converged_fraction:.0%} of the "
-            f"tasks by k_max = {grid[-1]} ({share[-1]:.0%} have: {convergence_rule(limits)}); a "
-            f"longer sweep would decide it")
-        return gates.gated([converged], against_convergence)
+        return _maml_best_before(grid, mse, choose, test, best, chosen, note)
 
     return gates.gated(_model_gates(curves, limits), measured)
+
+
+def _maml_best_before(grid: list[int], mse: np.ndarray, choose: np.ndarray, test: np.ndarray,
+                      best: int, chosen: str, note: str) -> Decision:
+    """MAML's branch of :func:`best_before_convergence`."""
+    at, intervals = settled_from(mse[choose])
+    last = len(grid) - 1
+    moving = intervals[last - 1] if last > 0 else None
+    still = gates.condition(
+        at < last,
+        f"the test curve is still moving at the end of the sweep: on the {len(choose)} choosing "
+        f"tasks MSE(k) − MSE(k_last = {grid[last]}) at k = {grid[max(last - 1, 0)]} is "
+        + (moving.describe(digits=4) if moving is not None else "undefined (one count)")
+        + " (needs an interval that contains 0); a longer sweep would decide it")
+
+    def against_convergence() -> Decision:
+        if best >= at:  # the best count is not before convergence, whatever the difference
+            found = Decision(False, _held_out_interval(mse[test], at, best).describe(digits=4))
+        else:
+            found = _held_out_gain(mse[test], at, best)
+        means = mse[choose].mean(axis=0)
+        return _worded(found, f"{chosen}MSE(k_conv) − MSE(k*) = {found.reason} (needs k* < "
+                              f"k_conv and the interval above 0); the test curve has stopped "
+                              f"moving from k_conv = {grid[at]} on: on the {len(choose)} "
+                              f"choosing tasks every later count's 90 % interval of MSE(k) − "
+                              f"MSE(k_last = {grid[last]}) contains 0 (mean MSE "
+                              f"{means[at]:.4f} at k_conv, {means[last]:.4f} at k_last, "
+                              f"{means[best]:.4f} at k*){note}")
+
+    return gates.gated([still], against_convergence)
 
 
 def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarray,
@@ -343,50 +380,6 @@ def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decisi
                           "counts; fails when one lies below 0)")
 
 
-def spearman_false_positive_rate(n: int, threshold: float,
-                                 samples: int = 200_000, seed: int = 0) -> float:
-    """P(ρ ≤ threshold) for the Spearman correlation of n untied values under a uniformly random
-    ordering: exact for n ≤ 8 (every permutation), Monte Carlo above."""
-    ranks = np.arange(n)
-    if n <= 8:
-        perms = np.array(list(itertools.permutations(ranks)))
-    else:
-        rng = np.random.default_rng(seed)
-        perms = np.argsort(rng.random((samples, n)), axis=1)
-    rho = 1 - 6 * np.sum((perms - ranks) ** 2, axis=1) / (n * (n ** 2 - 1))
-    return float(np.mean(rho <= threshold + 1e-12))
-
-
-def figure4_summary(per_set: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per training-set size (ascending): seeds, the seed means and standard errors of the
-    training loss at N and of D(N, ΔN_max), and the mean D curve."""
-    sizes: dict[int, list[dict[str, Any]]] = {}
-    for curves in per_set.values():
-        sizes.setdefault(int(curves["n_meta_batches"]), []).append(curves)
-    rows = []
-    for size in sorted(sizes):
-        runs = sizes[size]
-        loss = np.array([c["loss_at_n"] for c in runs])
-        final = np.array([c["increase"][-1] for c in runs])
-        curves = np.array([c["increase"] for c in runs])
-
-        def se(values: np.ndarray) -> float:
-            return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 \
-                else float("nan")
-
-        rows.append({"n_meta_batches": size, "seeds": len(runs),
-                     "loss_at_n": float(loss.mean()), "loss_se": se(loss),
-                     "final_increase": float(final.mean()), "final_increase_se": se(final),
-                     "increase": curves.mean(axis=0), "increase_se": (
-                         curves.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1
-                         else np.full(curves.shape[1], np.nan)),
-                     "grid": runs[0]["grid"], "inner_steps": runs[0]["inner_steps"],
-                     "outer_steps": min(int(c["outer_steps"]) for c in runs),
-                     "n_diverged": sum(int(c.get("n_diverged", 0)) for c in runs),
-                     "n_tasks": sum(int(c["query"].shape[0]) for c in runs)})
-    return rows
-
-
 def largest_rise(losses: Any, windows: int = 20) -> tuple[float, float]:
     """The largest rise of the outer training loss: over the means of ``windows`` equal windows
     of the training, the pair (lowest mean so far, later mean) with the largest ratio; ``(nan,
@@ -401,107 +394,210 @@ def largest_rise(losses: Any, windows: int = 20) -> tuple[float, float]:
     return float(lowest[at - 1]), float(means[at])
 
 
-def _set_aside(name: str, curves: dict[str, Any], limits: Thresholds) -> str:
-    """Why a Figure 4 model does not count (its loss at N, or its unsettled loss), with the
-    largest rise of its outer training loss (a spike of training shows there)."""
-    why = (f"training loss at N {curves['loss_at_n']:.3g}"
-           if not curves["loss_at_n"] < limits.baseline_mse else "not settled")
-    low, high = largest_rise(curves.get("train_losses", ()))
-    rise = f", outer loss from {low:.3g} up to {high:.3g}" if np.isfinite(low) and high > low \
-        else ""
-    return f"{_without_seed(name)} seed {name.rsplit('-seed', 1)[-1]}: {why}{rise}"
+@dataclass(frozen=True)
+class Figure4Point:
+    """One Figure 4 model as its claim reads it: its training loss at N, ℓ(z_N(θ*,N)); its
+    D(N, ΔN) at the grid's largest ΔN and at the grid's ΔN nearest N; the largest rise of its
+    outer training loss (:func:`largest_rise`; NaN without a recorded loss); the point its
+    training kept (θ*,N): the outer step (−1: its training loss was never finite), its training
+    loss there, at the end and at its highest after it (``None`` when the curves do not carry
+    them)."""
+
+    label: str
+    n_meta_batches: int
+    loss_at_n: float
+    increase_at_max: float
+    delta_max: int
+    increase_near_n: float
+    delta_near_n: int
+    rise_from: float
+    rise_to: float
+    best_step: int | None = None
+    best_loss: float | None = None
+    final_loss: float | None = None
+    peak_after_best: float | None = None
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.loss_at_n) and np.isfinite(self.increase_at_max))
+
+    def rise(self) -> str:
+        """The largest rise of the outer loss, or that it never rose; ``""`` when unknown."""
+        if not (np.isfinite(self.rise_from) and np.isfinite(self.rise_to)):
+            return ""
+        if self.rise_to > self.rise_from:
+            return f"outer loss rose {self.rise_from:.3g} → {self.rise_to:.3g}"
+        return "outer loss never rose"
+
+    def kept(self) -> str:
+        """The point the training kept, as far as the curves carry it; ``""`` when they do
+        not."""
+        if self.best_step is None:
+            return ""
+        if self.best_step < 0:
+            return "training loss never finite (last point kept)"
+        losses = [(name, value) for name, value in (("training loss there", self.best_loss),
+                                                    ("at the end", self.final_loss),
+                                                    ("highest later", self.peak_after_best))
+                  if value is not None and np.isfinite(value)]
+        return f"kept step {self.best_step:,}" + "".join(f", {name} {value:.3g}"
+                                                          for name, value in losses)
+
+    def describe(self) -> str:
+        extra = ", ".join(part for part in (self.rise(), self.kept()) if part)
+        return (f"{self.label}: ℓ = {self.loss_at_n:.4g}, D = {self.increase_at_max:.4g} "
+                f"(ΔN = {self.delta_near_n}: {self.increase_near_n:.4g})"
+                + (f", {extra}" if extra else ""))
 
 
-def seeds_to_learn(counts: dict[int, int], trained: dict[int, int], needed: int) -> int | None:
-    """Seeds per training-set size at which each size would have ``needed`` that meta-learned,
-    at the rate each size had (the pooled rate for a size where none did); ``None`` when no model
-    learned."""
-    pooled = sum(counts.values()) / max(sum(trained.values()), 1)
-    if pooled == 0:
+def near_n_index(grid: Sequence[int], inner_steps: int) -> int:
+    """The grid index of the count nearest N + ΔN = 2N (ΔN = N) on a log scale, among the counts
+    beyond N (the grid's last index when there are none)."""
+    counts = np.asarray(grid, dtype=float)
+    beyond = np.flatnonzero(counts > inner_steps)
+    if beyond.size == 0:
+        return len(counts) - 1
+    distance = np.abs(np.log(counts[beyond]) - np.log(2.0 * inner_steps))
+    return int(beyond[int(np.argmin(distance))])
+
+
+def _optional(curves: dict[str, Any], key: str) -> float | None:
+    """``curves[key]`` as a float, ``None`` when absent or when the model was not kept at its
+    best point (``selection`` "last")."""
+    value = curves.get(key)
+    if value is None or curves.get("selection", "best") != "best":
         return None
-    rates = [counts[size] / trained[size] if counts[size] else pooled for size in trained]
-    return max(math.ceil(needed / rate - 1e-9) for rate in rates)
+    return float(value)
 
 
-def _enough_learned(seeds: int, needed: int, counts: dict[int, int], trained: dict[int, int],
-                    closed: str) -> Decision:
-    """The count gate of Figure 4's ordering, with the seeds per size that would open it
-    (:func:`seeds_to_learn`) in its facts."""
-    gate = gates.enough(seeds, needed, "", closed)
-    per_size = seeds_to_learn(counts, trained, needed)
-    if gate.holds is True or per_size is None:
-        return gate
-    return Decision(None, gate.reason, gate.facts.merged(
-        Facts(needs=Needs(per_size, "seeds per training-set size"))))
+def figure4_point(name: str, curves: dict[str, Any]) -> Figure4Point:
+    """The :class:`Figure4Point` of the Figure 4 model ``name`` with ``curves``."""
+    grid = [int(k) for k in curves["grid"]]
+    n = int(curves["inner_steps"])
+    increase = np.asarray(curves["increase"], dtype=float)
+    near = near_n_index(grid, n)
+    low, high = largest_rise(curves.get("train_losses", ()))
+    seed = name.rsplit("-seed", 1)[-1] if "-seed" in name else name
+    best_step = _optional(curves, "best_step")
+    return Figure4Point(
+        label=f"B = {int(curves['n_meta_batches'])}, seed {seed}",
+        n_meta_batches=int(curves["n_meta_batches"]), loss_at_n=float(curves["loss_at_n"]),
+        increase_at_max=float(increase[-1]), delta_max=grid[-1] - n,
+        increase_near_n=float(increase[near]), delta_near_n=grid[near] - n,
+        rise_from=low, rise_to=high, best_step=None if best_step is None else int(best_step),
+        best_loss=_optional(curves, "best_loss"), final_loss=_optional(curves, "final_loss"),
+        peak_after_best=_optional(curves, "peak_after_best"))
 
 
-FIT_ORDERING_CLAIM = ("the better a model fits its training set (low ℓ(z_N)), the higher "
-                      "D(N, ΔN)")
+def figure4_points(per_set: dict[str, Any]) -> list[Figure4Point]:
+    """Every Figure 4 model (:class:`Figure4Point`), by training-set size then label."""
+    points = [figure4_point(name, curves) for name, curves in per_set.items()]
+    return sorted(points, key=lambda p: (p.n_meta_batches, p.label))
+
+
+def figure4_table(per_set: dict[str, Any]) -> str:
+    """Every Figure 4 model as a Markdown table row: ℓ(z_N), D at the largest ΔN and at ΔN ≈ N,
+    the largest rise of its outer loss and the point its training kept."""
+    points = figure4_points(per_set)
+    if not points:
+        return ""
+    first = points[0]
+    lines = [f"| model | ℓ(z_N) | D(N, ΔN = {first.delta_max}) | D(N, ΔN = {first.delta_near_n})"
+             f" | largest rise of the outer loss | kept point |", "|---|---|---|---|---|---|"]
+    lines += [f"| {p.label} | {p.loss_at_n:.4g} | {p.increase_at_max:.4g} | "
+              f"{p.increase_near_n:.4g} | {p.rise() or '—'} | {p.kept() or '—'} |"
+              for p in points]
+    return "\n".join(lines)
+
+
+def _tied(points: list[Figure4Point]) -> list[str]:
+    """The models whose ℓ or D equals another model's (the exact null needs untied values)."""
+    tied = []
+    for values in ([p.loss_at_n for p in points], [p.increase_at_max for p in points]):
+        counts = Counter(values)
+        tied += [p.label for p, v in zip(points, values, strict=True) if counts[v] > 1]
+    return sorted(set(tied))
+
+
+FIT_ORDERING_CLAIM = ("the better a model fits its training set (low ℓ(z_N)), the less it "
+                      "benefits from more iterations at inference (higher D(N, ΔN))")
+
+MORE_MODELS = "more models (seeds per size) would decide it"
 
 
 def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
-    """*The better a model fits its training set, the higher D*: Spearman ρ between the
-    seed-mean training loss at N and the seed-mean D(N, ΔN_max) across set sizes ≤ −0.9 (fails:
-    ρ ≥ +0.9, the opposite ordering at the same false-positive rate; undecided in between, where
-    no ordering is told from a random one; until 2026-11-25 any ρ > −0.9 counted as a fail).
+    """*The better a model fits its training set, the higher D* — the paper, Section 4: "We
+    observe that the better the model is at overfitting the training dataset –i.e. low
+    ℓ(z_N(θ*,N)) – the less it benefits from more iterations at inference –i.e. higher
+    D(N, ΔN)." (and Figure 4's caption: "Note that the more overparametrized the model, the
+    higher D(N, ΔN) is.").
 
-    Only models that meta-learned count: training loss at N below ``limits.baseline_mse`` (the
-    best predictor ignoring the support set); each size needs ``limits.min_seeds`` of them."""
-    learned = {name: c for name, c in per_set.items() if c["loss_at_n"] < limits.baseline_mse
-               and plateau_gate(c, limits)[0] is True}
-    set_aside = "; ".join(
-        _set_aside(name, c, limits) for name, c in sorted(
-            per_set.items(), key=lambda item: (int(item[1]["n_meta_batches"]), item[0]))
-        if name not in learned)
-    all_rows = figure4_summary(per_set)
-    steps = min(r["outer_steps"] for r in all_rows)
-    trained = {r["n_meta_batches"]: r["seeds"] for r in all_rows}
-    counts = {size: sum(int(c["n_meta_batches"]) == size for c in learned.values())
-              for size in trained}
-    rows = figure4_summary(learned) if learned else []
-    seeds = min(counts.values())
-    rate = spearman_false_positive_rate(len(rows), RANK_CORRELATION_THRESHOLD) \
-        if len(rows) > 1 else 1.0
-    diverged, tasks = (sum(r["n_diverged"] for r in all_rows),
-                       sum(r["n_tasks"] for r in all_rows))
-    learned_counts = ", ".join(f"B = {size}: {count} of {trained[size]}"
-                               for size, count in counts.items())
-    checks = [
-        gates.condition(steps >= limits.fig4_min_outer_steps,
-                        f"trained {steps} outer steps, fewer than the "
-                        f"{limits.fig4_min_outer_steps} needed to decide"),
-        gates.condition(diverged <= limits.max_diverged_fraction * tasks,
-                        f"{diverged} of {tasks} training tasks diverged (non-finite MSE), more "
-                        f"than {limits.max_diverged_fraction:.0%}"),
-        _enough_learned(seeds, limits.min_seeds, counts, trained,
-                        f"fewer than {limits.min_seeds} seeds per training-set size meta-learned "
-                        f"(training loss at N below {limits.baseline_mse:.3f}, the best "
-                        f"predictor ignoring the support set, and settled): {learned_counts}"
-                        + (f"; set aside (outer loss: means over twentieths of training): "
-                           f"{set_aside}" if set_aside else "")),
-        gates.condition(rate <= MAX_FALSE_POSITIVE_RATE,
-                        f"{len(rows)} training-set sizes: ρ ≤ {RANK_CORRELATION_THRESHOLD} has a "
-                        f"false-positive rate {rate:.3f} under a random ordering, above "
-                        f"{MAX_FALSE_POSITIVE_RATE:.0%}")]
+    Over every Figure 4 model, x = its ℓ(z_N), y = its D(N, ΔN) at the grid's largest ΔN;
+    Kendall's τ with its exact null distribution (:func:`i2o.gates.rank_association`), one-sided at
+    α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower loss,
+    higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
+    otherwise (more models would decide it). D at ΔN ≈ N (:func:`near_n_index`) and each model's
+    largest rise of its outer loss are reported beside it, never used to select. Every model
+    counts: one that did not learn to use the support set (ℓ above the task-agnostic MSE) is a
+    model that fits its training set badly, which is what the claim is about.
+
+    Undecided, naming them, when a model's ℓ or D is non-finite or tied with another's; and when
+    the models were trained fewer than ``fig4_min_outer_steps`` outer steps, more than
+    ``max_diverged_fraction`` of their training tasks diverged, or there are too few models for
+    the exact test to reach 0.05 (1/n! > 0.05: n ≤ 3).
+
+    The row states less than the paper's picture in that it tests a rank association (a tendency,
+    not every pair of models in order) at one ΔN, the largest of the grid; and more in that the
+    association must be told from a random ordering of the models at 5 %."""
+    points = figure4_points(per_set)
+    n = len(points)
 
     def measured() -> Decision:
-        loss = np.array([r["loss_at_n"] for r in rows])
-        final = np.array([r["final_increase"] for r in rows])
-        rho = float(stats.spearmanr(loss, final).statistic)
-        detail = "; ".join(f"B = {r['n_meta_batches']}: ℓ = {r['loss_at_n']:.3g} ± "
-                           f"{r['loss_se']:.2g}, D = {r['final_increase']:.3g} ± "
-                           f"{r['final_increase_se']:.2g}" for r in rows)
-        holds, _ = gates.rank_correlation(rho, RANK_CORRELATION_THRESHOLD)
-        between = ("" if holds is not None else
-                   f"; between {RANK_CORRELATION_THRESHOLD} and {-RANK_CORRELATION_THRESHOLD} "
-                   f"the ordering is not told from a random one: more seeds per size (less "
-                   f"noisy means) or more sizes would decide it")
-        return holds, (f"Spearman ρ = {rho:.2f} (holds at ≤ {RANK_CORRELATION_THRESHOLD}, fails "
-                       f"at ≥ {-RANK_CORRELATION_THRESHOLD}; each has false-positive rate "
-                       f"{rate:.3f} under a random ordering){between}; {seeds} seeds per size "
-                       f"(mean ± SE over seeds): {detail}")
+        x, y = [p.loss_at_n for p in points], [p.increase_at_max for p in points]
+        found = gates.kendall(x, y)
+        verdict = gates.rank_association(x, y, direction=-1, alpha=ALPHA)
+        near = stats.kendalltau([p.loss_at_n for p in points],
+                                [p.increase_near_n for p in points]).statistic
+        first = points[0]
+        text = (f"Kendall τ = {found.tau:+.3f} over {n} models between ℓ(z_N) and D(N, ΔN = "
+                f"{first.delta_max}) (at ΔN = {first.delta_near_n} ≈ N: τ = {float(near):+.3f}, "
+                f"reported); exact one-sided p = {found.p_negative:.3g} for a negative "
+                f"association (holds at ≤ {ALPHA:g}), {found.p_positive:.3g} for a positive "
+                f"one (fails at ≤ {ALPHA:g})")
+        if verdict.holds is None:
+            text += f"; neither reaches {ALPHA:g}: {MORE_MODELS}"
+        details = "; ".join(p.describe() for p in points)
+        return Decision(verdict.holds, f"{text}; every model counts: {details}", verdict.facts)
 
-    return gates.gated(checks, measured)
+    return gates.gated(_figure4_gates(points, per_set, limits), measured)
+
+
+def _figure4_gates(points: list[Figure4Point], per_set: dict[str, Any],
+                   limits: Thresholds) -> Iterator[Decision]:
+    """The gates of Figure 4's claim, in order (each evaluated only when the ones before are
+    open): trained long enough, few diverged training tasks, every ℓ and D finite, untied, and
+    enough models for the exact test to reach :data:`ALPHA`."""
+    steps = min(int(c["outer_steps"]) for c in per_set.values())
+    yield gates.condition(steps >= limits.fig4_min_outer_steps,
+                          f"trained {steps} outer steps, fewer than the "
+                          f"{limits.fig4_min_outer_steps} needed to decide")
+    diverged = sum(int(c.get("n_diverged", 0)) for c in per_set.values())
+    tasks = sum(int(np.shape(c["query"])[0]) for c in per_set.values())
+    yield gates.condition(diverged <= limits.max_diverged_fraction * tasks,
+                          f"{diverged} of {tasks} training tasks diverged (non-finite MSE), "
+                          f"more than {limits.max_diverged_fraction:.0%}")
+    non_finite = [p.label for p in points if not p.is_finite()]
+    yield gates.condition(not non_finite,
+                          f"non-finite ℓ(z_N) or D(N, ΔN) for {', '.join(non_finite)}: the "
+                          f"association over every model is undefined", by="health")
+    tied = _tied(points)
+    yield gates.condition(not tied,
+                          f"tied ℓ(z_N) or D(N, ΔN) for {', '.join(tied)}: the exact null "
+                          f"distribution of Kendall's τ needs untied values")
+    n = len(points)
+    yield gates.condition(gates.smallest_rank_p(n) <= ALPHA,
+                          f"{n} models: the exact one-sided p-value cannot go below 1/{n}! = "
+                          f"{gates.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
+                          by="count")
 
 
 def _noise_rows(noise: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
@@ -554,9 +650,7 @@ def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
                       fig4_min_outer_steps=p["fig4_min_outer_steps_to_decide"],
                       baseline_mse=floor["task_agnostic"],
                       max_diverged_fraction=p["max_diverged_fraction"],
-                      plateau_window=p["plateau_window"], plateau_rtol=p["plateau_rtol"],
-                      grad_fraction=p["converged_grad_fraction"],
-                      min_converged_fraction=p["min_converged_fraction"])
+                      plateau_window=p["plateau_window"], plateau_rtol=p["plateau_rtol"])
 
 
 def _without_seed(label: str) -> str:
@@ -614,27 +708,21 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
       ``n_test_tasks`` at twice what its held-out half needs. The size enters only the keys of
       the sweeps of Figure 3's and the ablation's models: those sweeps run again at the new size
       (their measured time, scaled) and the trained models are read from the cache.
-    - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run,
-      costed at the CPU time per outer step each of this run's models measured; undecided at
-      the paper's scale for want of models that meta-learned, it names ``fig4_seeds`` raised to
-      the seeds per size at which each size would have enough at the rate it had
-      (:func:`seeds_to_learn`), costed at this run's CPU time per Figure 4 model."""
+    - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run (more
+      models, trained longer), costed at the CPU time per outer step each of this run's models
+      measured. At the paper's scale no run is named: its reason says what would decide it."""
     p = results.params
     online = [c for section in (results.figure3, results.ablation) for c in section.values()]
     sweeps = sum(float(c.get("seconds", math.nan)) for c in online)
     for row in list(table.rows):
         needs = row.facts.needs
         if row.holds is None and needs is not None and needs.of == "held-out tasks":
-            found = deciding.more_examples(FIGURE, p, Needs(2 * needs.count, "examples"),
+            found = deciding.more_examples(FIGURE, p, gates.Needs(2 * needs.count, "examples"),
                                            "n_test_tasks", sweeps, sweeps)
             if found is not None:
                 table.remedy(row.id, found)
     ordering = table.by_id.get("figure4/fit-ordering")
-    if ordering is None or ordering.holds is not None:
-        return
-    if p.profile == "paper":
-        if (found := _more_figure4_seeds(p, ordering.facts.needs, results)) is not None:
-            table.remedy(ordering.id, found)
+    if ordering is None or ordering.holds is not None or p.profile == "paper":
         return
     paper = profiles.resolve(FIGURE, "paper")
     steps = {("maml", None): paper["maml_outer_steps"], ("imaml", None): paper["imaml_outer_steps"]}
@@ -645,29 +733,21 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
     table.remedy(ordering.id, deciding.Remedy(FIGURE, "paper", (), seconds))
 
 
-def _more_figure4_seeds(p: Params, needs: Needs | None,
-                        results: MetaResults) -> deciding.Remedy | None:
-    """``fig4_seeds`` raised to :data:`i2o.deciding.HEADROOM` × the seeds per size that
-    ``needs`` counts, costed at this run's mean CPU time per Figure 4 model (training and
-    sweep); ``None`` when ``needs`` counts something else or the manifest refuses it."""
-    if needs is None or needs.of != "seeds per training-set size":
-        return None
-    seeds = list(p["fig4_seeds"])
-    extra = max(0, math.ceil(deciding.HEADROOM * needs.count) - len(seeds))
-    if extra == 0:
-        return None
-    per_model = np.mean([float(c.get("train_cpu_seconds_per_step", math.nan))
-                         * int(c["outer_steps"]) + float(c.get("seconds", 0.0))
-                         for c in results.figure4.values()])
-    start = max(seeds) + 1
-    chosen = [*seeds, *range(start, start + extra)]
-    remedy = deciding.Remedy(FIGURE, p.profile, (("fig4_seeds", chosen),),
-                             extra * len(p["fig4_meta_batches"]) * float(per_model))
-    try:
-        door.enter(FIGURE, p.profile, fig4_seeds=chosen)
-    except profiles.ParameterError:
-        return None
-    return remedy
+def figure4_numbers(per_set: dict[str, Any]) -> dict[str, Any]:
+    """Figure 4's numbers: its outer steps, largest ΔN and ΔN ≈ N, models and seeds per size,
+    and Kendall's τ with its exact one-sided p-values when every ℓ and D is finite and untied."""
+    points = figure4_points(per_set)
+    numbers: dict[str, Any] = {
+        "meta-fig4-outer-steps": min(int(c["outer_steps"]) for c in per_set.values()),
+        "meta-fig4-max-delta": points[0].delta_max,
+        "meta-fig4-near-n-delta": points[0].delta_near_n,
+        "meta-fig4-models": len(points),
+        "meta-fig4-seeds": min(Counter(p.n_meta_batches for p in points).values())}
+    if len(points) > 1 and all(p.is_finite() for p in points) and not _tied(points):
+        found = gates.kendall([p.loss_at_n for p in points], [p.increase_at_max for p in points])
+        numbers |= {"meta-fig4-tau": found.tau, "meta-fig4-p-negative": found.p_negative,
+                    "meta-fig4-p-positive": found.p_positive}
+    return numbers
 
 
 def numbers(results: MetaResults) -> dict[str, Any]:
@@ -717,8 +797,5 @@ def numbers(results: MetaResults) -> dict[str, Any]:
                                       "backtracking line search" if p["imaml_acceleration"] else
                                       "plain gradient descent with backtracking line search")}
     if results.figure4:
-        rows = figure4_summary(results.figure4)
-        numbers["meta-fig4-outer-steps"] = int(min(r["outer_steps"] for r in rows))
-        numbers["meta-fig4-max-delta"] = int(rows[0]["grid"][-1] - rows[0]["inner_steps"])
-        numbers["meta-fig4-seeds"] = int(min(r["seeds"] for r in rows))
+        numbers |= figure4_numbers(results.figure4)
     return numbers

@@ -9,7 +9,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from i2o import plotting
+from i2o import gates, plotting
 from i2o.chapters.meta import claims, evaluate
 
 
@@ -47,34 +47,66 @@ def figure_3(curves: dict[str, dict[str, Any]]) -> plt.Figure:
 
 
 def figure_4(per_set: dict[str, dict[str, Any]]) -> plt.Figure:
-    """D(N, ΔN) against ΔN, one curve per training-set size (mean over seeds, band ± one standard
-    error over seeds), coloured by the seed-mean ℓ(z_N(θ^{*,N}))."""
-    rows = claims.figure4_summary(per_set)
-    losses = np.array([c["loss_at_n"] for c in rows])
-    norm = mpl.colors.LogNorm(vmin=losses.min(), vmax=max(losses.max(), losses.min() * 1.01))
+    """Left: D(N, ΔN) against ΔN, one curve per model, coloured by its own ℓ(z_N(θ*,N)), marked
+    by its training-set size. Right: what the claim tests, each model's D at the largest ΔN
+    against its ℓ(z_N) (log x), with Kendall's τ and its exact one-sided p-values when defined
+    (:func:`i2o.gates.kendall`)."""
+    models = sorted(((claims.figure4_point(name, c), c) for name, c in per_set.items()),
+                    key=lambda pair: (pair[0].n_meta_batches, pair[0].label))
+    points = [p for p, _ in models]
+    losses = np.array([p.loss_at_n for p in points])
+    shown = losses[np.isfinite(losses) & (losses > 0)]
+    low = shown.min() if shown.size else 1e-3
+    high = max(shown.max() if shown.size else 1.0, low * 1.01)
+    norm = mpl.colors.LogNorm(vmin=low, vmax=high)
     cmap = plt.cm.plasma
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for c in rows:
-        delta = c["grid"] - c["inner_steps"]
-        plural = "es" if c["n_meta_batches"] > 1 else ""
-        colour = cmap(norm(c["loss_at_n"]))
-        ax.plot(delta, c["increase"], color=colour, marker=".",
-                label=f"{c['n_meta_batches']} meta-batch{plural} ({c['seeds']} seeds)")
-        if c["seeds"] > 1:
-            ax.fill_between(delta, c["increase"] - c["increase_se"],
-                            c["increase"] + c["increase_se"], color=colour, alpha=0.2, lw=0)
-    ax.axvline(0, **plotting.TRAIN_N_LINE)
-    ax.axhline(0, **plotting.ZERO_LINE)
-    ax.set_xscale("symlog", linthresh=max(rows[0]["inner_steps"], 1))
-    scale = np.nanmax(np.abs(np.concatenate([c["increase"] for c in rows])))
-    ax.set_yscale("symlog", linthresh=max(scale * 1e-2, 1e-12))
-    ax.set_xlabel("ΔN (jaxopt iterations beyond the training N)")
-    ax.set_ylabel("training-loss increase  D(N, ΔN)")
-    colourbar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax)
+    sizes = sorted({p.n_meta_batches for p in points})
+    markers = dict(zip(sizes, "osD^vP*X<>", strict=False))
+    fig, (curves_ax, scatter_ax) = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    for p, c in models:
+        colour = cmap(norm(p.loss_at_n)) if np.isfinite(p.loss_at_n) else "grey"
+        delta = np.asarray(c["grid"]) - c["inner_steps"]
+        curves_ax.plot(delta, c["increase"], color=colour, marker=markers.get(p.n_meta_batches),
+                       markersize=3, linewidth=1.0, label=p.label)
+        scatter_ax.scatter([p.loss_at_n], [p.increase_at_max], color=colour,
+                           marker=markers.get(p.n_meta_batches, "o"), s=30)
+    curves_ax.axvline(0, **plotting.TRAIN_N_LINE)
+    curves_ax.axhline(0, **plotting.ZERO_LINE)
+    curves_ax.set_xscale("symlog", linthresh=max(int(points[0].delta_near_n), 1))
+    increases = np.concatenate([np.asarray(c["increase"], dtype=float) for c in per_set.values()])
+    scale = np.nanmax(np.abs(increases[np.isfinite(increases)])) if np.isfinite(
+        increases).any() else 1.0
+    linthresh = max(scale * 1e-2, 1e-12)
+    curves_ax.set_yscale("symlog", linthresh=linthresh)
+    curves_ax.set_xlabel("ΔN (jaxopt iterations beyond the training N)")
+    curves_ax.set_ylabel("training-loss increase  D(N, ΔN)")
+    curves_ax.legend(fontsize="x-small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.28))
+    scatter_ax.axhline(0, **plotting.ZERO_LINE)
+    scatter_ax.set_xscale("log")
+    scatter_ax.set_yscale("symlog", linthresh=linthresh)
+    scatter_ax.set_xlabel("training loss  ℓ(z_N(θ*,N))")
+    scatter_ax.set_ylabel(f"D(N, ΔN = {points[0].delta_max})")
+    scatter_ax.set_title(_association_title(points), fontsize="small")
+    for size, marker in markers.items():
+        scatter_ax.scatter([], [], marker=marker, color="grey", label=f"B = {size}")
+    scatter_ax.legend(fontsize="x-small", title="meta-batches", title_fontsize="x-small")
+    colourbar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=scatter_ax)
     colourbar.set_label("training loss  ℓ(z_N(θ*,N))")
-    ax.legend(fontsize="small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.tight_layout()
     return fig
+
+
+def _association_title(points: list[claims.Figure4Point]) -> str:
+    """Kendall's τ of the points and its exact one-sided p-values, or why it is not defined."""
+    x = [p.loss_at_n for p in points]
+    y = [p.increase_at_max for p in points]
+    if len(points) < 2 or not all(p.is_finite() for p in points):
+        return f"{len(points)} models (τ undefined: a non-finite value or too few models)"
+    if len(set(x)) < len(x) or len(set(y)) < len(y):
+        return f"{len(points)} models (tied values: no exact τ)"
+    found = gates.kendall(x, y)
+    return (f"{found.n} models: Kendall τ = {found.tau:+.2f}, one-sided p = "
+            f"{found.p_negative:.3g} (negative), {found.p_positive:.3g} (positive)")
 
 
 def normalization_ablation(ablation: dict[str, dict[str, Any]],

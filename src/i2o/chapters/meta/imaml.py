@@ -23,7 +23,9 @@ to ∇_θ F(θ*, θ_meta) = 0 (the paper's Eq. 3):
 
     ∂θ*/∂θ_meta = λ (∇²ℓ(θ*) + λ I)⁻¹,   ∇_meta ℓ(θ*, query) = λ (∇²ℓ(θ*) + λ I)⁻¹ ∇ℓ(θ*, query),
 
-with the linear system solved by ``cg_maxiter`` (5 in the paper) conjugate-gradient iterations.
+with the linear system solved by ``cg_maxiter`` conjugate-gradient iterations. The paper does not
+state this count; the book's profiles use 5, the count of jaxopt's iMAML example (which also
+solves the inner problem by 16 iterations of gradient descent with line search).
 
 :class:`IMAMLModel` is a model meta-trained this way (a job, :mod:`.model`).
 """
@@ -50,8 +52,9 @@ Unravel = Callable[[jax.Array], Params]
 
 @dataclass(frozen=True)
 class IMAMLConfig:
-    """``regularization`` = λ; ``inner_steps`` = N = jaxopt ``maxiter``; ``cg_maxiter`` and
-    ``cg_tol`` (relative residual; 10⁻⁷ as in jaxopt's iMAML example) for the IFT linear system;
+    """``regularization`` = λ; ``inner_steps`` = N = jaxopt ``maxiter``; ``cg_maxiter`` (not
+    stated in the paper; 5 as in jaxopt's iMAML example) and ``cg_tol`` (relative residual;
+    10⁻⁷ as in jaxopt's iMAML example) for the IFT linear system;
     ``tol`` jaxopt's stopping tolerance of the inner solver (0: always exactly N iterations);
     ``acceleration`` jaxopt's FISTA momentum (off: plain gradient descent, as in the paper);
     ``normalization`` of the MLP (:data:`i2o.chapters.meta.mlp.NORMALIZATIONS`)."""

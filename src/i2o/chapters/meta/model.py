@@ -37,10 +37,15 @@ def seed_keys(seed: int) -> tuple[jax.Array, jax.Array]:
 class Model(Job):
     """Everything that determines a meta-trained model, common to both methods.
 
-    ``n_meta_batches=None``: tasks drawn on the fly (Figure 3); an integer B: a fixed training set
-    of B meta-batches drawn once from the seed (Figure 4), cycled through in order.
-    ``checkpoint_every`` (outer steps per compiled chunk and checkpoint) is not part of the key:
-    a run resumed with another interval ends with the same parameters (:mod:`.outer`).
+    ``n_meta_batches=None``: tasks drawn on the fly (Figure 3), the model is the last point of
+    its training; an integer B: a fixed training set of B meta-batches drawn once from the seed
+    (Figure 4), cycled through in order, the model is the best point of its training: the
+    checkpoint with the lowest training loss over the whole set (θ*,N of problem (P); see
+    :mod:`.outer`).
+
+    ``checkpoint_every`` (outer steps per compiled chunk and checkpoint) is part of the key of a
+    model on a fixed training set only: its best point is chosen among the checkpoints. A model
+    on tasks drawn on the fly ends with the same parameters at any interval (:mod:`.outer`).
     """
 
     figure: ClassVar[str] = FIGURE
@@ -96,7 +101,8 @@ class Model(Job):
 
     def key(self) -> dict[str, Any]:
         key = super().key()
-        del key["checkpoint_every"]
+        if self.n_meta_batches is None:
+            del key["checkpoint_every"]
         return key
 
     def random_keys(self) -> tuple[jax.Array, jax.Array]:
@@ -111,32 +117,69 @@ class Model(Job):
 
     def train(self, checkpoint_dir=None, log: Callable[[str], None] | None = None,
               stop_at: int | None = None) -> outer.TrainResult:
-        """Meta-train the model (resuming from ``checkpoint_dir`` if it holds a checkpoint)."""
+        """Meta-train the model (resuming from ``checkpoint_dir`` if it holds a checkpoint); on a
+        fixed training set, keep the best point of the training loss over that set."""
         init_key, task_key = self.random_keys()
         training_set = self.training_set()
-        source = (outer.online_tasks(task_key, self.meta_batch_size) if training_set is None
-                  else outer.cycled_tasks(training_set))
+        meta_loss = self.meta_loss()
+        if training_set is None:
+            source, training_loss = outer.online_tasks(task_key, self.meta_batch_size), None
+        else:
+            source = outer.cycled_tasks(training_set)
+            training_loss = outer.fixed_set_loss(meta_loss, training_set)
         config = outer.OuterConfig(self.outer_steps, self.learning_rate, self.checkpoint_every)
-        return outer.train(self.meta_loss(), source, init_mlp(init_key, self.hidden), config,
-                           checkpoint_dir=checkpoint_dir, log=log, stop_at=stop_at)
+        return outer.train(meta_loss, source, init_mlp(init_key, self.hidden), config,
+                           checkpoint_dir=checkpoint_dir, log=log, stop_at=stop_at,
+                           training_loss=training_loss)
 
     def compute(self, progress: bool | None = None) -> dict[str, Any]:
-        """``{"params": {...}, "losses", "seconds", "seconds_per_step", "cpu_seconds_per_step",
-        "resumed_from"}`` (times are those of the run that computed it; ``seconds_per_step`` is
-        wall time with compilation, ``cpu_seconds_per_step`` the CPU time of an outer step once
-        compiled, NaN when every chunk compiled)."""
+        """``{"params": {...}, "final_params": {...}, "losses", "seconds", "seconds_per_step",
+        "cpu_seconds_per_step", "resumed_from"}`` and the best point (:func:`best_point`).
+
+        ``params`` are the parameters the model is evaluated with (the best point on a fixed
+        training set, the last point otherwise), ``final_params`` those after the last outer
+        step. Times are those of the run that computed it: ``seconds_per_step`` is wall time with
+        compilation, ``cpu_seconds_per_step`` the CPU time of an outer step once compiled, NaN
+        when every chunk compiled."""
         results.jax_compilation_cache()
         directory = self.checkpoints()
         start = time.perf_counter()
         result = self.train(directory)
         seconds = time.perf_counter() - start
         steps_run = result.steps_done - result.resumed_from
-        return {"params": {k: np.asarray(v) for k, v in result.params.items()},
+        return {"params": _as_numpy(result.params), "final_params": _as_numpy(result.final_params),
                 "losses": result.losses, "seconds": seconds,
                 "seconds_per_step": seconds / max(steps_run, 1),
                 "cpu_seconds_per_step": (result.steady_cpu_seconds / result.steady_steps
                                          if result.steady_steps else float("nan")),
-                "resumed_from": result.resumed_from}
+                "resumed_from": result.resumed_from, **best_point(result)}
+
+
+def best_point(result: outer.TrainResult) -> dict[str, Any]:
+    """What a training result says of its selected point, for the cache and the chapter:
+
+    - ``selection``: ``"best"`` (a training loss L over a fixed set was tracked) or ``"last"``;
+    - ``best_step``: outer steps done at the kept checkpoint (the last step for ``"last"``; −1
+      when L was never finite, the last parameters are then used);
+    - ``best_loss``, ``final_loss``: L at the kept and at the last checkpoint (NaN for ``"last"``);
+    - ``peak_after_best``, ``rise_after_best``: the highest L at a later checkpoint and its excess
+      over ``best_loss`` (0 when the best is the last; +∞ when L became non-finite);
+    - ``checkpoint_steps``, ``checkpoint_losses``: L at every checkpoint (empty for ``"last"``).
+    """
+    if not result.tracked:
+        nan = float("nan")
+        return {"selection": "last", "best_step": result.steps_done, "best_loss": nan,
+                "final_loss": nan, "peak_after_best": nan, "rise_after_best": nan,
+                "checkpoint_steps": np.zeros(0, np.int64), "checkpoint_losses": np.zeros(0)}
+    return {"selection": "best", "best_step": result.best_step, "best_loss": result.best_loss,
+            "final_loss": result.final_loss, "peak_after_best": result.peak_after_best,
+            "rise_after_best": result.rise_after_best,
+            "checkpoint_steps": result.checkpoint_steps,
+            "checkpoint_losses": result.checkpoint_losses}
+
+
+def _as_numpy(params: Params | None) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in (params or {}).items()}
 
 
 def params_of(trained: dict[str, Any]) -> Params:

@@ -144,20 +144,31 @@ def meta_gradient_noise(p: Params) -> MetaGradientNoise:
         acceleration=p["imaml_acceleration"], regularizations=tuple(noise_regularizations(p)))
 
 
+#: What a model's training says of the point it is evaluated at (:func:`.model.best_point`),
+#: copied into its curves.
+SELECTION_KEYS = ("selection", "best_step", "best_loss", "final_loss", "peak_after_best",
+                  "rise_after_best", "checkpoint_steps", "checkpoint_losses")
+
+
 def _curves(job: Evaluation, swept: dict[str, Any]) -> Curves:
-    """A model's sweep with what the claims and figures need of the model and its training."""
+    """A model's sweep with what the claims and figures need of the model and its training: its
+    per-step outer losses (``train_losses``) and the point it was swept at
+    (:data:`SELECTION_KEYS`: for a Figure 4 model the best point of its training loss,
+    ``best_step``, ``best_loss``, ``final_loss`` and the rise after the best)."""
     model, trained = job.model, job.model.run()
     return {**swept, "grid": np.asarray(job.grid), "method": model.method,
             "normalization": model.normalization, "seed": model.seed,
             "inner_steps": model.inner_steps, "outer_steps": model.outer_steps,
             "train_losses": trained["losses"],
             "train_seconds_per_step": trained["seconds_per_step"],
-            "train_cpu_seconds_per_step": trained.get("cpu_seconds_per_step", float("nan"))}
+            "train_cpu_seconds_per_step": trained.get("cpu_seconds_per_step", float("nan")),
+            **{key: trained[key] for key in SELECTION_KEYS}}
 
 
 def _figure4_curves(model: Model, curves: Curves) -> Curves:
     """A Figure 4 model's curves with its training loss at N and D(N, ΔN) (query loss on its own
-    training tasks, over the tasks that stayed finite: see ``claims.finite_tasks``)."""
+    training tasks, over the tasks that stayed finite: see ``claims.finite_tasks``), both at the
+    best point of its training (``best_step``; :mod:`.outer`)."""
     grid = curves["grid"]
     finite = np.all(np.isfinite(curves["query"]), axis=1)
     mean = curves["query"][finite].mean(axis=0)
@@ -186,7 +197,7 @@ def collect(params: Params) -> MetaResults:
 
 def print_costs(results: MetaResults) -> None:
     """One line per model, as recorded by the run that computed it: outer steps, time per outer
-    step, final meta-loss, sweep time."""
+    step, final meta-loss, sweep time, and for a model kept at its best point that point."""
     for section in (results.figure3, results.figure4, results.ablation):
         for name, c in section.items():
             print(f"{name:40s} outer steps {c['outer_steps']:6d}  "
@@ -194,8 +205,17 @@ def print_costs(results: MetaResults) -> None:
                   f"compilation), {1e3 * c.get('train_cpu_seconds_per_step', np.nan):6.2f} ms "
                   "of CPU once compiled  "
                   f"final meta-loss {np.mean(c['train_losses'][-100:]):.3f}  "
-                  f"sweep {c['seconds']:.1f} s over {c['query'].shape[0]} tasks")
+                  f"sweep {c['seconds']:.1f} s over {c['query'].shape[0]} tasks"
+                  + _best_point_text(c))
     print(f"per-set-BN floor: {results.floor['seconds']:.1f} s")
+
+
+def _best_point_text(c: Curves) -> str:
+    """``"  best point: step s, training loss …"`` for a model kept at its best point."""
+    if c["selection"] != "best":
+        return ""
+    return (f"  best point: step {int(c['best_step'])}, training loss {c['best_loss']:.4g} "
+            f"(last {c['final_loss']:.4g}, highest after the best {c['peak_after_best']:.4g})")
 
 
 def recorded_cost(p: Params) -> dict[str, Any]:
