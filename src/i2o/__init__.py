@@ -17,6 +17,8 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
+  :mod:`i2o.paper_claims` (each sentence of the paper mapped to the rows that test it) and
+  :mod:`i2o.claims_page` (the page "The paper's claims at a glance"),
   :mod:`i2o.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results fingerprint``),
   :mod:`i2o.dependencies` (the modules each job's key covers, ``python -m i2o.results deps``),
   :mod:`i2o.probes` (each kernel family fingerprinted, on this CPU or an emulated one),

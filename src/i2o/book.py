@@ -46,6 +46,7 @@ import yaml
 from filelock import FileLock, Timeout
 
 from i2o import (
+    claims_page,
     door,
     lineage,
     locations,
@@ -299,7 +300,9 @@ def stage() -> Path:
         else:
             _write_not_built(notebooks[figure], figure, reason)
     site.figures_page(staged, notebooks)
-    robustness.write_page(staged, published.robustness_fallback())
+    fallback = published.robustness_fallback()
+    robustness.write_page(staged, fallback)
+    claims_page.write(staged, notebooks, fallback)  # anchors each chapter's claim rows too
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
     published.fill_reproduce(staged / "book" / "reproduce.md")
     numbers.write()  # every glued number and claim row, served with the book (html())
