@@ -180,9 +180,11 @@ CLAIMS: tuple[PaperClaim, ...] = (
          "away from N differ by less than ±δ (the paper says only that IFT is not more stable)",
          "there is no gain of stability when using IFT gradient descent over unrolling",
          "Section 5, Figure 5", rows("stability", "equally_stable")),
-    _own("deq-overparametrization", "DEQs that fit their training set better lose a larger share "
-         "of their fit to extra iterations (DEQs trained on training sets of several sizes)",
-         "overparametrization plays a key role", "Abstract; Section 3 (the book's Figure B1)",
+    _own("deq-overparametrization", "Figure 4's statement asked of DEQs: the better a DEQ fits its "
+         "training set (lower training loss at N), the higher D(N, ΔN) (MDEQs trained on nested "
+         "training sets of several sizes; a rank association across them)",
+         "the better the model is at overfitting the training dataset", "Section 4, Figure 4 "
+         "(the book's Figure B1)",
          rows("deq_gaps", "overparam")),
     _own("meta-ablation", "Figure 3's claims with per-set batch normalization in place of the "
          "paper's transductive batch normalization", "transductive batch normalization (i.e. the "
