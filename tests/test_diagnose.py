@@ -471,3 +471,10 @@ def test_the_residual_must_fall_tenfold_or_the_rows_on_more_iterations_close():
         assert row.holds is None and row.facts.closed_by == "convergence"
         assert "solver not converging" in row.reason
     assert v.more == "undecided" and v.fewer.holds is True  # the counts below N are not closed
+
+
+def test_the_residual_row_quotes_the_health_gate_only_when_it_says_something():
+    v, _ = verdicts.decide(doctored(0.0), N, 0.01)
+    assert v.residual.reason.startswith("log10")
+    v, _ = verdicts.decide(doctored(0.0), N, 0.01, health=gates.Decision(True, "no model diverged"))
+    assert v.residual.reason.startswith("no model diverged; log10")

@@ -310,7 +310,7 @@ def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
     else:
         found = Decision(None, f"{shown} contains {bound:g}" + gates.needed(ci, (bound,)),
                          gates.Facts(needs=gates.needs(ci, (bound,))))
-    return gates.gated([health], found, quote=True), ci
+    return gates.gated([health], found, quote=bool(health.reason)), ci
 
 
 def converging(residual: Decision) -> Decision:
