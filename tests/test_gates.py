@@ -156,19 +156,6 @@ def test_gated_returns_the_first_closed_gate_or_the_predicate_as_it_is():
     assert gates.gated(checks(), predicate) == (None, "too few seeds") and not calls
 
 
-def test_rank_correlation_holds_fails_and_stays_undecided_between():
-    assert gates.rank_correlation(-0.9, -0.9)[0] is True  # at the threshold (rounding absorbed)
-    assert gates.rank_correlation(-1.0, -0.9)[0] is True
-    assert gates.rank_correlation(0.9, -0.9)[0] is False  # the opposite ordering
-    holds, reason = gates.rank_correlation(-0.8, -0.9)
-    assert holds is None and "random" in reason
-    assert gates.rank_correlation(0.95, 0.9)[0] is True  # a claimed increasing ordering
-    assert gates.rank_correlation(-0.95, 0.9)[0] is False
-    assert gates.rank_correlation(0.0, 0.9)[0] is None
-    with pytest.raises(ValueError):
-        gates.rank_correlation(0.5, 0.0)
-
-
 def test_symmetric_gate_decides_when_both_qualify_and_fails_a_subject_that_cannot():
     calls = []
 

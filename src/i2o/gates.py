@@ -542,27 +542,6 @@ def gated(checks: Iterable[tuple[bool | None, str]],
     return Decision(found.holds, reason, facts.merged(found.facts))
 
 
-def rank_correlation(rho: float, threshold: float, tolerance: float = 1e-9) -> Decision:
-    """An ordering claimed from a rank correlation ρ (Spearman's, Kendall's) across a few settings,
-    with a threshold ``t`` on the predicted side (``t < 0``: the claimed ordering is decreasing):
-    holds when ρ reaches ``t`` (ρ ≤ t for t < 0, ρ ≥ t for t > 0), fails when ρ reaches ``−t`` (the
-    opposite ordering, at the same false-positive rate under a random ordering), undecided in
-    between, where the ordering is not told from a random one. ``tolerance`` absorbs rounding
-    at the thresholds (ρ of n values is a multiple of 6 / (n(n² − 1)))."""
-    if not 0 < abs(threshold) <= 1:
-        raise ValueError(f"threshold must be in [−1, 0) or (0, 1]; got {threshold!r}")
-    if threshold < 0:
-        holds, fails = rho <= threshold + tolerance, rho >= -threshold - tolerance
-    else:
-        holds, fails = rho >= threshold - tolerance, rho <= -threshold + tolerance
-    if holds:
-        return Decision(True, f"ρ = {rho:.2f} reaches {threshold:g}")
-    if fails:
-        return Decision(False, f"ρ = {rho:.2f} reaches {-threshold:g}, the opposite ordering")
-    return Decision(None, f"ρ = {rho:.2f} is between {threshold:g} and {-threshold:g}: the "
-                          "ordering is not told from a random one")
-
-
 #: The one-sided level of :func:`rank_association`.
 RANK_ALPHA = 0.05
 
