@@ -478,3 +478,15 @@ def test_the_residual_row_quotes_the_health_gate_only_when_it_says_something():
     assert v.residual.reason.startswith("log10")
     v, _ = verdicts.decide(doctored(0.0), N, 0.01, health=gates.Decision(True, "no model diverged"))
     assert v.residual.reason.startswith("no model diverged; log10")
+
+
+def test_fewer_help_holds_when_a_count_below_n_beats_n_by_more_than_the_margin():
+    """Appendix G.4's DEQ row ("better to use fewer iterations than at training time")."""
+    values = doctored(0.0, shift_below=-0.2).values.copy()
+    values[:, :, GRID == N - 1] += 0.3  # N' = N − 1 beats N by 0.1
+    dip = Curves(GRID, values, doctored(0.0).residual, 1.0)
+    assert verdicts.decide(dip, N, 0.01)[0].fewer_help.holds is True
+    assert verdicts.decide(doctored(0.0, shift_below=-0.2), N, 0.01)[0].fewer_help.holds is False
+    above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
+                        residual=np.ones((1, 3, 2)), sign=1.0)
+    assert verdicts.decide(above_only, 5, 0.01)[0].fewer_help.holds is None
