@@ -490,3 +490,38 @@ def test_fewer_help_holds_when_a_count_below_n_beats_n_by_more_than_the_margin()
     above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
                         residual=np.ones((1, 3, 2)), sign=1.0)
     assert verdicts.decide(above_only, 5, 0.01)[0].fewer_help.holds is None
+
+
+def test_an_interval_beyond_the_margin_decides_whatever_the_resolution_and_power():
+    """The precision gates guard "every interval within a bound", not one simultaneous interval
+    beyond δ: with noise above δ's resolution, a large gain decides "help" (and a count below N
+    far better than N decides "fewer hurt" fails) while no gain stays closed by resolution."""
+    big = doctored(+0.3, noise=0.3)
+    v, _ = verdicts.decide(big, N, 0.01)
+    assert v.scale.holds is None and v.scale.facts.closed_by == "resolution"
+    assert v.help.holds is True and v.same.holds is False and v.more == "help"
+    assert verdicts.BEYOND in v.help.reason
+    assert v.hurt.holds is None and v.hurt.facts.closed_by == "resolution"
+    flat = verdicts.decide(doctored(0.0, noise=0.3), N, 0.01)[0]
+    assert flat.help.holds is None and flat.help.facts.closed_by == "resolution"
+    values = doctored(0.0, shift_below=-0.5, noise=0.3).values.copy()
+    values[:, :, GRID == N - 1] += 0.8  # N' = N − 1 beats N by 0.3
+    dip = verdicts.decide(Curves(GRID, values, doctored(0.0).residual, 1.0), N, 0.01)[0]
+    assert dip.fewer.holds is False and dip.fewer_help.holds is True
+    plain_fewer = verdicts.decide(doctored(0.0, shift_below=-0.5, noise=0.3), N, 0.01)[0]
+    assert plain_fewer.fewer.holds is None and plain_fewer.fewer.facts.closed_by == "resolution"
+    assert plain_fewer.fewer_help.holds is None
+
+
+def test_seeds_that_disagree_still_decide_a_gain_far_beyond_the_margin():
+    """Three seeds whose gains differ by twice δ: "help" holds on its simultaneous interval
+    (power is not needed), "no difference" fails, "hurt" is closed by power."""
+    base = doctored(0.0)
+    gains = (0.10, 0.14, 0.12)
+    values = np.concatenate([base.values + g * (GRID > N) for g in gains])
+    seeds = Curves(GRID, values, np.concatenate([base.residual] * 3), 1.0)
+    v, intervals = verdicts.decide(seeds, N, 0.01)
+    assert v.scale.facts.closed_by == "power"
+    assert min(ci.lo for ci in intervals["above_simultaneous"]) > 0.01
+    assert v.help.holds is True and v.no_gain.holds is False
+    assert v.hurt.holds is None and v.hurt.facts.closed_by == "power"

@@ -69,6 +69,17 @@ decided only when (:func:`scale_gate`, in this order):
    ``POWER_RATIO × δ`` (one half), so that no verdict hinges on the draw of seeds; otherwise it
    is undecided with the number of seeds (or examples) that would give that width.
 
+Gates 2 and 3 (the **precision** gates, :func:`precision_gate`) guard the verdicts that say every
+interval lies within a bound (help fails, hurt fails, no difference holds, fewer hurt holds,
+fewer help fails): an intersection over counts whose intervals are wide, or whose δ is below the
+evaluation noise, could hold for want of data. They do not guard the verdicts decided by one
+Bonferroni-widened interval lying beyond δ (help holds, hurt holds, no difference fails, fewer
+hurt fails because a count below N is better by more than δ, fewer help holds): such an
+interval is a finding at the family-wise level whatever the width of the others, and closing it
+for want of precision would hide a decisive contrary result (a count below N better than N by
+far more than δ, say). Those verdicts still need gate 1 (a margin with a scale), the caller's
+gate and, for the rows about more iterations, the convergence gate.
+
 The caller's gate (fit quorum, health) comes before all of them; a closed gate makes every row
 undecided with its reason and its typed facts (:class:`i2o.gates.Facts`).
 
@@ -321,12 +332,10 @@ def converging(residual: Decision) -> Decision:
                            f"{residual.reason or 'undecided'})", by="convergence")
 
 
-def scale_gate(curves: Curves, train_iters: int, margin: Margin, reference: Decision | None,
-               plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
-               ) -> Decision:
-    """Whether the rows with a margin can be decided: an established reference (when
-    ``reference`` is given and δ is a fraction of what the fewest iterations cost), a margin
-    above the resolution, enough power on the intervals ``plain`` (module docstring)."""
+def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
+    """Gate 1 (module docstring): δ has a scale. Open when δ is positive and finite and, for a
+    margin that is a fraction of what the fewest iterations cost (``reference`` given), that
+    cost is established."""
     parts = []
     if margin.of_fewest and reference is not None:
         parts.append(gates.condition(
@@ -336,6 +345,24 @@ def scale_gate(curves: Curves, train_iters: int, margin: Margin, reference: Deci
             "its reference effect is established (the fewest iterations cost)", by="reference"))
     parts.append(gates.condition(margin.delta > 0 and math.isfinite(margin.delta),
                                  f"no margin: δ = {margin.delta:g}", by="reference"))
+    return gates.combine(*parts)
+
+
+def scale_gate(curves: Curves, train_iters: int, margin: Margin, reference: Decision | None,
+               plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
+               ) -> Decision:
+    """Whether every row with a margin can be decided: :func:`reference_gate` then
+    :func:`precision_gate` (module docstring)."""
+    return gates.combine(reference_gate(margin, reference),
+                         precision_gate(curves, train_iters, margin, plain, power_ratio))
+
+
+def precision_gate(curves: Curves, train_iters: int, margin: Margin,
+                   plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
+                   ) -> Decision:
+    """Gates 2 and 3 (module docstring): δ at least the resolution, and enough power on the
+    intervals ``plain``; they guard the verdicts that every interval lies within a bound."""
+    parts = []
     resolution = curves.resolution(train_iters)
     if math.isfinite(resolution):
         parts.append(gates.resolves(
@@ -441,6 +468,25 @@ class Verdicts:
         return out
 
 
+#: Appended to a verdict decided by one simultaneous interval beyond δ (module docstring).
+BEYOND = "one simultaneous interval beyond δ decides this, whatever the resolution and power"
+
+
+def _settled(found: Decision, beyond: bool, scaled: Sequence[Decision], precise: Decision,
+             moving: Decision = OPEN) -> Decision:
+    """``found`` behind its gates (module docstring): when its outcome is ``beyond`` (the one a
+    simultaneous interval beyond δ decides), behind ``scaled`` and ``moving`` only; otherwise
+    behind ``scaled``, the precision gates ``precise``, then ``moving``. The open gates' reasons
+    head the verdict's."""
+    checks = [*scaled, moving] if found.holds is beyond else [*scaled, precise, moving]
+    decided = gates.gated(checks, found)
+    if decided.holds is None and found.holds is not None:
+        return decided  # a gate closed it
+    said = [part for gate in checks for part in gate.reason.split("; ") if part]
+    tail = [BEYOND] if found.holds is beyond else []
+    return Decision(decided.holds, "; ".join([*said, found.reason, *tail]), decided.facts)
+
+
 def _widened(level: float, counts: Sequence[int]) -> float:
     """The level of a family of ``len(counts)`` intervals, Bonferroni-widened."""
     return 1.0 - (1.0 - level) / max(1, len(counts))
@@ -475,27 +521,30 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
                  else gates.undecided("no N' below N on the grid", "count"))
     if margin.of_fewest and reference.holds is not True and margin.floor > 0:
         margin = margin.on_floor("what the fewest iterations cost is not established")
-    scale = scale_gate(curves, train_iters, margin, reference, plain, power_ratio)
+    scaled = reference_gate(margin, reference)
+    precise = precision_gate(curves, train_iters, margin, plain, power_ratio)
+    scale = gates.combine(scaled, precise)
     residual, ci = falling(curves, train_iters, health, level)
     moving = converging(residual)
     if gate.holds is not True:
         help_ = hurt = same = Decision(None, gate.reason, gate.facts)
-    elif scale.holds is not True:
-        help_ = hurt = same = gates.combine(gate, scale)
-    elif moving.holds is not True:
-        help_ = hurt = same = moving
+    elif scaled.holds is not True:
+        help_ = hurt = same = gates.combine(gate, scaled)
     else:
         help_, hurt, same = (
-            gates.gated([scale], rule(plain, wide, above, margin.delta), quote=True)
-            for rule in (help_beyond, hurt_beyond, no_difference))
+            _settled(rule(plain, wide, above, margin.delta), beyond, [scaled], precise, moving)
+            for rule, beyond in ((help_beyond, True), (hurt_beyond, True),
+                                 (no_difference, False)))
     fewer = fewer_hurt(cost, plain_below, wide_below, below, margin.delta)
-    fewer_scale = scale_gate(curves, train_iters, margin, None, plain_below, power_ratio)
+    fewer_precise = precision_gate(curves, train_iters, margin, plain_below, power_ratio)
+    fewer_scaled = reference_gate(margin, None)
     if reference.holds is False:  # fails on what the fewest cost alone: δ is not read
         fewer = gates.gated([gate], fewer)
     else:
-        fewer = gates.gated([gate, fewer_scale], fewer)
-    fewer_help = (gates.gated([gate, fewer_scale],
-                              help_beyond(plain_below, wide_below, below, margin.delta))
+        fewer = gates.gated([gate], _settled(fewer, False, [fewer_scaled], fewer_precise))
+    fewer_help = (gates.gated([gate], _settled(
+                      help_beyond(plain_below, wide_below, below, margin.delta), True,
+                      [fewer_scaled], fewer_precise))
                   if below else gates.undecided("no N' below N on the grid", "count"))
     verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
                         no_gain=no_gain(help_), fewer=fewer, residual=residual,
