@@ -111,7 +111,8 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     from i2o.chapters.meta import runs
 
     p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
-    jobs = runs.jobs(p)
+    jobs = runs.evaluations(p)
+    assert runs.jobs(p) == [*runs.mechanism_runs(p), *jobs]
     names = [job.model.label for job in jobs]
     assert names == [m.label for m in runs.all_models(p)]
     assert "maml-N1-per_set_bn-online-seed0" in names  # the normalization ablation

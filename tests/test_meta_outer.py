@@ -82,7 +82,7 @@ def test_model_and_sweep_keys_hold_what_they_depend_on():
                     "i2o.chapters.meta.claims", "i2o.chapters.meta.figures",
                     "i2o.chapters.meta.runs"} & training
     params = profiles.resolve("meta", "smoke")
-    for sweep in runs.jobs(params):
+    for sweep in runs.evaluations(params):
         assert sweep.name == f"eval-{sweep.model.label}"
         assert sweep.key()["model"] == sweep.model.key()
         assert set(import_graph.closure(sweep.model.module)) <= set(

@@ -73,3 +73,14 @@ def test_show_prints_profile_and_sizes(manifest, capsys):
     profiles.show(profiles.resolve("toy", "smoke", n=5))
     out = capsys.readouterr().out
     assert "profile 'smoke'" in out and "n = 5  (overridden)" in out
+
+
+def test_an_empty_list_only_where_the_schema_allows_it():
+    from i2o.profiles import ParameterError, validate_value
+
+    schema = {"type": "int_list", "min": 0}
+    with pytest.raises(ParameterError, match="a list of integers with every element ≥ 0"):
+        validate_value("meta", "seeds", [], schema)
+    assert validate_value("meta", "seeds", [], {**schema, "empty": True}) == []
+    with pytest.raises(ParameterError, match=r"\(or an empty list\)"):
+        validate_value("meta", "seeds", [-1], {**schema, "empty": True})

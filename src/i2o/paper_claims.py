@@ -147,7 +147,7 @@ CLAIMS: tuple[PaperClaim, ...] = (
            "Section 4, Figure 3", rows("meta", "figure3/*/best-before-convergence")),
     _paper("figure-4", "the better the model is at overfitting the training dataset … the less it "
            "benefits from more iterations at inference", "Section 4, Figure 4",
-           rows("meta", "figure4/*")),
+           rows("meta", "figure4/fit-ordering")),
     # -- the companion paper (chapter separation) ----------------------------------------------
     _paper("companion-linear-regions", "we claim that DEQ … can potentially generate a larger "
            "number of linear regions compared to FFNs with the same number of neurons",
@@ -190,6 +190,12 @@ CLAIMS: tuple[PaperClaim, ...] = (
          "paper's transductive batch normalization", "transductive batch normalization (i.e. the "
          "batch statistics are not stored)", "Appendix F.3 (the book's Figure B2)",
          rows("meta", "ablation/*/more-steps", "ablation/*/best-before-convergence")),
+    _own("meta-mechanism", "Why the outer training loss of some Figure 4 iMAML models rose: "
+         "the mechanism their checkpoint-by-checkpoint probes name (the hypergradient not a "
+         "descent direction, an inner problem not strongly convex, the line search exhausted, "
+         "or Adam's step)", "This formula is heuristic and does not necessarily provide a "
+         "descent direction for arbitrary", "Section 3, on Eq. 12",
+         rows("meta", "figure4/mechanism")),
     _own("diagnose-more", "The paper's check applied to two DEQs it did not study (a torchdeq "
          "ConvDEQ and the book's MDEQ): whether more iterations than N help, hurt or make no "
          "difference beyond δ", "do not benefit from increasing the number of iterations at "

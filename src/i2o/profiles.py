@@ -103,6 +103,8 @@ def describe(schema: Mapping[str, Any]) -> str:
         bounds.append(f"≤ {schema['max']}")
     if bounds:
         words += (" with every element " if kind.endswith("_list") else " ") + " and ".join(bounds)
+    if kind.endswith("_list") and schema.get("empty"):
+        words += " (or an empty list)"
     return words
 
 
@@ -123,8 +125,8 @@ def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]
                  "str": lambda v: isinstance(v, str)}
     if kind.endswith("_list"):
         element_kind = kind.removesuffix("_list")
-        ok = isinstance(value, list | tuple) and len(value) > 0 and all(
-            scalar_ok[element_kind](v) for v in value)
+        ok = isinstance(value, list | tuple) and (len(value) > 0 or bool(schema.get("empty"))) \
+            and all(scalar_ok[element_kind](v) for v in value)
         elements = list(value) if ok else []
     else:
         ok = scalar_ok[kind](value)

@@ -22,6 +22,9 @@ Eq. 5), then vary the number of inner iterations at test time.
 - :mod:`.gradient_noise` signal and noise of a meta-gradient (iMAML's plateau at small λ), and
   its job at the chapter's initialization;
 - :mod:`.floor`      the error floor per-set batch normalization imposes, and its job;
+- :mod:`.mechanism_probe` the probes of a Figure 4 model at every checkpoint (hypergradient,
+  finite-difference slopes, curvature of the inner problems, line-search trials) and their job;
+- :mod:`.mechanism`  the rule that names why a probed model's outer loss rose, its table and text;
 - :mod:`.runs`       the chapter's parameters → its jobs → its results (:class:`.runs.MetaResults`);
 - :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.gates`);
 - :mod:`.prose`      the conclusions written from the claims;

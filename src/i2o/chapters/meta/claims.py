@@ -62,7 +62,7 @@ import numpy as np
 from scipy import stats
 
 from i2o import deciding, gates, profiles
-from i2o.chapters.meta import FIGURE, evaluate, gradient_noise
+from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism
 from i2o.chapters.meta.runs import MetaResults
 from i2o.claims import Claims
 from i2o.gates import Decision
@@ -518,6 +518,12 @@ def _tied(points: list[Figure4Point]) -> list[str]:
     return sorted(set(tied))
 
 
+#: The book's own row on the probed Figure 4 models (:mod:`.mechanism`): the paper says only that
+#: the implicit hypergradient "is heuristic and does not necessarily provide a descent direction
+#: for arbitrary N" (Section 3, on Eq. 12); the row names which mechanism accompanies the rises
+#: of the outer training loss, by the rule of :mod:`.mechanism`, fixed before any probe ran.
+MECHANISM_CLAIM = ("the probes name the mechanism of the rises of the probed models' outer "
+                   "training loss (the book's own)")
 FIT_ORDERING_CLAIM = ("the better a model fits its training set (low ℓ(z_N)), the less it "
                       "benefits from more iterations at inference (higher D(N, ΔN))")
 
@@ -685,6 +691,9 @@ def claims(results: MetaResults) -> Claims:
     if results.figure4:
         record("figure4", "figure4/fit-ordering", FIT_ORDERING_CLAIM,
                fit_ordering(results.figure4, limits))
+    if results.mechanism:
+        record("figure4", "figure4/mechanism", MECHANISM_CLAIM,
+               mechanism.name(results.mechanism.values()).decision())
     floor = results.floor
     for name, curves in results.ablation.items():
         figure3_claims("ablation", name, curves)

@@ -7,11 +7,17 @@ model through the model's job. These sweeps are the chapter's jobs (:func:`jobs`
 ``python -m i2o.sweep meta`` runs); :func:`collect` computes what is missing and reads them, with
 the per-set-BN floor (:class:`.floor.BNFloor`) and the meta-gradient noise at initialization
 (:class:`.gradient_noise.MetaGradientNoise`).
+
+When the parameters list Figure 4 models to probe (``mechanism_meta_batches`` and
+``mechanism_seeds``, parallel lists: one model per pair; absent or empty, nothing changes), each
+is also followed by a :class:`.mechanism_probe.MechanismRun` (issue 49: why its outer loss rose),
+listed before every sweep so that a sweep runs it first and the Figure 4 model then resumes from
+the checkpoint it leaves.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +30,7 @@ from i2o.chapters.meta.floor import BNFloor
 from i2o.chapters.meta.gradient_noise import MetaGradientNoise
 from i2o.chapters.meta.imaml import IMAMLModel
 from i2o.chapters.meta.maml import MAMLModel
+from i2o.chapters.meta.mechanism_probe import MechanismRun
 from i2o.chapters.meta.model import Model
 from i2o.job import Job
 from i2o.profiles import Params, require
@@ -34,13 +41,15 @@ Curves = dict[str, Any]
 @dataclass(frozen=True)
 class MetaResults(ChapterResults):
     """Everything the chapter shows: the curves of every model by its label (Figure 3, Figure 4,
-    the normalization ablation), the per-set-BN floor and the meta-gradient noise."""
+    the normalization ablation), the per-set-BN floor, the meta-gradient noise and the probes of
+    the Figure 4 models listed for them (``mechanism``, by label; empty when none is)."""
 
     figure3: dict[str, Curves]
     figure4: dict[str, Curves]
     ablation: dict[str, Curves]
     floor: dict[str, float]
     noise: dict[str, dict[str, float]]
+    mechanism: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def tasks_seed(p: Params) -> int:
@@ -56,6 +65,32 @@ def check_params(params: Params) -> None:
           for name in ("maml_inner_steps", "fig4_meta_batches", "fig4_seeds")),
         ("fig4_meta_batches", len(params["fig4_meta_batches"]) >= 2,
          "at least 2 training-set sizes (to order them)")])
+    batches, seeds = _mechanism_lists(params)
+    if batches or seeds:
+        pairs = mechanism_pairs(params)
+        given = {**params, "mechanism_meta_batches": batches, "mechanism_seeds": seeds}
+        require(FIGURE, given, [
+            ("mechanism_seeds", len(seeds) == len(batches),
+             "a list as long as mechanism_meta_batches (one probed model per pair)"),
+            ("mechanism_meta_batches", set(batches) <= set(params["fig4_meta_batches"]),
+             "a list of sizes among fig4_meta_batches"),
+            ("mechanism_seeds", set(seeds) <= set(params["fig4_seeds"]),
+             "a list of seeds among fig4_seeds"),
+            ("mechanism_seeds", len(set(pairs)) == len(pairs),
+             "a list without a repeated (size, seed) pair")])
+
+
+def _mechanism_lists(params: Params) -> tuple[list[int], list[int]]:
+    """``mechanism_meta_batches`` and ``mechanism_seeds`` (empty lists when absent)."""
+    return (list(params.get("mechanism_meta_batches") or []),
+            list(params.get("mechanism_seeds") or []))
+
+
+def mechanism_pairs(params: Params) -> list[tuple[int, int]]:
+    """The (training-set size B, Figure 4 seed) of every model to probe, in the order listed;
+    empty when the parameters list none."""
+    batches, seeds = _mechanism_lists(params)
+    return list(zip(batches, seeds, strict=False))
 
 
 def _maml(p: Params, n: int, normalization: str) -> MAMLModel:
@@ -98,6 +133,14 @@ def all_models(p: Params) -> list[Model]:
     return figure3_models(p) + figure4_models(p) + ablation_models(p)
 
 
+def mechanism_runs(p: Params) -> list[MechanismRun]:
+    """One probe run per listed (B, seed) (:func:`mechanism_pairs`), following the Figure 4
+    model of that training-set size and seed (the seed at the replicate, as Figure 4 draws it)."""
+    return [MechanismRun(_imaml(p, p["fig4_outer_steps"], batches,
+                                replicates.seed(seed, p["replicate"])))
+            for batches, seed in mechanism_pairs(p)]
+
+
 def evaluation(p: Params, model: Model) -> Evaluation:
     """The test-time sweep of ``model``: on the ``n_test_tasks`` fixed test tasks for a model
     trained on tasks drawn on the fly (Figure 3; an iMAML model's with its convergence
@@ -113,10 +156,17 @@ def evaluation(p: Params, model: Model) -> Evaluation:
     return Evaluation(model, tuple(int(k) for k in grid), **tasks)
 
 
-def jobs(params: Params) -> list[Job]:
+def evaluations(params: Params) -> list[Evaluation]:
     """Every model of Figures 3 and 4 and of the ablation, as the job that sweeps it (and trains
-    it first when it is missing): exactly the cache entries :func:`collect` reads."""
+    it first when it is missing)."""
     return [evaluation(params, model) for model in all_models(params)]
+
+
+def jobs(params: Params) -> list[Job]:
+    """The probe runs of the listed Figure 4 models (:func:`mechanism_runs`, none unless listed),
+    first, then every sweep (:func:`evaluations`): exactly the cache entries :func:`collect`
+    reads."""
+    return [*mechanism_runs(params), *evaluations(params)]
 
 
 def bn_floor(p: Params) -> BNFloor:
@@ -182,8 +232,11 @@ def _figure4_curves(model: Model, curves: Curves) -> Curves:
 def collect(params: Params) -> MetaResults:
     """Every model's curves, the floor and the meta-gradient noise. Models missing from the cache
     are first trained and swept in ``workers`` local processes; everything is then read."""
-    sweeps = jobs(params)
-    swept, cost = run_jobs(FIGURE, sweeps, params["workers"])
+    probed = mechanism_runs(params)
+    mechanism, cost = (run_jobs(FIGURE, probed, params["workers"]) if probed else ([], None))
+    sweeps = evaluations(params)
+    swept, swept_cost = run_jobs(FIGURE, sweeps, params["workers"])
+    cost = swept_cost if cost is None else cost + swept_cost
     (floor, noise), more = run_jobs(FIGURE, [bn_floor(params), meta_gradient_noise(params)])
     curves = {job.model.label: _curves(job, found)
               for job, found in zip(sweeps, swept, strict=True)}
@@ -192,7 +245,8 @@ def collect(params: Params) -> MetaResults:
         figure3={m.label: curves[m.label] for m in figure3_models(params)},
         figure4={m.label: _figure4_curves(m, curves[m.label]) for m in figure4_models(params)},
         ablation={m.label: curves[m.label] for m in ablation_models(params)},
-        floor={k: float(v) for k, v in floor.items()}, noise=noise)
+        floor={k: float(v) for k, v in floor.items()}, noise=noise,
+        mechanism={job.model.label: found for job, found in zip(probed, mechanism, strict=True)})
 
 
 def print_costs(results: MetaResults) -> None:
@@ -225,7 +279,7 @@ def recorded_cost(p: Params) -> dict[str, Any]:
     A training time is that of the run that finished the model (a resumed run records only its
     own part); a missing entry has not been computed (or was computed by other code)."""
     cost: dict[str, Any] = {"training": {}, "sweeps": {}, "missing": []}
-    for job in jobs(p):
+    for job in evaluations(p):
         model = job.model
         if not model.is_cached():
             cost["missing"].append(model.name)
