@@ -40,7 +40,7 @@ RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
 .PHONY: install lock data book html test bench golden sweep robustness publish claims lint clean clean-results help
 
 help:
-	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE)) and build _build/html"
+	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE), WORKERS=N job processes) and build _build/html"
 	@echo "make fig-<name>      one figure, e.g. make fig-affine PROFILE=paper P=\"-p n_seeds 50\""
 	@echo "make data            fetch and verify the data sets once (DATA_DIR=... for a local copy)"
 	@echo "make test            run the test suite"
@@ -81,10 +81,13 @@ lock:
 	if cmp -s $(LOCK) $(LOCK).new; then rm $(LOCK).new; echo "$(LOCK) unchanged"; \
 	else mv $(LOCK).new $(LOCK); echo "$(LOCK) updated: make install"; fi
 
-# Data sets first (fetched, verified), then every chapter that can run, then the HTML; a chapter
-# that could not be built is named at the end (one line each) and the exit status is non-zero.
+# Data sets first (fetched, verified), then every chapter's missing jobs in one pool of local
+# processes (WORKERS=N; default: the cores this process may use, capped by the jobs' recorded
+# memory), then every chapter that can run, then the HTML; a chapter that could not be built is
+# named at the end (one line each) and the exit status is non-zero.
 book: $(INSTALLED) $(MATHJAX)
-	$(PY) -m i2o.book book $(RUN_FLAGS)
+	$(PY) -m i2o.book book $(RUN_FLAGS) \
+	  $(if $(filter command line environment environment override,$(origin WORKERS)),--workers $(WORKERS),)
 
 data: $(INSTALLED)
 	$(PY) -m i2o.data.fetch $(DATASETS)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from i2o import book, locations, preflight
+from i2o import book, locations, pool, preflight
 from i2o.data import CLASSES, fetch
 from i2o.job import Job
 
@@ -140,6 +140,7 @@ def test_make_book_names_the_bad_files_at_the_end(damaged, monkeypatch, capsys):
     monkeypatch.setattr(shakespeare, "_download", offline)
     monkeypatch.setattr(book, "run", lambda figure, *a, **k: book.executed_path(figure))
     monkeypatch.setattr(book, "html", lambda: None)
+    monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
     assert book.main(["book", "--profile", "smoke"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     last = [line for line in err if line.startswith("[i2o] not built: stability:")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import book, door, preflight, profiles
+from i2o import book, door, pool, preflight, profiles
 from i2o.data import cifar10, fetch, shakespeare
 
 
@@ -159,6 +159,7 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
     monkeypatch.setattr(book, "run", fake_run)
     monkeypatch.setattr(book, "html", lambda: None)
     monkeypatch.setattr(door, "enter", enter)
+    monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
     assert book.main(["book", "--profile", "smoke"]) == 1
     assert ran == [f for f in figures if f not in ("stability", "diagnose")]
     err = capsys.readouterr().err

@@ -11,7 +11,10 @@ included, goes to a private temporary file renamed into place, so a reader never
 ``all`` (and ``book``, which then builds the HTML) first checks that the data sets are there
 (:mod:`i2o.preflight`) and keeps going past a chapter that cannot run or fails: it is reported at
 the end with the first line of its error, its page in the HTML says "not built" and why, and the
-exit status is non-zero.
+exit status is non-zero. Before any notebook, it computes the missing jobs of every chapter it
+will execute in one pool of local processes (:mod:`i2o.pool`: ``--workers N``, default the cores
+this process may use, capped by the memory the jobs' recorded peaks need), the longest first; the
+notebooks then read them from the results cache.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
 ``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``,
 with ``numbers.json`` (every glued number and claim row, :mod:`i2o.numbers`) beside it.
@@ -19,8 +22,8 @@ with ``numbers.json`` (every glued number and claim row, :mod:`i2o.numbers`) bes
 Command line (what the Makefile calls)::
 
     python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]
-    python -m i2o.book all --profile quick
-    python -m i2o.book book --profile quick     # all, then html, whatever failed
+    python -m i2o.book all --profile quick [--workers N]
+    python -m i2o.book book --profile quick [--workers N]     # all, then html, whatever failed
     python -m i2o.book html
     python -m i2o.book figures
 """
@@ -51,6 +54,7 @@ from i2o import (
     lineage,
     locations,
     numbers,
+    pool,
     preflight,
     profiles,
     progress,
@@ -119,6 +123,12 @@ def _exclusive(name: str, what: str) -> Iterator[bool]:
         yield waited
     finally:
         lock.release()
+
+
+def up_to_date(figure: str, params: profiles.Params) -> bool:
+    """Whether ``figure``'s executed notebook carries the stamp of ``params`` (so that
+    :func:`run` would not execute it again without ``force``)."""
+    return _recorded(executed_path(figure)).get("stamp") == _stamp(figure, params)
 
 
 def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = None,
@@ -225,11 +235,15 @@ def _record_failure(figure: str, reason: str) -> None:
     path.write_text(reason + "\n")
 
 
-def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
+def run_all(profile: str = "quick", force: bool = False,
+            workers: int | None = None) -> dict[str, str]:
     """Run every figure that can run; return ``{figure: one-line reason}`` for the others.
 
     A preflight first makes every data set ready (:mod:`i2o.preflight`): a figure whose data is
-    missing is not started. A figure whose notebook fails does not stop the others. Each failure
+    missing is not started. Then the missing jobs of every chapter to execute (not up to date,
+    or ``force``) are computed in one pool of ``workers`` local processes (:func:`i2o.pool.run`;
+    ``None``: the cores this process may use, capped by memory), and the notebooks run one after
+    the other, reading them. A figure whose notebook fails does not stop the others. Each failure
     is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for the HTML build.
     """
 
@@ -253,18 +267,25 @@ def run_all(profile: str = "quick", force: bool = False) -> dict[str, str]:
     for figure, reason in failures.items():
         print(f"[i2o] {figure}: not started: {reason}", flush=True)
         _record_failure(figure, reason)
-    for figure in figures:
-        if figure in failures:
-            continue
-        try:
-            run(figure, profile, force=force, chapter=chapters[figure])
-        except profiles.ParameterError:
-            raise
-        except Exception as error:  # keep going: the others still run, the reason is reported
-            failures[figure] = first_error_line(error)
-            print(f"[i2o] {figure}: FAILED: {failures[figure]} "
-                  f"(notebook: {executed_path(figure).with_suffix('.failed.ipynb')})", flush=True)
-            _record_failure(figure, failures[figure])
+    runnable = [figure for figure in figures if figure not in failures]
+    try:
+        done = pool.run([chapters[figure] for figure in runnable
+                         if force or not up_to_date(figure, chapters[figure].params)], workers)
+    except Exception as error:  # the notebooks still compute what they miss, one by one
+        print(f"[i2o] job pool: FAILED ({first_error_line(error)}); each notebook computes "
+              f"its own missing jobs", flush=True)
+        done = pool.PoolRun(0)
+    with pool.told(done):
+        for figure in runnable:
+            try:
+                run(figure, profile, force=force, chapter=chapters[figure])
+            except profiles.ParameterError:
+                raise
+            except Exception as error:  # keep going: the others still run, the reason is said
+                failures[figure] = first_error_line(error)
+                print(f"[i2o] {figure}: FAILED: {failures[figure]} (notebook: "
+                      f"{executed_path(figure).with_suffix('.failed.ipynb')})", flush=True)
+                _record_failure(figure, failures[figure])
     return failures
 
 
@@ -376,6 +397,17 @@ def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
     return overrides
 
 
+def _positive(text: str) -> int:
+    """An integer ≥ 1 (``--workers``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"an integer ≥ 1; got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m i2o.book", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -384,9 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("figure")
     whole = sub.add_parser("book", help="execute every figure's notebook that can run, then "
                            "build the HTML; non-zero exit status when a chapter was not built")
-    for p in (one, sub.add_parser("all", help="execute every figure's notebook"), whole):
+    every = sub.add_parser("all", help="execute every figure's notebook")
+    for p in (one, every, whole):
         p.add_argument("--profile", default="quick")
         p.add_argument("--force", action="store_true", help="re-execute even if up to date")
+    for p in (every, whole):
+        p.add_argument("--workers", type=_positive, default=None,
+                       help="processes of the job pool that computes every chapter's missing "
+                            "jobs first (default: the cores this process may use, capped so "
+                            "that the jobs' recorded peak memory fits)")
     one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))
     sub.add_parser("html", help="build the HTML book from the executed notebooks")
     sub.add_parser("figures", help="list the manifest's figures")
@@ -401,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             run(args.figure, args.profile, overrides, args.force, chapter)
         elif args.command in ("all", "book"):
-            failures = run_all(args.profile, args.force)
+            failures = run_all(args.profile, args.force, args.workers)
             if args.command == "book":
                 html()
             report(failures)

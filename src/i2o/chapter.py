@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from i2o import lineage, sweep
+from i2o import lineage, pool, sweep
 from i2o.door import Task
 from i2o.job import Job
 from i2o.profiles import Params
@@ -28,16 +28,22 @@ class Cost:
     seconds: float  # wall time, computing what was missing and reading the rest
     jobs: int  # jobs read or computed
     computed: int  # of which computed (missing from the results cache when asked)
+    pooled: int = 0  # of those read, computed just before by the book's job pool (i2o.pool)
+    pool_workers: int = 0  # that pool's processes (0: no job of this chapter came from it)
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(self.seconds + other.seconds, self.jobs + other.jobs,
-                    self.computed + other.computed)
+                    self.computed + other.computed, self.pooled + other.pooled,
+                    max(self.pool_workers, other.pool_workers))
 
     def text(self) -> str:
         """One sentence, the same in every chapter."""
-        read = self.jobs - self.computed
-        return (f"{self.jobs} job{'s' if self.jobs != 1 else ''}: {self.computed} computed, "
-                f"{read} read from the results cache, in {_duration(self.seconds)}")
+        read = self.jobs - self.computed - self.pooled
+        by_pool = (f"{self.pooled} computed by the job pool of make book in {self.pool_workers} "
+                   f"process{'es' if self.pool_workers != 1 else ''} before this notebook ran, "
+                   if self.pooled else "")
+        return (f"{self.jobs} job{'s' if self.jobs != 1 else ''}: {by_pool}{self.computed} "
+                f"computed, {read} read from the results cache, in {_duration(self.seconds)}")
 
 
 def _duration(seconds: float) -> str:
@@ -60,11 +66,16 @@ def run_jobs(figure: str, work: Sequence[Job | Task], workers: int = 1, label: s
     ``workers`` local processes (:func:`i2o.sweep.run_missing`; with one worker each is computed
     here as it is read), then everything read from the results cache. ``work`` holds jobs, or
     tasks (:data:`i2o.door.Task`: small jobs a worker computes in one process), whose results
-    come in their place, one per job."""
+    come in their place, one per job. Under ``make book`` the book's job pool computed the
+    missing jobs before the notebook started; the cost counts those it did, and its size
+    (:func:`i2o.pool.pooled`)."""
     start = time.perf_counter()
     tasks = [item if isinstance(item, tuple) else (item,) for item in work]
     jobs = [job for task in tasks for job in task]
     missing = sweep.run_missing(figure, tasks, workers)
     found = [job.run(progress) for job in Progress.over(
         jobs, label or f"{figure} jobs", unit="job")]
-    return found, Cost(time.perf_counter() - start, len(jobs), len(missing))
+    computed = {id(job) for job in missing}
+    count, pool_workers = pool.pooled([job for job in jobs if id(job) not in computed])
+    return found, Cost(time.perf_counter() - start, len(jobs), len(missing), count,
+                       pool_workers)

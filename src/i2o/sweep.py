@@ -183,12 +183,15 @@ def run_missing(figure: str, tasks: Sequence[Task], workers: int) -> list[Job]:
 
 def submit(figure: str, todo: Sequence[Task], executor: str = "local",
            max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
-           gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None
-           ) -> list[str]:
-    """Run the given tasks of ``figure`` with submitit; return their names (:func:`task_name`).
+           gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None,
+           keep_going: bool = False) -> list[str]:
+    """Run the given tasks of ``figure`` with submitit; return the names of those that finished
+    (:func:`task_name`). ``figure`` names the log folder (:func:`log_path`): a chapter's, or
+    ``book`` for the book's job pool (:mod:`i2o.pool`), whose tasks come from every chapter.
 
-    Used by :func:`sweep` and by notebooks that compute their missing jobs in parallel
-    (:func:`i2o.chapter.run_jobs`).
+    A failed task raises its error, unless ``keep_going``: then it is logged and printed (one
+    line) and the other tasks go on. Used by :func:`sweep`, by notebooks that compute their
+    missing jobs in parallel (:func:`i2o.chapter.run_jobs`) and by the book's job pool.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
@@ -207,20 +210,23 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
     if executor == "local" and "I2O_THREADS" not in os.environ:
         env["I2O_THREADS"] = str(cpus)
     with runtime.environment(env):  # submitit's workers (subprocesses, sbatch) start with it
-        return _submit(ex, figure, todo, executor, max_parallel, env)
+        done = _submit(ex, figure, todo, executor, max_parallel, env, keep_going)
+    return [name for name in done if name is not None]
 
 
 def _submit(ex, figure: str, todo: Sequence[Task], executor: str,
-            max_parallel: int, env: dict[str, str]) -> list[str]:
-    """Submit ``todo`` to the configured executor ``ex`` and wait for every task."""
+            max_parallel: int, env: dict[str, str], keep_going: bool = False
+            ) -> list[str | None]:
+    """Submit ``todo`` to the configured executor ``ex`` and wait for every task; a failed
+    task's name is ``None`` (with ``keep_going``; else its error is raised)."""
     if executor == "slurm":  # one array job; SLURM enforces the parallelism
         jobs = ex.map_array(ResumableJob(), list(todo), [env] * len(todo))
         for submitted, task in zip(jobs, todo, strict=True):
             _log(figure, f"submitted {task_name(task)}: job {submitted.job_id}")
-        return [_wait(job, figure)
-                for job in Progress.over(jobs, f"{figure} sweep", unit="task")]
+        return [_finish(job, figure, task, keep_going) for job, task in
+                zip(Progress.over(jobs, f"{figure} sweep", unit="task"), todo, strict=True)]
     if executor == "debug":  # submitit runs a debug job in this process when asked its result
-        return [_wait(ex.submit(run_one, task, env), figure)
+        return [_finish(ex.submit(run_one, task, env), figure, task, keep_going)
                 for task in Progress.over(todo, f"{figure} sweep", unit="task")]
     gpu_ids = local_gpus()
     if gpu_ids:
@@ -228,7 +234,7 @@ def _submit(ex, figure: str, todo: Sequence[Task], executor: str,
         _log(figure, f"local jobs on GPU(s) {gpu_ids}, one job per GPU")
     else:
         _log(figure, "local jobs on the CPU (no GPU visible)")
-    return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids)
+    return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids, keep_going)
 
 
 def log_path(figure: str) -> Path:
@@ -252,10 +258,29 @@ def _wait(job, figure: str) -> str:
     return name
 
 
+def _finish(job, figure: str, task: Task, keep_going: bool) -> str | None:
+    """:func:`_wait` for ``job``; with ``keep_going`` a failure is logged and printed (the last
+    line of its message: a failed submitit job's message ends with the task's own error) and
+    ``None`` returned instead of raised."""
+    try:
+        return _wait(job, figure)
+    except Exception as error:
+        if not keep_going:
+            raise
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = f"{type(error).__name__}: {lines[-1] if lines else ''}"
+        _log(figure, f"failed {task_name(task)}: {reason}")
+        print(f"[i2o] {figure}: task {task_name(task)} failed ({reason}; log: "
+              f"{log_path(figure).parent})", flush=True)
+        return None
+
+
 def _sliding_window(ex, figure: str, todo: Sequence[Task],
                     env: dict[str, str], max_parallel: int,
-                    gpu_ids: list[int] | None = None) -> list[str]:
-    """Keep ``max_parallel`` jobs running; start the next one as soon as one ends.
+                    gpu_ids: list[int] | None = None, keep_going: bool = False
+                    ) -> list[str | None]:
+    """Keep ``max_parallel`` jobs running, in the order of ``todo``; start the next one as soon
+    as one ends. A failed task raises, or with ``keep_going`` gives ``None`` (:func:`_finish`).
 
     With ``gpu_ids``, each running job holds one of them (``gpus_per_node=1``,
     ``visible_gpus=[id]``) and a job starts only when a GPU is free.
@@ -263,6 +288,7 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
     pending, running, done = list(todo), [], []
+    submitted_task: dict[int, Task] = {}
     bar = Progress(len(todo), f"{figure} sweep", unit="task")
     while pending or running:
         while pending and len(running) < max_parallel and (free or not gpu_ids):
@@ -273,6 +299,7 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
                 ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
             submitted = ex.submit(ResumableJob(), task, env)
             running.append(submitted)
+            submitted_task[id(submitted)] = task
             if gpu is not None:
                 holder[id(submitted)] = gpu
             where = f" on GPU {gpu}" if gpu is not None else ""
@@ -282,7 +309,7 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
             running.remove(job)
             if id(job) in holder:
                 free.append(holder.pop(id(job)))
-            done.append(_wait(job, figure))
+            done.append(_finish(job, figure, submitted_task.pop(id(job)), keep_going))
             bar.update(1)
         if not finished:
             time.sleep(0.5)

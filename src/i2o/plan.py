@@ -1,0 +1,241 @@
+"""A forecast of ``make book``'s wall time on K cores, from the costs the results cache records.
+
+``python -m i2o.results plan [FIG ...] --profile P --cores K [K ...]`` enters each chapter at the
+profile (:func:`i2o.door.enter`), lists its tasks (:meth:`i2o.door.Chapter.tasks`, every one, as
+from an empty cache) and gives each its expected wall time as the book's job pool does
+(:func:`i2o.pool.estimate_tasks`: each job's most recent recorded wall time for its name and
+parameters; a job without a record is counted as estimated and given its chapter's median, else
+:data:`i2o.pool.DEFAULT_JOB_SECONDS`). On K cores the tasks are scheduled as the pool runs them,
+the longest first, each on the core that frees first (:func:`lpt`); the notebooks then run one
+after the other, as :func:`i2o.book.run_all` runs them, each taking its own time
+(:func:`notebook_seconds`). Printed per K: the wall time (jobs + notebooks), the task that bounds
+it from below (the longest: no number of cores finishes before it does) and how many jobs were
+estimated.
+
+A list schedule is within a factor ``4/3 − 1/(3K)`` of the best possible on K cores (Graham's
+bound for the longest processing time first rule); the forecast assumes each job takes on any
+core the wall time it took when it was recorded, one thread per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from i2o import door, locations, pool, profiles, results
+from i2o.job import Job
+
+#: The cores of the forecast when ``--cores`` is not given.
+DEFAULT_CORES = (2, 8, 16, 64)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A list schedule: each job's core (in the order the durations were given), each core's
+    busy time, and the makespan (the busiest core's time)."""
+
+    cores: tuple[int, ...]
+    loads: tuple[float, ...]
+
+    @property
+    def makespan(self) -> float:
+        return max(self.loads, default=0.0)
+
+
+def lpt(durations: Sequence[float], cores: int) -> Schedule:
+    """The longest-processing-time-first list schedule of ``durations`` on ``cores`` identical
+    cores, every job available at time 0: the jobs in decreasing duration (ties in the given
+    order), each started on the core that frees first (the lowest-numbered among equals)."""
+    if cores < 1:
+        raise ValueError(f"cores must be ≥ 1; got {cores}")
+    if any(duration < 0 for duration in durations):
+        raise ValueError("durations must be ≥ 0")
+    free = [(0.0, core) for core in range(cores)]
+    assigned = [0] * len(durations)
+    for index in sorted(range(len(durations)), key=lambda i: (-durations[i], i)):
+        load, core = heapq.heappop(free)
+        assigned[index] = core
+        heapq.heappush(free, (load + durations[index], core))
+    loads = [0.0] * cores
+    for load, core in free:
+        loads[core] = load
+    return Schedule(tuple(assigned), tuple(loads))
+
+
+@dataclass(frozen=True)
+class ChapterPlan:
+    """A chapter's tasks with their expected costs, and its notebook's own time (``None``:
+    unknown, counted as 0)."""
+
+    figure: str
+    tasks: tuple[pool.PoolTask, ...]
+    notebook_seconds: float | None
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The forecast on ``cores`` cores."""
+
+    cores: int
+    jobs_seconds: float  # the makespan of every chapter's tasks
+    notebooks_seconds: float  # the notebooks' own times, one after the other
+    longest: pool.PoolTask | None  # the task that bounds the makespan from below
+    jobs: int
+    estimated: int  # jobs without a recorded cost
+
+    @property
+    def seconds(self) -> float:
+        return self.jobs_seconds + self.notebooks_seconds
+
+
+def forecast(chapters: Sequence[ChapterPlan], cores: int) -> Forecast:
+    """The wall time of ``chapters`` on ``cores`` cores: their tasks scheduled by :func:`lpt`,
+    then their notebooks' own times added (they run one after the other, after the jobs)."""
+    tasks = [task for chapter in chapters for task in chapter.tasks]
+    schedule = lpt([task.seconds for task in tasks], cores)
+    return Forecast(cores=cores, jobs_seconds=schedule.makespan,
+                    notebooks_seconds=sum(c.notebook_seconds or 0.0 for c in chapters),
+                    longest=max(tasks, key=lambda task: task.seconds, default=None),
+                    jobs=sum(len(task.task) for task in tasks),
+                    estimated=sum(task.estimated for task in tasks))
+
+
+def notebook_path(figure: str) -> Path:
+    """The executed notebook of ``figure`` (``_build/notebooks/<notebook>``)."""
+    return locations.build_dir() / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON stores them (tuples and lists alike)."""
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=repr)
+
+    return canonical(a) == canonical(b)
+
+
+def _when(text: str) -> float:
+    """A UTC ISO 8601 time (``2026-01-02T03:04:05Z``) as seconds since the epoch."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def notebook_seconds(chapter: door.Chapter, jobs: Sequence[Job]) -> float | None:
+    """The chapter's notebook's own time: the seconds its executed notebook records (metadata
+    ``i2o``; only when it ran with the chapter's profile and parameters) less the time its jobs
+    computed during that run took there (the jobs whose entries were created between its start
+    and end, scheduled by :func:`lpt` on the notebook's ``workers`` processes), at least 0.
+    ``None`` when no such notebook is recorded."""
+    try:
+        stamp = json.loads(notebook_path(chapter.figure).read_text())["metadata"]["i2o"]
+        if stamp.get("profile") != chapter.params.profile or \
+                not _same(stamp.get("params"), chapter.params.as_dict()):
+            return None
+        seconds, end = float(stamp["seconds"]), _when(stamp["date"])
+    except (OSError, ValueError, KeyError, TypeError, profiles.ParameterError):
+        return None
+    start = end - seconds
+    recorded: dict[str, results.JobCost] = {}
+    for job in jobs:
+        recorded.update(results.recorded_costs(job.figure, {job.name: job.key()}))
+    during = []
+    for cost in recorded.values():
+        try:
+            created = _when(cost.created)
+        except ValueError:
+            continue
+        if start - 1 <= created <= end + 1:  # times are recorded to the second
+            during.append(cost.seconds)
+    workers = int(chapter.params.as_dict().get("workers", 1))
+    return max(0.0, seconds - lpt(during, workers).makespan)
+
+
+def plan_chapter(chapter: door.Chapter) -> ChapterPlan:
+    """Every task of ``chapter`` with its expected cost, and its notebook's own time."""
+    tasks = chapter.tasks()
+    jobs = [job for task in tasks for job in task]
+    return ChapterPlan(chapter.figure, tuple(pool.estimate_tasks(chapter.figure, tasks, jobs)),
+                       notebook_seconds(chapter, jobs))
+
+
+def duration(seconds: float) -> str:
+    """``0.4 s``, ``42 s``, ``12.5 min`` or ``3.2 h``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
+    """The line before the forecasts: what is planned and from what."""
+    tasks = [task for chapter in plans for task in chapter.tasks]
+    jobs = sum(len(task.task) for task in tasks)
+    unknown = [chapter.figure for chapter in plans if chapter.notebook_seconds is None]
+    notebooks = sum(chapter.notebook_seconds or 0.0 for chapter in plans)
+    return (f"plan at profile {profile} for {', '.join(c.figure for c in plans)}: {jobs} jobs "
+            f"in {len(tasks)} tasks, {sum(t.estimated for t in tasks)} without a recorded cost "
+            f"(their chapter's median, else {pool.DEFAULT_JOB_SECONDS:.0f} s); then the "
+            f"notebooks one after the other, {duration(notebooks)}"
+            + (f" (unknown, counted 0, for {', '.join(unknown)})" if unknown else ""))
+
+
+def line(result: Forecast) -> str:
+    """One forecast as a line."""
+    bound = ("no job" if result.longest is None else
+             f"{result.longest.name} ({duration(result.longest.seconds)})")
+    return (f"{result.cores:>4} core{'s' if result.cores != 1 else ' '}: "
+            f"{duration(result.seconds):>9} = jobs {duration(result.jobs_seconds)} + notebooks "
+            f"{duration(result.notebooks_seconds)}; bounded by {bound}; "
+            f"{result.estimated} of {result.jobs} jobs estimated")
+
+
+def _cores(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"cores are integers ≥ 1; got {text!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m i2o.results plan``: print the forecast for each number of cores."""
+    parser = argparse.ArgumentParser(
+        prog="python -m i2o.results plan",
+        description="The wall time `make book` would take on K cores from an empty cache: every "
+                    "chapter's jobs at their recorded costs (the results cache, I2O_RESULTS_DIR), "
+                    "the longest first on the core that frees first, then the notebooks.")
+    parser.add_argument("figures", nargs="*", metavar="FIG",
+                        help=f"chapters (default all): {', '.join(profiles.figures())}")
+    parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
+    parser.add_argument("--cores", nargs="+", type=_cores, default=list(DEFAULT_CORES),
+                        metavar="K", help="numbers of cores (default 2 8 16 64)")
+    args = parser.parse_args(argv)
+    plans, failed = [], []
+    try:
+        for figure in args.figures or profiles.figures():
+            try:
+                plans.append(plan_chapter(door.enter(figure, args.profile)))
+            except profiles.ParameterError:
+                raise
+            except Exception as error:  # a chapter whose code cannot be imported
+                failed.append(figure)
+                print(f"error: {figure}: {type(error).__name__}: {error}", file=sys.stderr)
+    except profiles.ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(describe(plans, args.profile))
+    for cores in args.cores:
+        print(line(forecast(plans, cores)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

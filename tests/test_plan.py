@@ -1,0 +1,157 @@
+"""The forecast of ``make book`` on K cores (:mod:`i2o.plan`): the list scheduler against brute
+force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import random
+import re
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import ClassVar
+
+import pytest
+
+from i2o import door, lineage, plan, pool, results
+from i2o.job import Job
+
+
+def optimum(durations: list[float], cores: int) -> float:
+    """The best makespan of ``durations`` on ``cores`` cores, by trying every assignment."""
+    best = float("inf")
+    for assignment in itertools.product(range(cores), repeat=len(durations)):
+        loads = [0.0] * cores
+        for duration, core in zip(durations, assignment, strict=True):
+            loads[core] += duration
+        best = min(best, max(loads))
+    return best
+
+
+@pytest.mark.parametrize(("durations", "cores", "best"), [
+    ([7, 5, 4, 3, 1], 2, 10), ([4, 4, 4, 4], 2, 8), ([1] * 6, 3, 2), ([5], 4, 5), ([], 3, 0),
+    ([6, 5, 4, 3, 2, 1], 3, 7)])
+def test_lpt_reaches_the_optimum_of_small_cases(durations, cores, best):
+    schedule = plan.lpt(durations, cores)
+    assert schedule.makespan == best == optimum(durations, cores)
+    assert sum(schedule.loads) == sum(durations) and len(schedule.loads) == cores
+    for core in range(cores):  # each core's load is the sum of its jobs
+        assert schedule.loads[core] == sum(d for d, c in zip(durations, schedule.cores,
+                                                            strict=True) if c == core)
+
+
+def test_lpt_stays_within_grahams_bound_and_reaches_it_on_the_tight_case():
+    tight = plan.lpt([3, 3, 2, 2, 2], 2).makespan  # LPT 7 against the optimum 6 (3+3 | 2+2+2)
+    assert (tight, optimum([3, 3, 2, 2, 2], 2)) == (7, 6)
+    assert tight == pytest.approx((4 / 3 - 1 / 6) * 6)
+    draw = random.Random(0)
+    for _ in range(40):
+        cores = draw.choice((2, 3))
+        durations = [draw.randint(1, 20) for _ in range(draw.randint(1, 7))]
+        best = optimum(durations, cores)
+        assert plan.lpt(durations, cores).makespan <= (4 / 3 - 1 / (3 * cores)) * best + 1e-9
+
+
+def test_one_job_longer_than_the_rest_bounds_the_makespan():
+    assert plan.lpt([100, 1, 1, 1, 1, 2, 3], 3).makespan == 100
+    assert plan.lpt([100, 1, 1, 1, 1, 2, 3], 64).makespan == 100
+
+
+def test_lpt_refuses_no_core_and_negative_durations():
+    with pytest.raises(ValueError, match="cores"):
+        plan.lpt([1.0], 0)
+    with pytest.raises(ValueError, match="durations"):
+        plan.lpt([-1.0], 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Planned(Job):
+    """A job of the fake chapter ``plan-a``, never computed: only its recorded cost is read."""
+
+    figure: ClassVar[str] = "plan-a"
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def compute(self, progress=None):
+        raise AssertionError("a forecast computes nothing")
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlannedB(_Planned):
+    figure: ClassVar[str] = "plan-b"
+
+
+def _record(job: Job, seconds: float, created: str | None = None) -> None:
+    """A cost record for ``job`` under another key (as a cache from older code would hold)."""
+    entry = results.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
+    results.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
+                                      "params": job.key(), results.COST: {
+                                          "seconds": seconds, "cpu_seconds": seconds,
+                                          "peak_rss_mb": 50.0}})
+    if created is not None:
+        meta = json.loads((entry / "meta.json").read_text())
+        (entry / "meta.json").write_text(json.dumps({**meta, "created": created}))
+
+
+def _chapter(figure: str, jobs: list[Job], params: object = None) -> door.Chapter:
+    runs = SimpleNamespace(jobs=lambda p: jobs)
+    return door.Chapter(figure, params, runs)  # type: ignore[arg-type]
+
+
+def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys):
+    a = [_Planned("a1"), _Planned("a2"), _Planned("a3")]
+    b = [_PlannedB("b1"), _PlannedB("b2")]
+    for job, seconds in zip([*a, b[0]], [100.0, 60.0, 40.0, 30.0], strict=True):
+        _record(job, seconds)  # b2 has none: its chapter's median, 30 s
+    chapters = {"plan-a": _chapter("plan-a", a), "plan-b": _chapter("plan-b", b)}
+    monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
+    assert results.main(["plan", "plan-a", "plan-b", "--profile", "quick",
+                         "--cores", "1", "2", "8"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "5 jobs in 5 tasks, 1 without a recorded cost" in out[0]
+    assert "unknown, counted 0, for plan-a, plan-b" in out[0]
+    # 100 60 40 30 30: one core 260 s; two: 100+30 | 60+40+30 = 130 s; eight: the longest, 100 s
+    assert re.match(r"\s+1 core : +4\.3 min = jobs 4\.3 min \+ notebooks 0\.0 s; bounded by "
+                    r"plan-a: a1 \(100 s\); 1 of 5 jobs estimated", out[1]), out[1]
+    assert re.match(r"\s+2 cores: +2\.2 min = jobs 2\.2 min", out[2]), out[2]
+    assert re.match(r"\s+8 cores: +100 s = jobs 100 s", out[3]), out[3]
+    assert len(out) == 4
+
+
+def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path):
+    """A notebook that ran 100 s, during which one of its jobs (30 s) was computed, took 70 s of
+    its own; a job computed before it started is not subtracted; another profile is unknown."""
+    ended = lineage.now_iso()
+    end = plan._when(ended)
+
+    def at(seconds: float) -> str:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    inside, before = _Planned("inside"), _Planned("before")
+    _record(inside, 30.0, created=at(end - 50))
+    _record(before, 20.0, created=at(end - 500))
+    params = SimpleNamespace(profile="quick", as_dict=lambda: {"workers": 1, "seeds": [0, 1]})
+    notebook = tmp_path / "plan-a.ipynb"
+    monkeypatch.setattr(plan, "notebook_path", lambda figure: notebook)
+    chapter = _chapter("plan-a", [inside, before], params)
+    assert plan.notebook_seconds(chapter, [inside, before]) is None  # not executed
+    stamp = {"profile": "quick", "params": {"workers": 1, "seeds": [0, 1]}, "seconds": 100.0,
+             "date": ended}
+    notebook.write_text(json.dumps({"metadata": {"i2o": stamp}}))
+    assert plan.notebook_seconds(chapter, [inside, before]) == 70.0
+    notebook.write_text(json.dumps({"metadata": {"i2o": {**stamp, "profile": "paper"}}}))
+    assert plan.notebook_seconds(chapter, [inside, before]) is None
+
+
+def test_the_notebooks_run_after_the_jobs():
+    task = pool.PoolTask("plan-a", (_Planned("x"),), 50.0, 0, None)
+    chapters = [plan.ChapterPlan("plan-a", (task, task), 7.0),
+                plan.ChapterPlan("plan-b", (), None)]
+    result = plan.forecast(chapters, 2)
+    assert (result.jobs_seconds, result.notebooks_seconds, result.seconds) == (50.0, 7.0, 57.0)
+    assert result.longest == task and (result.jobs, result.estimated) == (2, 0)
+    assert plan.forecast(chapters, 1).seconds == 107.0

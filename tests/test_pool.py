@@ -1,0 +1,239 @@
+"""The book's job pool (:mod:`i2o.pool`) and the costs the results cache records for it
+(:func:`i2o.results.recorded_cost`). Two fake chapters of tiny jobs, computed in this process by
+submitit's debug executor (a few seconds in all)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import Counter
+from types import SimpleNamespace
+from typing import ClassVar
+
+import pytest
+
+from i2o import book, door, pool, preflight, profiles, results, sweep
+from i2o.chapter import run_jobs
+from i2o.door import Task
+from i2o.job import Job
+
+CALLS: Counter = Counter()
+
+
+@dataclasses.dataclass(frozen=True)
+class _JobA(Job):
+    """A tiny job of the fake chapter ``pool-a``: a little CPU work, or an error when asked."""
+
+    figure: ClassVar[str] = "pool-a"
+    label: str
+    fails: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def compute(self, progress=None):
+        CALLS[f"{self.figure}/{self.label}"] += 1
+        if self.fails:
+            raise RuntimeError(f"{self.label} fails")
+        return {"x": float(sum(range(200_000)))}
+
+
+@dataclasses.dataclass(frozen=True)
+class _JobB(_JobA):
+    """A tiny job of the fake chapter ``pool-b``."""
+
+    figure: ClassVar[str] = "pool-b"
+
+
+def _chapter(figure: str, tasks: list[Task]) -> door.Chapter:
+    """A fake entered chapter whose sweep submits ``tasks``."""
+    runs = SimpleNamespace(jobs=lambda params: [job for task in tasks for job in task],
+                           tasks=lambda params: tasks)
+    return door.Chapter(figure, None, runs)  # type: ignore[arg-type]
+
+
+def _record(job: Job, seconds: float, peak_mb: float = 100.0) -> None:
+    """A cost record for ``job``'s name and parameters under another key (as after a code
+    change): the job itself stays missing."""
+    entry = results.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
+    results.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
+                                      "params": job.key(), results.COST: {
+                                          "seconds": seconds, "cpu_seconds": seconds,
+                                          "peak_rss_mb": peak_mb}})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_calls():
+    CALLS.clear()
+
+
+def _meta(job: Job) -> dict:
+    entry = results.entry_dir(job.figure, job.name, job.key(), job.module)
+    return json.loads((entry / "meta.json").read_text())
+
+
+# --- recorded costs ------------------------------------------------------------------------------
+
+def test_the_cost_is_recorded_outside_the_key_and_read_back_under_a_changed_key(monkeypatch):
+    job = _JobA("one")
+    key = results.key(job.figure, job.name, job.key(), job.module)
+    job.run()
+    cost = _meta(job)[results.COST]
+    assert set(cost) == {"seconds", "cpu_seconds", "peak_rss_mb"}
+    assert cost["seconds"] >= 0 and cost["cpu_seconds"] > 0 and cost["peak_rss_mb"] > 10
+    assert results.key(job.figure, job.name, job.key(), job.module) == key  # not in the key
+    first = results.recorded_cost("pool-a", "one", job.key())
+    assert first is not None and first.seconds == cost["seconds"]
+    assert first.peak_rss_mb == cost["peak_rss_mb"] and first.created
+
+    monkeypatch.setattr(results, "module_source_hash", lambda *args, **kwargs: "changed code")
+    assert not job.is_cached()  # another key, the same name
+    assert results.recorded_cost("pool-a", "one", job.key()) == first
+    assert results.recorded_cost("pool-a", "one") == first
+    assert results.recorded_cost("pool-a", "one", {"label": "one", "fails": True}) is None
+    assert results.recorded_cost("pool-a", "on") is None  # a name is matched whole
+    job.run()  # computed again under the new key: its record is now the most recent
+    again = results.recorded_cost("pool-a", "one", job.key())
+    assert again is not None and again.seconds == _meta(job)[results.COST]["seconds"]
+    assert len(list((results.results_dir() / "pool-a").glob("one-*"))) == 2
+
+
+# --- the pool -----------------------------------------------------------------------------------
+
+def test_the_pool_computes_every_missing_task_of_two_chapters_once():
+    a = _chapter("pool-a", [(_JobA("a1"),), (_JobA("a2"), _JobA("a3"))])
+    b = _chapter("pool-b", [(_JobB("b1"),), (_JobB("b2"),)])
+    _JobB("b1").run()  # already in the cache
+    CALLS.clear()
+    done = pool.run([a, b], requested=2, executor="debug")
+    assert CALLS == Counter({"pool-a/a1": 1, "pool-a/a2": 1, "pool-a/a3": 1, "pool-b/b2": 1})
+    assert done.workers == 2 and not done.failed
+    assert set(done.computed) == {pool.entry_name(job) for job in
+                                  (_JobA("a1"), _JobA("a2"), _JobA("a3"), _JobB("b2"))}
+    log = sweep.log_path(pool.LOG_FOLDER).read_text()
+    assert "finished a2 and 1 more" in log
+
+    again = pool.run([a, b], requested=2, executor="debug")
+    assert again == pool.PoolRun(0) and sum(CALLS.values()) == 4
+
+    # the notebooks read them, told what the pool computed
+    jobs = [_JobA("a1"), _JobA("a2"), _JobA("a3")]
+    with pool.told(done):
+        _, cost = run_jobs("pool-a", jobs)
+    assert (cost.jobs, cost.computed, cost.pooled, cost.pool_workers) == (3, 0, 3, 2)
+    assert "3 computed by the job pool of make book in 2 processes" in cost.text()
+    _, alone = run_jobs("pool-a", jobs)  # a notebook run alone: no pool
+    assert (alone.pooled, alone.pool_workers) == (0, 0)
+    assert "0 computed, 3 read from the results cache" in alone.text()
+    assert sum(CALLS.values()) == 4
+
+
+def test_a_failing_task_does_not_stop_the_pool():
+    chapter = _chapter("pool-a", [(_JobA("bad", fails=True),), (_JobA("good"),)])
+    done = pool.run([chapter], requested=1, executor="debug")
+    assert CALLS["pool-a/good"] == 1 and _JobA("good").is_cached()
+    assert done.failed == (pool.entry_name(_JobA("bad", fails=True)),)
+    assert "failed bad: RuntimeError: bad fails" in sweep.log_path(pool.LOG_FOLDER).read_text()
+
+
+def _submitted(monkeypatch) -> list[dict]:
+    """Replace :func:`i2o.sweep.submit` by a recorder of what the pool asks (nothing runs)."""
+    calls: list[dict] = []
+
+    def record(folder, todo, executor="local", max_parallel=2, **options):
+        calls.append({"folder": folder, "todo": list(todo), "workers": max_parallel})
+        return []
+
+    monkeypatch.setattr(sweep, "submit", record)
+    return calls
+
+
+def test_the_pool_runs_the_longest_first_by_recorded_cost(monkeypatch):
+    a1, a2, a3 = _JobA("a1"), _JobA("a2"), _JobA("a3")
+    b1, b2 = _JobB("b1"), _JobB("b2")
+    for job, seconds in ((a1, 10.0), (a2, 50.0), (b1, 20.0)):
+        _record(job, seconds)
+    calls = _submitted(monkeypatch)
+    pool.run([_chapter("pool-a", [(a1,), (a2,), (a3,)]), _chapter("pool-b", [(b1,), (b2,)])],
+             requested=1)
+    (call,) = calls
+    # a3 has no record: its chapter's median (30 s); b2 likewise (20 s, after b1: ties keep order)
+    assert [task[0].name for task in call["todo"]] == ["a2", "a3", "b1", "b2", "a1"]
+    assert call["folder"] == pool.LOG_FOLDER and call["workers"] == 1
+    estimated = pool.estimate_tasks("pool-a", [(a1, a3)], [a1, a2, a3])
+    assert estimated == [pool.PoolTask("pool-a", (a1, a3), 40.0, 1, 100.0)]
+    # no record in the chapter at all: the constant
+    lone = pool.estimate_jobs([_JobA("z")])
+    assert lone == [pool.Estimate(pool.DEFAULT_JOB_SECONDS, False, None)]
+
+
+def test_workers_default_to_the_affinity_count_and_are_capped_by_memory(monkeypatch):
+    monkeypatch.setattr(pool.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert pool.affinity_cores() == 8
+    assert pool.pool_size(None, tasks=20, cores=8, cap=None) == 8
+    assert pool.pool_size(None, tasks=20, cores=8, cap=3) == 3
+    assert pool.pool_size(5, tasks=20, cores=8, cap=3) == 5  # WORKERS=5 is taken as given
+    assert pool.pool_size(None, tasks=2, cores=8, cap=None) == 2  # never more than the tasks
+    assert pool.memory_cap([300.0] * 10, 1000.0) == 3
+    assert pool.memory_cap([900.0, 100.0, 100.0], 1000.0) == 2  # the largest peaks count
+    assert pool.memory_cap([300.0] * 3, 1000.0) is None  # everything fits
+    assert pool.memory_cap([2000.0], 1000.0) == 1  # one process runs whatever it needs
+    assert pool.memory_cap([], 1000.0) is None and pool.memory_cap([300.0], None) is None
+
+    jobs = [_JobA(f"m{i}") for i in range(6)]
+    for job in jobs:
+        _record(job, 5.0, peak_mb=300.0)
+    monkeypatch.setattr(pool, "available_memory_mb", lambda: (1000.0, "a test's reading"))
+    calls = _submitted(monkeypatch)
+    pool.run([_chapter("pool-a", [(job,) for job in jobs])])
+    assert calls[-1]["workers"] == 3
+    pool.run([_chapter("pool-a", [(job,) for job in jobs])], requested=6)
+    assert calls[-1]["workers"] == 6
+    monkeypatch.setattr(pool, "available_memory_mb", lambda: (10_000.0, "a test's reading"))
+    pool.run([_chapter("pool-a", [(job,) for job in jobs])])
+    assert calls[-1]["workers"] == 6  # min(8 cores, 6 tasks)
+
+
+def test_available_memory_is_read_from_psutil_else_proc_meminfo(monkeypatch):
+    pytest.importorskip("psutil")
+    found, source = pool.available_memory_mb()
+    assert source == "psutil" and found > 0
+    monkeypatch.setitem(sys.modules, "psutil", None)  # as if psutil were not installed
+    found, source = pool.available_memory_mb()
+    if sys.platform.startswith("linux"):
+        assert source == "/proc/meminfo MemAvailable" and found > 0
+    else:
+        assert (found, source) == (None, "unknown")
+
+
+def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(monkeypatch):
+    """``run_all`` wiring: the pool gets the chapters not up to date, with ``--workers``; every
+    notebook then runs with ``I2O_POOL`` naming the pool's record, and without it afterwards."""
+    chapters = {"pool-a": _chapter("pool-a", [(_JobA("a1"),), (_JobA("a2"),)]),
+                "pool-b": _chapter("pool-b", [(_JobB("b1"),)])}
+    monkeypatch.setattr(profiles, "figures", lambda: list(chapters))
+    monkeypatch.setattr(profiles, "resolve", lambda figure, profile, **given: None)
+    monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
+    monkeypatch.setattr(preflight, "needs", lambda figure: False)
+    monkeypatch.setattr(preflight, "check", lambda figures, **_: dict.fromkeys(figures))
+    monkeypatch.setattr(book, "up_to_date", lambda figure, params: figure == "pool-b")
+    real = sweep.submit
+    asked = []
+
+    def in_process(folder, todo, executor="local", max_parallel=2, **options):
+        asked.append(max_parallel)
+        return real(folder, todo, "debug", max_parallel=max_parallel, **options)
+
+    monkeypatch.setattr(sweep, "submit", in_process)
+    seen = {}
+
+    def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
+        seen[figure] = pool.pooled(chapters["pool-a"].jobs())
+
+    monkeypatch.setattr(book, "run", notebook)
+    assert book.run_all("quick", workers=2) == {}
+    assert asked == [2] and CALLS == Counter({"pool-a/a1": 1, "pool-a/a2": 1})
+    assert seen == {"pool-a": (2, 2), "pool-b": (2, 2)}
+    assert pool.POOL_ENV not in pool.os.environ
