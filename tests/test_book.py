@@ -71,6 +71,27 @@ def test_notebook_itself_validates_papermill_parameters(tmp_path):
     assert "ParameterError" in str(error.value) and "bogus_knob" in str(error.value)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="IPC sockets are POSIX only")
+def test_the_kernel_runs_over_ipc_sockets_without_the_tcp_warning(tmp_path, capfd):
+    """The book's kernels listen on Unix sockets in a temporary folder, not on TCP ports, so
+    ipykernel's warning about unencrypted TCP (once per notebook before) is not printed."""
+    import nbformat
+    import papermill
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell("print(6 * 7)"))
+    nbformat.write(notebook, tmp_path / "tiny.ipynb")
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+    papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "out.ipynb"),
+                               kernel_name="python3", progress_bar=False,
+                               **book.kernel_manager(str(sockets)))
+    assert nbformat.read(tmp_path / "out.ipynb", 4).cells[0].outputs[0]["text"] == "42\n"
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.out + captured.err
+    assert book.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
+
+
 @pytest.mark.book
 def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
     for figure, path in built_book["executed"].items():

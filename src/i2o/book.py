@@ -38,6 +38,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -182,10 +183,11 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
           + (f", overrides {overrides}" if overrides else "") + ") ...", flush=True)
     partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.ipynb")
     try:
-        papermill.execute_notebook(
-            str(source), str(partial), parameters={"profile": profile, **overrides},
-            cwd=str(source.parent), kernel_name="python3", progress_bar=_progress_bar(),
-            request_save_on_cell_execute=False)
+        with tempfile.TemporaryDirectory(prefix="i2o-kernel-") as sockets:
+            papermill.execute_notebook(
+                str(source), str(partial), parameters={"profile": profile, **overrides},
+                cwd=str(source.parent), kernel_name="python3", progress_bar=_progress_bar(),
+                request_save_on_cell_execute=False, **kernel_manager(sockets))
     except BaseException:
         if partial.exists():  # keep the failed notebook for reading, never as the executed one
             partial.replace(target.with_suffix(".failed.ipynb"))
@@ -202,6 +204,24 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
     failure_path(figure).unlink(missing_ok=True)
     print(f"[i2o] {figure}: executed in {seconds:.1f} s -> {target}")
     return target
+
+
+def kernel_manager(folder: str) -> dict[str, Any]:
+    """The papermill option that runs the notebook's kernel over local IPC sockets in ``folder``
+    (a fresh temporary directory) instead of TCP: no port is opened, and ipykernel has no cause
+    for its warning about unencrypted TCP. Empty (papermill's default kernel manager, TCP) where
+    Unix sockets are not available."""
+    if os.name != "posix":
+        return {}
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = os.path.join(folder, "kernel")
+
+    return {"kernel_manager_class": IPCKernelManager}
 
 
 def kernel_provenance(notebook: dict[str, Any]) -> dict[str, Any] | None:
