@@ -11,6 +11,9 @@ EXECUTOR   ?= local
 REPLICATES ?= 0 1 2
 FIGURES    ?=
 WORKERS    ?= 1
+# RECORD=1: `make book` and `make fig-*` append each executed notebook's timing (and the whole
+# book's) to published/timings.json, the Reproduce page's measured costs (i2o.timings).
+RECORD     ?=
 # `make publish` writes published/<KIND>-<PROFILE>.json (robustness or numbers).
 KIND       ?= robustness
 SLURM      ?=
@@ -35,12 +38,13 @@ INSTALLED  := $(VENV)/.installed-$(shell cat $(LOCK) pyproject.toml | sha256sum 
 # MathJax served by the book itself (math renders offline), pinned by package-lock.json.
 MATHJAX    := node_modules/.installed-mathjax
 FIGURES     = $(shell $(PY) -m i2o.book figures)
-RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,)
+RUN_FLAGS   = --profile $(PROFILE) $(if $(FORCE),--force,) $(if $(RECORD),--record-timing,)
 
 .PHONY: install lock data book html test bench golden sweep robustness publish claims lint clean clean-results help
 
 help:
 	@echo "make book            execute every figure notebook (PROFILE=$(PROFILE), WORKERS=N job processes) and build _build/html"
+	@echo "                     RECORD=1: append the timings to published/timings.json (from an empty cache: make clean-results first)"
 	@echo "make fig-<name>      one figure, e.g. make fig-affine PROFILE=paper P=\"-p n_seeds 50\""
 	@echo "make data            fetch and verify the data sets once (DATA_DIR=... for a local copy)"
 	@echo "make test            run the test suite"

@@ -22,10 +22,14 @@ with ``numbers.json`` (every glued number and claim row, :mod:`i2o.numbers`) bes
 Command line (what the Makefile calls)::
 
     python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]
-    python -m i2o.book all --profile quick [--workers N]
-    python -m i2o.book book --profile quick [--workers N]     # all, then html, whatever failed
+    python -m i2o.book all --profile quick [--workers N] [--record-timing]
+    python -m i2o.book book --profile quick [--workers N] [--record-timing]  # all, then html
     python -m i2o.book html
     python -m i2o.book figures
+
+``--record-timing`` (``make book RECORD=1``, ``make fig-NAME RECORD=1``) appends one record per
+executed notebook (and, for ``all``/``book``, one for the whole run) to ``published/timings.json``
+at the end (:mod:`i2o.timings`); without it nothing is written there.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from i2o import (
     robustness,
     runtime,
     site,
+    timings,
 )
 
 STAMP_KEY = "i2o"
@@ -255,8 +260,8 @@ def _record_failure(figure: str, reason: str) -> None:
     path.write_text(reason + "\n")
 
 
-def run_all(profile: str = "quick", force: bool = False,
-            workers: int | None = None) -> dict[str, str]:
+def run_all(profile: str = "quick", force: bool = False, workers: int | None = None,
+            record_timing: bool = False) -> dict[str, str]:
     """Run every figure that can run; return ``{figure: one-line reason}`` for the others.
 
     A preflight first makes every data set ready (:mod:`i2o.preflight`): a figure whose data is
@@ -265,6 +270,8 @@ def run_all(profile: str = "quick", force: bool = False,
     ``None``: the cores this process may use, capped by memory), and the notebooks run one after
     the other, reading them. A figure whose notebook fails does not stop the others. Each failure
     is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for the HTML build.
+    With ``record_timing``, each executed notebook's timing, and the whole run's when every
+    chapter was built, are appended to ``published/timings.json`` at the end (:mod:`i2o.timings`).
     """
 
     figures = profiles.figures()
@@ -288,6 +295,7 @@ def run_all(profile: str = "quick", force: bool = False,
         print(f"[i2o] {figure}: not started: {reason}", flush=True)
         _record_failure(figure, reason)
     runnable = [figure for figure in figures if figure not in failures]
+    timer = _start_timer([chapters[figure] for figure in runnable], profile, record_timing)
     try:
         done = pool.run([chapters[figure] for figure in runnable
                          if force or not up_to_date(figure, chapters[figure].params)], workers)
@@ -295,10 +303,14 @@ def run_all(profile: str = "quick", force: bool = False,
         print(f"[i2o] job pool: FAILED ({first_error_line(error)}); each notebook computes "
               f"its own missing jobs", flush=True)
         done = pool.PoolRun(0)
+    executed = []
     with pool.told(done):
         for figure in runnable:
             try:
+                before = _identity(executed_path(figure)) if timer is not None else None
                 run(figure, profile, force=force, chapter=chapters[figure])
+                if timer is not None and (entry := _timed(timer, figure, before, done)):
+                    executed.append(entry)
             except profiles.ParameterError:
                 raise
             except Exception as error:  # keep going: the others still run, the reason is said
@@ -306,7 +318,61 @@ def run_all(profile: str = "quick", force: bool = False,
                 print(f"[i2o] {figure}: FAILED: {failures[figure]} (notebook: "
                       f"{executed_path(figure).with_suffix('.failed.ipynb')})", flush=True)
                 _record_failure(figure, failures[figure])
+    if timer is not None:
+        _append_timings(timer, executed, done, failures)
     return failures
+
+
+def _start_timer(chapters: list[door.Chapter], profile: str,
+                 asked: bool) -> timings.TimedRun | None:
+    """The timed run's start (load, clock, each chapter's missing jobs) when ``asked``; a
+    chapter whose jobs cannot be listed leaves the run untimed (said in one line)."""
+    if not asked:
+        return None
+    try:
+        return timings.start(chapters, profile)
+    except Exception as error:
+        print(f"[i2o] timings: not recorded ({first_error_line(error)})", flush=True)
+        return None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``path``'s inode and modification time (``None`` if absent): an executed notebook is
+    renamed into place, so an execution changes it."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
+
+
+def _timed(timer: timings.TimedRun, figure: str, before: tuple[int, int] | None,
+           done: pool.PoolRun) -> dict[str, Any] | None:
+    """The timing record of ``figure``'s notebook if it was executed since its file had the
+    identity ``before`` (an up-to-date notebook was not), from its stamp's seconds."""
+    path = executed_path(figure)
+    seconds = _recorded(path).get("seconds")
+    if seconds is None or _identity(path) in (None, before):
+        return None
+    pooled = sum(name.startswith(f"{figure}/") for name in done.computed)
+    try:
+        return timer.notebook(figure, float(seconds), timings.load_average(), pooled,
+                              done.workers)
+    except Exception as error:  # the notebook ran: its timing alone is lost, and said so
+        print(f"[i2o] timings: {figure}: not recorded ({first_error_line(error)})", flush=True)
+        return None
+
+
+def _append_timings(timer: timings.TimedRun, executed: list[dict[str, Any]],
+                    done: pool.PoolRun, failures: dict[str, str]) -> None:
+    """Append the executed notebooks' records, and the whole run's when no chapter failed."""
+    entries = list(executed)
+    if executed and not failures:
+        entries.append(timer.book(executed, done.workers))
+    elif failures:
+        print(f"[i2o] timings: the whole book's time is not recorded ({len(failures)} "
+              f"chapter(s) not built)", flush=True)
+    timings.append_all(entries)
 
 
 def report(failures: dict[str, str]) -> None:
@@ -346,6 +412,7 @@ def stage() -> Path:
     claims_page.write(staged, notebooks, fallback)  # anchors each chapter's claim rows too
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
     published.fill_reproduce(staged / "book" / "reproduce.md")
+    timings.fill_reproduce(staged / "book" / "reproduce.md")
     numbers.write()  # every glued number and claim row, served with the book (html())
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline
@@ -440,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in (one, every, whole):
         p.add_argument("--profile", default="quick")
         p.add_argument("--force", action="store_true", help="re-execute even if up to date")
+        p.add_argument("--record-timing", action="store_true",
+                       help="append each executed notebook's timing to published/timings.json")
     for p in (every, whole):
         p.add_argument("--workers", type=_positive, default=None,
                        help="processes of the job pool that computes every chapter's missing "
@@ -457,9 +526,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {args.figure} cannot run: {reason}", file=sys.stderr)
                 _record_failure(args.figure, reason)
                 return 1
+            timer = _start_timer([chapter], args.profile, args.record_timing)
+            before = _identity(executed_path(args.figure))
             run(args.figure, args.profile, overrides, args.force, chapter)
+            if timer is not None:
+                entry = _timed(timer, args.figure, before, pool.PoolRun(0))
+                timings.append_all([entry] if entry else [])
         elif args.command in ("all", "book"):
-            failures = run_all(args.profile, args.force, args.workers)
+            failures = run_all(args.profile, args.force, args.workers, args.record_timing)
             if args.command == "book":
                 html()
             report(failures)
