@@ -103,6 +103,7 @@ def _chapter(figure: str, jobs: list[Job], params: object = None) -> door.Chapte
 
 
 def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys):
+    monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)  # the jobs alone: test_pool_forecast
     a = [_Planned("a1"), _Planned("a2"), _Planned("a3")]
     b = [_PlannedB("b1"), _PlannedB("b2")]
     for job, seconds in zip([*a, b[0]], [100.0, 60.0, 40.0, 30.0], strict=True):
@@ -147,7 +148,8 @@ def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path
     assert plan.notebook_seconds(chapter, [inside, before]) is None
 
 
-def test_the_notebooks_run_after_the_jobs():
+def test_the_notebooks_run_after_the_jobs(monkeypatch):
+    monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)  # the jobs alone: test_pool_forecast
     task = pool.PoolTask("plan-a", (_Planned("x"),), 50.0, 0, None)
     chapters = [plan.ChapterPlan("plan-a", (task, task), 7.0),
                 plan.ChapterPlan("plan-b", (), None)]

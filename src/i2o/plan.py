@@ -6,11 +6,12 @@ from an empty cache) and gives each its expected wall time as the book's job poo
 (:func:`i2o.pool.estimate_tasks`: each job's most recent recorded wall time for its name and
 parameters; a job without a record is counted as estimated and given its chapter's median, else
 :data:`i2o.pool.DEFAULT_JOB_SECONDS`). On K cores the tasks are scheduled as the pool runs them,
-the longest first, each on the core that frees first (:func:`lpt`); the notebooks then run one
-after the other, as :func:`i2o.book.run_all` runs them, each taking its own time
-(:func:`notebook_seconds`). Printed per K: the wall time (jobs + notebooks), the task that bounds
-it from below (the longest: no number of cores finishes before it does) and how many jobs were
-estimated.
+the longest first, each on the core that frees first (:func:`i2o.schedule.lpt`), each task
+taking its jobs' times plus the start of its process (:data:`i2o.schedule.TASK_START_SECONDS`:
+the local pool starts a process per task); the notebooks then run one after the other, as
+:func:`i2o.book.run_all` runs them, each taking its own time (:func:`notebook_seconds`).
+Printed per K: the wall time (jobs + notebooks), the task that bounds it from below (the
+longest: no number of cores finishes before it does) and how many jobs were estimated.
 
 A list schedule is within a factor ``4/3 − 1/(3K)`` of the best possible on K cores (Graham's
 bound for the longest processing time first rule); the forecast assumes each job takes on any
@@ -20,7 +21,6 @@ core the wall time it took when it was recorded, one thread per process.
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import sys
 from collections.abc import Sequence
@@ -31,42 +31,10 @@ from typing import Any
 
 from i2o import door, locations, pool, profiles, results
 from i2o.job import Job
+from i2o.schedule import TASK_START_SECONDS, lpt, task_seconds
 
 #: The cores of the forecast when ``--cores`` is not given.
 DEFAULT_CORES = (2, 8, 16, 64)
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """A list schedule: each job's core (in the order the durations were given), each core's
-    busy time, and the makespan (the busiest core's time)."""
-
-    cores: tuple[int, ...]
-    loads: tuple[float, ...]
-
-    @property
-    def makespan(self) -> float:
-        return max(self.loads, default=0.0)
-
-
-def lpt(durations: Sequence[float], cores: int) -> Schedule:
-    """The longest-processing-time-first list schedule of ``durations`` on ``cores`` identical
-    cores, every job available at time 0: the jobs in decreasing duration (ties in the given
-    order), each started on the core that frees first (the lowest-numbered among equals)."""
-    if cores < 1:
-        raise ValueError(f"cores must be ≥ 1; got {cores}")
-    if any(duration < 0 for duration in durations):
-        raise ValueError("durations must be ≥ 0")
-    free = [(0.0, core) for core in range(cores)]
-    assigned = [0] * len(durations)
-    for index in sorted(range(len(durations)), key=lambda i: (-durations[i], i)):
-        load, core = heapq.heappop(free)
-        assigned[index] = core
-        heapq.heappush(free, (load + durations[index], core))
-    loads = [0.0] * cores
-    for load, core in free:
-        loads[core] = load
-    return Schedule(tuple(assigned), tuple(loads))
 
 
 @dataclass(frozen=True)
@@ -95,11 +63,15 @@ class Forecast:
         return self.jobs_seconds + self.notebooks_seconds
 
 
-def forecast(chapters: Sequence[ChapterPlan], cores: int) -> Forecast:
+def forecast(chapters: Sequence[ChapterPlan], cores: int,
+             start_seconds: float | None = None) -> Forecast:
     """The wall time of ``chapters`` on ``cores`` cores: their tasks scheduled by :func:`lpt`,
-    then their notebooks' own times added (they run one after the other, after the jobs)."""
+    each taking its jobs' expected times plus its process's start (``start_seconds``, default
+    :data:`i2o.schedule.TASK_START_SECONDS`), then their notebooks' own times added (they run
+    one after the other, after the jobs)."""
+    start = TASK_START_SECONDS if start_seconds is None else start_seconds
     tasks = [task for chapter in chapters for task in chapter.tasks]
-    schedule = lpt([task.seconds for task in tasks], cores)
+    schedule = lpt([task_seconds(task.seconds, start) for task in tasks], cores)
     return Forecast(cores=cores, jobs_seconds=schedule.makespan,
                     notebooks_seconds=sum(c.notebook_seconds or 0.0 for c in chapters),
                     longest=max(tasks, key=lambda task: task.seconds, default=None),
@@ -180,7 +152,8 @@ def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
     notebooks = sum(chapter.notebook_seconds or 0.0 for chapter in plans)
     return (f"plan at profile {profile} for {', '.join(c.figure for c in plans)}: {jobs} jobs "
             f"in {len(tasks)} tasks, {sum(t.estimated for t in tasks)} without a recorded cost "
-            f"(their chapter's median, else {pool.DEFAULT_JOB_SECONDS:.0f} s); then the "
+            f"(their chapter's median, else {pool.DEFAULT_JOB_SECONDS:.0f} s), each task "
+            f"{duration(TASK_START_SECONDS)} more for its process's start; then the "
             f"notebooks one after the other, {duration(notebooks)}"
             + (f" (unknown, counted 0, for {', '.join(unknown)})" if unknown else ""))
 

@@ -7,6 +7,13 @@ sliding window, one torch thread each as the portable pins require), the longest
 the last task does not run alone while other cores wait. The notebooks then read every job from
 the results cache.
 
+What it shows (:class:`i2o.progress.TaskBoard`): before it starts, one line with its size, the
+compute and the wall time it expects (:func:`expected_wall_seconds`); while it runs, the jobs
+done of the total, the tasks running and the time left, the longest-first schedule of what
+remains on the pool's processes from the tasks' expected costs (:func:`i2o.sweep.eta`), redrawn
+on one line in a terminal and written once per finished task in a log; at the end, the wall time
+beside that forecast. The notebooks then print their line each (:func:`i2o.book.run`).
+
 Expected costs (:func:`estimate_tasks`). A job's expected wall time is its recorded one
 (:func:`i2o.results.recorded_costs`: the most recent entry of its name computed with its
 parameters, under any key); without a record, the median of the records of its chapter's jobs;
@@ -36,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from i2o import door, lineage, locations, results, sweep
+from i2o import door, lineage, locations, results, schedule, sweep
 from i2o.door import Task
 from i2o.job import Job
 
@@ -214,7 +221,8 @@ def run(chapters: Sequence[door.Chapter], requested: int | None = None,
     workers = pool_size(requested, len(ordered), cores, cap)
     _announce(ordered, workers, requested, cores, cap, available, source)
     sweep.submit(LOG_FOLDER, [task.task for task in ordered], executor, max_parallel=workers,
-                 time_min=TIMEOUT_MIN, keep_going=True)
+                 time_min=TIMEOUT_MIN, keep_going=True,
+                 expected_seconds=[task.seconds for task in ordered], title="job pool")
     computed, failed = [], []
     for task in ordered:
         for job in task.task:
@@ -239,10 +247,19 @@ def _announce(ordered: Sequence[PoolTask], workers: int, requested: int | None, 
             why += (f", capped at {cap} so that the largest recorded peaks fit in "
                     f"{available:.0f} MB available ({source})")
     total = sum(task.seconds for task in ordered)
+    wall = expected_wall_seconds(ordered, workers)
     print(f"[i2o] job pool: {jobs} missing jobs of {figures} in {len(ordered)} tasks, "
           f"{workers} processes ({why}), the longest first; about {total / 60:.1f} min of "
-          f"compute expected ({estimated} jobs without a recorded cost); log: "
-          f"{sweep.log_path(LOG_FOLDER)}", flush=True)
+          f"compute expected ({estimated} jobs without a recorded cost), about "
+          f"{wall / 60:.1f} min of wall time; log: {sweep.log_path(LOG_FOLDER)}", flush=True)
+
+
+def expected_wall_seconds(tasks: Sequence[PoolTask], workers: int) -> float:
+    """The pool's expected wall time: ``tasks`` scheduled longest first on ``workers``
+    processes (:func:`i2o.schedule.lpt`), each taking its expected cost plus its process's start
+    (:data:`i2o.schedule.TASK_START_SECONDS`)."""
+    return schedule.lpt([schedule.task_seconds(task.seconds) for task in tasks],
+                        workers).makespan
 
 
 def record_path() -> Path:

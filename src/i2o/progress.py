@@ -1,4 +1,5 @@
-"""Progress bars on the terminal, never in a notebook's pages.
+"""Progress bars on the terminal, never in a notebook's pages: :class:`Progress` for a loop,
+:class:`TaskBoard` for the tasks of a pool of processes.
 
 A bar shows a loop's state and changes no number, so this module is outside every job's cache key
 (:data:`i2o.results.INERT`): rewording a bar recomputes nothing.
@@ -9,8 +10,10 @@ from __future__ import annotations
 import functools
 import io
 import os
+import shutil
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -92,6 +95,163 @@ class Progress:
         self._bar.close()
 
     def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: ``eta(pending, running)``: the seconds a pool still needs, given the indices of the tasks not
+#: started yet and, for each running task's index, the seconds since it was submitted.
+Eta = Callable[[Sequence[int], Mapping[int, float]], float]
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` below an hour, ``h:mm:ss`` above."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def span(seconds: float) -> str:
+    """A duration to read at a glance: ``42 s``, ``12.5 min`` or ``3.2 h``."""
+    if seconds < 120:
+        return f"{max(seconds, 0.0):.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+class TaskBoard:
+    """One display for the tasks of a pool of processes: the jobs done of the total, the tasks
+    running (their labels and how long each has run) and the time the pool still needs, as
+    ``eta`` computes it from the tasks' expected costs (none shown without ``eta``).
+
+    On a terminal it redraws one line, at most every ``I2O_PROGRESS_INTERVAL`` seconds (default
+    1) when :meth:`tick` is called, and at each start and end of a task; in a log (a stream that is
+    not a terminal) it writes one line per finished task. :meth:`close` writes the last line: the
+    jobs done, the wall time and the time forecast when the board was made. Written to
+    :func:`terminal_stream` (or ``stream``) only; off with ``I2O_PROGRESS=0`` or
+    ``enabled=False``.
+    """
+
+    def __init__(self, labels: Sequence[str], jobs: Sequence[int], title: str,
+                 eta: Eta | None = None, enabled: bool | None = None,
+                 stream: TextIO | None = None, now: Callable[[], float] = time.monotonic
+                 ) -> None:
+        if len(labels) != len(jobs):
+            raise ValueError(f"{len(labels)} labels for {len(jobs)} tasks")
+        self.labels, self.jobs, self.title = list(labels), list(jobs), title
+        self._eta, self._now = eta, now
+        self.stream = terminal_stream() if stream is None else stream
+        self.enabled = bool((progress_enabled() if enabled is None else enabled)
+                            and self.stream is not None)
+        self.interactive = bool(self.enabled and getattr(self.stream, "isatty", lambda: False)())
+        self.interval = float(os.environ.get("I2O_PROGRESS_INTERVAL", 1.0))
+        self._start = now()
+        self._drawn = -float("inf")
+        self.pending = list(range(len(labels)))
+        self.running: dict[int, float] = {}  # index → when it was submitted
+        self.done: list[int] = []
+        self.failed: list[int] = []
+        self.forecast = self.remaining()
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def started(self, index: int) -> None:
+        """Task ``index`` was submitted."""
+        self.pending.remove(index)
+        self.running[index] = self._now()
+        self._draw()
+
+    def finished(self, index: int, ok: bool = True) -> None:
+        """Task ``index`` ended (``ok``: its jobs are computed; else it failed)."""
+        began = self.running.pop(index)
+        (self.done if ok else self.failed).append(index)
+        if self.enabled and not self.interactive:
+            verb = "finished" if ok else "FAILED"
+            event = f"{verb} {self.labels[index]} in {clock(self._now() - began)}"
+            self._write(self.status(event) + "\n")
+        self._draw()
+
+    def remaining(self) -> float | None:
+        """The seconds ``eta`` expects the pool still needs (``None`` without ``eta``)."""
+        if self._eta is None:
+            return None
+        now = self._now()
+        return self._eta(list(self.pending), {i: now - t for i, t in self.running.items()})
+
+    # -- text -------------------------------------------------------------------------------------
+
+    def status(self, event: str | None = None) -> str:
+        """The display's line: ``[i2o] <title>: 3/12 jobs done, 1 failed (<event>); running
+        a (1:02), b (0:10); 4:12 elapsed, ETA 12.5 min``."""
+        total = sum(self.jobs)
+        done = sum(self.jobs[i] for i in self.done)
+        failed = sum(self.jobs[i] for i in self.failed)
+        now = self._now()
+        head = f"[i2o] {self.title}: {done}/{total} jobs done"
+        if failed:
+            head += f", {failed} failed"
+        if event:
+            head += f" ({event})"
+        running = ", ".join(f"{self.labels[i]} ({clock(now - t)})"
+                            for i, t in self.running.items())
+        parts = [head, f"running {running}" if running else "none running",
+                 f"{clock(now - self._start)} elapsed"]
+        left = self.remaining()
+        if left is not None and (self.pending or self.running):
+            parts[-1] += f", ETA {span(left)}" if left > 0 else ", ETA overdue"
+        return "; ".join(parts)
+
+    def summary(self) -> str:
+        """The last line: jobs done, wall time, and the forecast made at the start."""
+        done = sum(self.jobs[i] for i in self.done)
+        text = (f"[i2o] {self.title}: {done}/{sum(self.jobs)} jobs done in "
+                f"{span(self._now() - self._start)}")
+        if self.forecast is not None:
+            text += f" (forecast at the start: {span(self.forecast)})"
+        if self.failed:
+            text += f"; {len(self.failed)} task{'s' if len(self.failed) > 1 else ''} failed"
+        return text
+
+    # -- output -----------------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Redraw the terminal's line if ``I2O_PROGRESS_INTERVAL`` seconds have passed."""
+        if self.interactive and self._now() - self._drawn >= self.interval:
+            self._draw()
+
+    def say(self, text: str) -> None:
+        """A line of its own (a failure's message), above the terminal's redrawn line."""
+        if self.interactive:
+            self._write(f"\r\x1b[K{text}\n")
+            self._draw()
+        else:
+            print(text, flush=True)
+
+    def close(self) -> None:
+        """The last line (:meth:`summary`), replacing the terminal's redrawn one."""
+        if self.enabled:
+            self._write(f"\r\x1b[K{self.summary()}\n" if self.interactive
+                        else f"{self.summary()}\n")
+        self.enabled = False
+
+    def _draw(self) -> None:
+        if not self.interactive:
+            return
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        line = self.status()
+        if len(line) > width:
+            line = line[:max(width - 1, 0)] + "…"
+        self._write(f"\r\x1b[K{line}")
+        self._drawn = self._now()
+
+    def _write(self, text: str) -> None:
+        assert self.stream is not None
+        self.stream.write(text)
+        self.stream.flush()
+
+    def __enter__(self) -> TaskBoard:
         return self
 
     def __exit__(self, *exc: object) -> None:

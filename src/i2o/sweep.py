@@ -39,7 +39,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,10 @@ import submitit
 import submitit.helpers
 import yaml
 
-from i2o import door, lineage, profiles, results, runtime
+from i2o import door, lineage, profiles, results, runtime, schedule
 from i2o.door import Task
 from i2o.job import Job
-from i2o.progress import Progress
+from i2o.progress import Eta, Progress, TaskBoard
 
 EXECUTORS = ("local", "slurm", "debug")
 
@@ -184,7 +184,8 @@ def run_missing(figure: str, tasks: Sequence[Task], workers: int) -> list[Job]:
 def submit(figure: str, todo: Sequence[Task], executor: str = "local",
            max_parallel: int = 2, partition: str | None = None, time_min: int = 240,
            gpus: int = 0, cpus: int = 1, slurm_args: Mapping[str, str] | None = None,
-           keep_going: bool = False) -> list[str]:
+           keep_going: bool = False, expected_seconds: Sequence[float] | None = None,
+           title: str | None = None) -> list[str]:
     """Run the given tasks of ``figure`` with submitit; return the names of those that finished
     (:func:`task_name`). ``figure`` names the log folder (:func:`log_path`): a chapter's, or
     ``book`` for the book's job pool (:mod:`i2o.pool`), whose tasks come from every chapter.
@@ -192,6 +193,10 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
     A failed task raises its error, unless ``keep_going``: then it is logged and printed (one
     line) and the other tasks go on. Used by :func:`sweep`, by notebooks that compute their
     missing jobs in parallel (:func:`i2o.chapter.run_jobs`) and by the book's job pool.
+
+    Local tasks are shown by one :class:`i2o.progress.TaskBoard` (``title``, default
+    ``<figure> sweep``); with ``expected_seconds``, each task's jobs' expected wall time in the
+    order of ``todo``, it shows the time left (:func:`eta`).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
@@ -210,12 +215,14 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
     if executor == "local" and "I2O_THREADS" not in os.environ:
         env["I2O_THREADS"] = str(cpus)
     with runtime.environment(env):  # submitit's workers (subprocesses, sbatch) start with it
-        done = _submit(ex, figure, todo, executor, max_parallel, env, keep_going)
+        done = _submit(ex, figure, todo, executor, max_parallel, env, keep_going,
+                       expected_seconds, title)
     return [name for name in done if name is not None]
 
 
 def _submit(ex, figure: str, todo: Sequence[Task], executor: str,
-            max_parallel: int, env: dict[str, str], keep_going: bool = False
+            max_parallel: int, env: dict[str, str], keep_going: bool = False,
+            expected_seconds: Sequence[float] | None = None, title: str | None = None
             ) -> list[str | None]:
     """Submit ``todo`` to the configured executor ``ex`` and wait for every task; a failed
     task's name is ``None`` (with ``keep_going``; else its error is raised)."""
@@ -234,7 +241,36 @@ def _submit(ex, figure: str, todo: Sequence[Task], executor: str,
         _log(figure, f"local jobs on GPU(s) {gpu_ids}, one job per GPU")
     else:
         _log(figure, "local jobs on the CPU (no GPU visible)")
-    return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids, keep_going)
+    board = TaskBoard([task_label(task) for task in todo], [len(task) for task in todo],
+                      title or f"{figure} sweep",
+                      None if expected_seconds is None else eta(expected_seconds, max_parallel))
+    return _sliding_window(ex, figure, todo, env, max_parallel, gpu_ids, keep_going, board)
+
+
+def task_label(task: Task) -> str:
+    """A task's short label on the display: ``<figure>/<its first job>``, ``+k`` for the k
+    others."""
+    more = f" +{len(task) - 1}" if len(task) > 1 else ""
+    return f"{task[0].figure}/{task[0].name}{more}"
+
+
+def eta(expected_seconds: Sequence[float], workers: int,
+        start_seconds: float | None = None) -> Eta:
+    """The time a pool of ``workers`` processes still needs, for a :class:`TaskBoard`: task
+    ``i`` takes ``expected_seconds[i]`` plus its process's start (``start_seconds``, default
+    :data:`i2o.schedule.TASK_START_SECONDS`); the tasks not started are scheduled longest first
+    on the processes, each busy until its running task's expected time has elapsed since it was
+    submitted (:func:`i2o.schedule.remaining_seconds`). The rate of the tasks finished so far
+    plays no part."""
+    start = schedule.TASK_START_SECONDS if start_seconds is None else start_seconds
+    full = [schedule.task_seconds(seconds, start) for seconds in expected_seconds]
+
+    def remaining(pending: Sequence[int], running: Mapping[int, float]) -> float:
+        return schedule.remaining_seconds([full[i] for i in pending],
+                                          [(full[i], elapsed) for i, elapsed in running.items()],
+                                          workers)
+
+    return remaining
 
 
 def log_path(figure: str) -> Path:
@@ -245,7 +281,8 @@ def log_path(figure: str) -> Path:
 def _log(figure: str, message: str) -> None:
     """One dated line of the job log (:func:`log_path`). Submissions and completions are for
     whoever follows a sweep (``tail -f``), not for the pages of a notebook that started one: the
-    terminal's progress bar shows the count, the notebook only its one-line summary."""
+    terminal's display (:class:`i2o.progress.TaskBoard`) shows the count, the notebook only its
+    one-line summary."""
     path = log_path(figure)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as stream:
@@ -258,10 +295,11 @@ def _wait(job, figure: str) -> str:
     return name
 
 
-def _finish(job, figure: str, task: Task, keep_going: bool) -> str | None:
+def _finish(job, figure: str, task: Task, keep_going: bool,
+            say: Callable[[str], None] | None = None) -> str | None:
     """:func:`_wait` for ``job``; with ``keep_going`` a failure is logged and printed (the last
-    line of its message: a failed submitit job's message ends with the task's own error) and
-    ``None`` returned instead of raised."""
+    line of its message: a failed submitit job's message ends with the task's own error; printed
+    by ``say``, default ``print``) and ``None`` returned instead of raised."""
     try:
         return _wait(job, figure)
     except Exception as error:
@@ -270,50 +308,62 @@ def _finish(job, figure: str, task: Task, keep_going: bool) -> str | None:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         reason = f"{type(error).__name__}: {lines[-1] if lines else ''}"
         _log(figure, f"failed {task_name(task)}: {reason}")
-        print(f"[i2o] {figure}: task {task_name(task)} failed ({reason}; log: "
-              f"{log_path(figure).parent})", flush=True)
+        message = (f"[i2o] {figure}: task {task_name(task)} failed ({reason}; log: "
+                   f"{log_path(figure).parent})")
+        if say is None:
+            print(message, flush=True)
+        else:
+            say(message)
         return None
 
 
 def _sliding_window(ex, figure: str, todo: Sequence[Task],
                     env: dict[str, str], max_parallel: int,
-                    gpu_ids: list[int] | None = None, keep_going: bool = False
-                    ) -> list[str | None]:
+                    gpu_ids: list[int] | None = None, keep_going: bool = False,
+                    board: TaskBoard | None = None) -> list[str | None]:
     """Keep ``max_parallel`` jobs running, in the order of ``todo``; start the next one as soon
     as one ends. A failed task raises, or with ``keep_going`` gives ``None`` (:func:`_finish`).
+    ``board`` (default: one without an ETA) is told each start and end, and redrawn while the
+    jobs run.
 
     With ``gpu_ids``, each running job holds one of them (``gpus_per_node=1``,
     ``visible_gpus=[id]``) and a job starts only when a GPU is free.
     """
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
-    pending, running, done = list(todo), [], []
-    submitted_task: dict[int, Task] = {}
-    bar = Progress(len(todo), f"{figure} sweep", unit="task")
-    while pending or running:
-        while pending and len(running) < max_parallel and (free or not gpu_ids):
-            task = pending.pop(0)
-            gpu = None
-            if gpu_ids:
-                gpu = free.pop(0)
-                ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
-            submitted = ex.submit(ResumableJob(), task, env)
-            running.append(submitted)
-            submitted_task[id(submitted)] = task
-            if gpu is not None:
-                holder[id(submitted)] = gpu
-            where = f" on GPU {gpu}" if gpu is not None else ""
-            _log(figure, f"submitted {task_name(task)}{where}: job {submitted.job_id}")
-        finished = [job for job in running if job.done()]
-        for job in finished:
-            running.remove(job)
-            if id(job) in holder:
-                free.append(holder.pop(id(job)))
-            done.append(_finish(job, figure, submitted_task.pop(id(job)), keep_going))
-            bar.update(1)
-        if not finished:
-            time.sleep(0.5)
-    bar.close()
+    pending, running, done = list(enumerate(todo)), [], []
+    submitted_task: dict[int, tuple[int, Task]] = {}
+    if board is None:
+        board = TaskBoard([task_label(task) for task in todo], [len(task) for task in todo],
+                          f"{figure} sweep")
+    with board:  # its last line, also when a task's error or an interruption ends the loop
+        while pending or running:
+            while pending and len(running) < max_parallel and (free or not gpu_ids):
+                index, task = pending.pop(0)
+                gpu = None
+                if gpu_ids:
+                    gpu = free.pop(0)
+                    ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
+                submitted = ex.submit(ResumableJob(), task, env)
+                running.append(submitted)
+                submitted_task[id(submitted)] = (index, task)
+                board.started(index)
+                if gpu is not None:
+                    holder[id(submitted)] = gpu
+                where = f" on GPU {gpu}" if gpu is not None else ""
+                _log(figure, f"submitted {task_name(task)}{where}: job {submitted.job_id}")
+            finished = [job for job in running if job.done()]
+            for job in finished:
+                running.remove(job)
+                if id(job) in holder:
+                    free.append(holder.pop(id(job)))
+                index, task = submitted_task.pop(id(job))
+                name = _finish(job, figure, task, keep_going, board.say)
+                done.append(name)
+                board.finished(index, ok=name is not None)
+            if not finished:
+                board.tick()
+                time.sleep(0.5)
     return done
 
 
