@@ -14,6 +14,9 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
   equivalence margins, fit and health gates), :mod:`i2o.prose` (conclusions written from claims),
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
+  :mod:`i2o.pool` (``make book``'s one job pool for every chapter), :mod:`i2o.schedule` (the
+  longest-first scheduler) and :mod:`i2o.plan` (the wall time on K cores from recorded costs,
+  ``python -m i2o.results plan``), :mod:`i2o.timings` (measured costs in ``published/``),
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
