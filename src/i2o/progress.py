@@ -127,9 +127,11 @@ class TaskBoard:
     ``eta`` computes it from the tasks' expected costs (none shown without ``eta``).
 
     On a terminal it redraws one line, at most every ``I2O_PROGRESS_INTERVAL`` seconds (default
-    1) when :meth:`tick` is called, and at each start and end of a task; in a log (a stream that is
-    not a terminal) it writes one line per finished task. :meth:`close` writes the last line: the
-    jobs done, the wall time and the time forecast when the board was made. Written to
+    1) when :meth:`tick` is called, and at each start and end of a task; elsewhere (a notebook's
+    page, a log: a stream that is not a terminal) it writes nothing per task (submissions and
+    completions are in the sweep's log, :func:`i2o.sweep.log_path`). :meth:`close` writes the
+    last line: the jobs done, the wall time and the time forecast when the board was made. Written
+    to
     :func:`terminal_stream` (or ``stream``) only; off with ``I2O_PROGRESS=0`` or
     ``enabled=False``.
     """
@@ -165,12 +167,8 @@ class TaskBoard:
 
     def finished(self, index: int, ok: bool = True) -> None:
         """Task ``index`` ended (``ok``: its jobs are computed; else it failed)."""
-        began = self.running.pop(index)
+        self.running.pop(index)
         (self.done if ok else self.failed).append(index)
-        if self.enabled and not self.interactive:
-            verb = "finished" if ok else "FAILED"
-            event = f"{verb} {self.labels[index]} in {clock(self._now() - began)}"
-            self._write(self.status(event) + "\n")
         self._draw()
 
     def remaining(self) -> float | None:
