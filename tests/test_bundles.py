@@ -122,10 +122,31 @@ def test_bad_bundles_are_refused_before_anything_is_written(exported, tmp_path):
     _refused(_tar(tmp_path / "wrong.tar", {**members,
                                            "manifest.json": json.dumps(wrong).encode()}),
              "is not an entry of 'stability'")
+    forged = {**manifest, "contents_sha256": "0" * 64}
+    _refused(_tar(tmp_path / "forged.tar", {**members,
+                                            "manifest.json": json.dumps(forged).encode()}),
+             "contents digest")
     newer = {**manifest, "format": bundles.FORMAT + 1}
     _refused(_tar(tmp_path / "newer.tar", {**members,
                                            "manifest.json": json.dumps(newer).encode()}),
              "bundle format")
+
+
+def test_the_contents_digest_names_the_files_whatever_the_export(exported, tmp_path,
+                                                                 monkeypatch):
+    """The digest a published summary records (written nowhere) is the exported bundle's and
+    the import's; one changed byte of one file changes it."""
+    bundle, manifest, _ = exported
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "theirs"))
+    described = bundles.describe_entries(FIGURE, PROFILE)
+    assert described["contents_sha256"] == manifest["contents_sha256"]
+    assert described["files"] == len(manifest["files"]) and not described["missing"]
+    again = bundles.export(FIGURE, PROFILE, tmp_path / "again.tar")
+    assert again["contents_sha256"] == manifest["contents_sha256"]
+    changed = [{**manifest["files"][0], "sha256": "f" * 64}, *manifest["files"][1:]]
+    assert bundles.contents_digest(changed) != manifest["contents_sha256"]
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "ours"))
+    assert bundles.import_bundle(bundle).contents_sha256 == manifest["contents_sha256"]
 
 
 def test_entries_of_another_version_of_the_code_are_named_not_used(exported, tmp_path):
@@ -137,6 +158,7 @@ def test_entries_of_another_version_of_the_code_are_named_not_used(exported, tmp
     renamed = {name.replace(folder, moved): data for name, data in members.items()}
     listed = {**manifest, "files": [{**f, "path": f["path"].replace(folder, moved)}
                                     for f in manifest["files"]]}
+    listed["contents_sha256"] = bundles.contents_digest(listed["files"])
     renamed["manifest.json"] = json.dumps(listed).encode()
     report = bundles.import_bundle(_tar(tmp_path / "old.tar", renamed))
     assert report.other == [moved.split("/")[1]]

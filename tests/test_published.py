@@ -8,7 +8,7 @@ import json
 import pytest
 from bank import replicate_run
 
-from i2o import locations, numbers, profiles, published, robustness
+from i2o import bundles, locations, numbers, profiles, published, robustness
 
 COMPUTED_BY_THIS_CODE = published.missing_entries
 
@@ -134,8 +134,14 @@ def test_publishing_a_profile_takes_only_the_chapters_executed_at_it(kept, monke
         "profile": executed[figure], "params": {"replicate": 0}, "numbers": {}, "claims": []}
         if figure in executed else None)
     monkeypatch.setattr(published, "chapter_digests", lambda figure, profile, replicates: {})
+    described = {"files": 2, "bytes": 3_000_000, "contents_sha256": "c" * 64, "missing": []}
+    monkeypatch.setattr(bundles, "describe_entries", lambda figure, profile, replicate: described)
     data = json.loads(published.publish_numbers("paper").read_text())
     assert list(data["chapters"]) == ["meta"] and data["profile"] == "paper"
+    assert data["bundles"] == {"meta": {"files": 2, "bytes": 3_000_000,
+                                        "contents_sha256": "c" * 64}}
+    assert f"2 files, 3.0 MB, contents digest `{'c' * 64}`" in "\n".join(
+        published._bundle_lines(data, "paper"))
     assert "left out, executed at another profile: {'affine': 'quick'}" in capsys.readouterr().out
     with pytest.raises(ValueError, match=r"at profile 'smoke'.*'meta': 'paper'"):
         published.publish_numbers("smoke")
@@ -190,6 +196,7 @@ def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
     assert "numbers-smoke.json" in section
     digest = numbers.digests({"meta": data["chapters"]["meta"]})["meta"]
     assert f"digest `{digest[:16]}…`" in section
+    assert f"contents digest `{data['bundles']['meta']['contents_sha256']}`" in section
 
 
 def test_a_published_profile_is_compared_row_by_row_with_the_published_replicates(kept):

@@ -5,7 +5,11 @@ elsewhere.
 every cached entry of the chapter's jobs (``arrays.npz`` and ``meta.json``, with its provenance;
 checkpoints only when asked) into one ``tar`` archive whose first member is ``manifest.json``: the
 format, the figure, profile and replicate, the commit, the numerics mode, the machine, and per file
-its path in the cache, its size and its SHA-256.
+its path in the cache, its size and its SHA-256, and the *contents digest*: the SHA-256 of one
+line ``path size sha256`` per file, in path order (:func:`contents_digest`), which names what a
+bundle carries independently of when and where it was written (the archive's own SHA-256 changes
+with the manifest's date). A published summary records it (:func:`describe_entries`), so that a
+reader can check that a downloaded bundle holds the published run.
 
 ``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
 anything: the manifest's format and figure, every member named in the manifest and nothing else,
@@ -51,6 +55,7 @@ class Report:
     them the current code reads (``current``) or not (``other``: another version of the code)."""
 
     figure: str
+    contents_sha256: str
     written: list[str] = field(default_factory=list)
     present: list[str] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
@@ -58,7 +63,8 @@ class Report:
 
     def describe(self) -> str:
         lines = [f"{self.figure}: {len(self.written)} entries written, {len(self.present)} "
-                 f"already in the cache; {len(self.current)} match this code's keys"]
+                 f"already in the cache; {len(self.current)} match this code's keys; contents "
+                 f"digest {self.contents_sha256}"]
         if self.other:
             lines.append(f"{len(self.other)} belong to another version of the code (kept, never "
                          "used by this code): " + ", ".join(self.other))
@@ -82,32 +88,59 @@ def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
             for path in fingerprint.chapter_entries(figure, chapter.params).values()}
 
 
-def export(figure: str, profile: str, output: Path, replicate: int = 0,
-           checkpoints: bool = False) -> dict[str, Any]:
-    """Write the bundle of ``figure``'s cached entries to ``output``; return its manifest.
-    Entries not computed yet are listed as ``missing`` (an export of a partial run is allowed)."""
-    root = results.results_dir()
+def contents_digest(files: Iterable[Mapping[str, Any]]) -> str:
+    """SHA-256 of one line ``path size sha256`` per file (a manifest's ``files``), in path
+    order: what a bundle carries, whatever its manifest's date and machine."""
+    lines = sorted(f"{f['path']} {f['size']} {f['sha256']}\n" for f in files)
+    return _sha256("".join(lines).encode())
+
+
+def _chosen(figure: str, profile: str, replicate: int,
+            checkpoints: bool) -> tuple[list[Path], list[str]]:
+    """The files a bundle of ``figure`` carries and the entries not computed yet."""
     files, missing = [], []
     for name, entry in _entries(figure, profile, replicate).items():
         if not (entry / ENTRY_FILES[0]).exists():
             missing.append(name)
             continue
         results.load(entry)  # a corrupted entry is not published
-        chosen = [entry / f for f in ENTRY_FILES]
+        files += [entry / f for f in ENTRY_FILES]
         ckpt = entry.with_name(f"{entry.name}.ckpt")
         if checkpoints and ckpt.is_dir():
-            chosen += sorted(p for p in ckpt.rglob("*") if p.is_file())
-        files += chosen
-    manifest = {"format": FORMAT, "figure": figure, "profile": profile, "replicate": replicate,
-                "git": lineage.git_sha(), "numerics": runtime.numerics_key(),
-                "machine": lineage.machine_facts(), "written": lineage.now_iso(),
-                "missing": missing, "files": []}
-    blobs = {}
+            files += sorted(p for p in ckpt.rglob("*") if p.is_file())
+    return files, missing
+
+
+def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
+    root = results.results_dir()
+    listed, blobs = [], {}
     for path in files:
         data = path.read_bytes()
         relative = path.relative_to(root).as_posix()
         blobs[relative] = data
-        manifest["files"].append({"path": relative, "size": len(data), "sha256": _sha256(data)})
+        listed.append({"path": relative, "size": len(data), "sha256": _sha256(data)})
+    return listed, blobs
+
+
+def describe_entries(figure: str, profile: str, replicate: int = 0) -> dict[str, Any]:
+    """What :func:`export` would write for ``figure`` (without checkpoints), written nowhere:
+    its number of files, their bytes, the :func:`contents_digest` and the entries missing."""
+    files, missing = _chosen(figure, profile, replicate, checkpoints=False)
+    listed, _ = _listing(files)
+    return {"files": len(listed), "bytes": sum(f["size"] for f in listed),
+            "contents_sha256": contents_digest(listed), "missing": missing}
+
+
+def export(figure: str, profile: str, output: Path, replicate: int = 0,
+           checkpoints: bool = False) -> dict[str, Any]:
+    """Write the bundle of ``figure``'s cached entries to ``output``; return its manifest.
+    Entries not computed yet are listed as ``missing`` (an export of a partial run is allowed)."""
+    files, missing = _chosen(figure, profile, replicate, checkpoints)
+    listed, blobs = _listing(files)
+    manifest = {"format": FORMAT, "figure": figure, "profile": profile, "replicate": replicate,
+                "git": lineage.git_sha(), "numerics": runtime.numerics_key(),
+                "machine": lineage.machine_facts(), "written": lineage.now_iso(),
+                "missing": missing, "files": listed, "contents_sha256": contents_digest(listed)}
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{secrets.token_hex(4)}")
@@ -171,6 +204,10 @@ def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         if len(data) != listed[path]["size"] or _sha256(data) != listed[path]["sha256"]:
             raise BundleError(f"{bundle}: {path!r} does not match its checksum (tampered or "
                               "damaged); nothing was written")
+    stated = manifest.get("contents_sha256")
+    if stated is not None and stated != contents_digest(listed.values()):
+        raise BundleError(f"{bundle}: its contents digest {stated[:16]}… does not match its "
+                          "files (tampered manifest); nothing was written")
     return manifest, contents
 
 
@@ -212,7 +249,7 @@ def import_bundle(bundle: Path) -> Report:
     except profiles.ParameterError:
         expected = set()
     root = results.results_dir()
-    report = Report(figure)
+    report = Report(figure, contents_digest(manifest["files"]))
     for group, files in sorted(_entry_groups(contents).items()):
         folder = root / group
         name = PurePosixPath(group).name
@@ -250,8 +287,8 @@ def export_main(argv: list[str] | None = None) -> int:
         return 2
     digest = _sha256(Path(args.output).read_bytes())
     print(f"{args.output}: {len(manifest['files'])} files of {args.figure} ({args.profile}, "
-          f"replicate {args.replicate}); sha256 {digest}; not computed yet: "
-          f"{_names(manifest['missing'])}")
+          f"replicate {args.replicate}); contents digest {manifest['contents_sha256']}; archive "
+          f"sha256 {digest}; not computed yet: {_names(manifest['missing'])}")
     return 0
 
 

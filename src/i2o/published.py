@@ -38,7 +38,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import door, fingerprint, lineage, locations, numbers, profiles, results, robustness, site
+from i2o import (
+    bundles,
+    door,
+    fingerprint,
+    lineage,
+    locations,
+    numbers,
+    profiles,
+    results,
+    robustness,
+    site,
+)
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -197,14 +208,18 @@ def publish_numbers(profile: str) -> Path:
                          f"{locations.build_dir()}" + (f" (found {others})" if others else ""))
     if others:
         print(f"[i2o] left out, executed at another profile: {others}", flush=True)
-    digests = {}
+    digests, bundled = {}, {}
     for figure, chapter in built.items():
         replicate = int(chapter.get("params", {}).get("replicate", 0))
         _computed_by_this_code([figure], profile, [replicate])
         digests[figure] = chapter_digests(figure, profile, [replicate])
+        if figure in door.sweepable():
+            described = bundles.describe_entries(figure, profile, replicate)
+            bundled[figure] = {key: described[key] for key in ("files", "bytes",
+                                                                 "contents_sha256")}
     return _write(path("numbers", profile),
                   {"profile": profile, "chapters": built, "origin": _origin(),
-                   "digests": digests})
+                   "digests": digests, "bundles": bundled})
 
 
 def read(kind: str, profile: str) -> dict[str, Any] | None:
@@ -298,6 +313,19 @@ def _comparison(figure: str, profile: str, chapter: Mapping[str, Any]) -> list[s
     return lines
 
 
+def _bundle_lines(data: Mapping[str, Any], profile: str) -> list[str]:
+    """One line per chapter whose results bundle a published summary describes: the command that
+    writes it from the cache and the contents digest a downloaded bundle must show."""
+    lines = []
+    for figure, bundle in data.get("bundles", {}).items():
+        lines += [f"Results bundle of {figure} at {profile} (`python -m i2o.results export "
+                  f"{figure} --profile {profile} -o {figure}-{profile}.tar`, not committed): "
+                  f"{bundle['files']} files, {bundle['bytes'] / 1e6:.1f} MB, contents digest "
+                  f"`{bundle['contents_sha256']}` (printed by the export and by `python -m "
+                  f"i2o.results import`).", ""]
+    return lines
+
+
 def reproduce_section() -> str:
     """The Reproduce page's list of published summaries, each chapter marked current or stale."""
     found = available()
@@ -325,6 +353,7 @@ def reproduce_section() -> str:
             lines.append(f"| {figure} | {said} | {mark}: {explain(mark)} |")
         lines.append("")
         if kind == "numbers":
+            lines += _bundle_lines(data, profile)
             for figure, chapter in data["chapters"].items():
                 lines += _comparison(figure, profile, chapter)
     return "\n".join(lines)
