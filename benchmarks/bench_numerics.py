@@ -12,6 +12,10 @@ XNNPACK and platform-dependent math).
   B_THRES = 20, IFT, one thread), the median of its timed steps.
 - DEQ-transformer step: the deq_gaps chapter's quick language model (T = 64, d = 64, 4 heads,
   FFN 128, batch 32, Broyden N = 8, IFT with B_THRES = 8), the median of three steps after one.
+  Its products go through :mod:`i2o.models.portable_products` (in portable mode NumPy's OpenBLAS,
+  AVX2); it is also timed in portable mode with torch's products (MKL's compatible branch, the
+  path portable mode took before, :func:`~i2o.models.portable_products.use_numpy_products`), in the
+  same alternating rounds: new / old and old / native.
 - iMAML outer step: ``bench_meta``'s chunked outer loop (the meta chapter's quick setting: its λ and
   inner solver, meta-batch 25, float64, one thread), compiled, then the median of three chunks.
 """
@@ -56,6 +60,11 @@ def step():
     return time.perf_counter() - start
 step()
 print(json.dumps(statistics.median(step() for _ in range(3))))
+"""
+#: Run before TRANSFORMER_STEP: the model's products in torch (MKL) even in portable mode.
+TORCH_PRODUCTS = """
+from i2o.models import portable_products
+portable_products.use_numpy_products(False)
 """
 IMAML_STEP = f"""
 import functools, json, statistics, sys
@@ -121,21 +130,44 @@ def _entries(name: str, times: dict[tuple[str, str | None], list[float]], unit_s
     return entries
 
 
+def _products_entries(name: str, transformer: dict[tuple[str, str | None], list[float]],
+                      torch_products: list[float]) -> list[dict]:
+    """The transformer step in portable mode with NumPy's products (new) against torch's (MKL's
+    compatible branch, old), and old against native, in ms."""
+    new = statistics.median(transformer[("portable", None)]) * 1e3
+    native = statistics.median(transformer[("native", None)]) * 1e3
+    old = statistics.median(torch_products) * 1e3
+    note = (f"median of {ROUNDS} fresh processes per configuration, alternating; CPU "
+            f"{lineage.provenance()['cpu']}; one thread")
+    return [{"name": f"portable numerics, products by NumPy's OpenBLAS (new): {name}",
+             "value": round(new, 3), "unit": "ms",
+             "peer": "portable with torch's products, MKL's compatible branch (old, same run)",
+             "peer_value": round(old, 3), "ratio": round(new / old, 3), "note": note},
+            {"name": f"portable numerics, products by MKL's compatible branch (old): {name}",
+             "value": round(old, 3), "unit": "ms", "peer": "native numerics (same run)",
+             "peer_value": round(native, 3), "ratio": round(old / native, 3), "note": note}]
+
+
 def run() -> list[dict]:
     configurations = _configurations()
     tiny: dict[tuple[str, str | None], list[float]] = {c: [] for c in configurations}
     transformer: dict[tuple[str, str | None], list[float]] = {c: [] for c in configurations}
+    torch_products: list[float] = []
     meta: dict[tuple[str, str | None], list[float]] = {(mode, None): [] for mode in MODES}
     for _ in range(ROUNDS):
         for mode, pin in configurations:
             tiny[(mode, pin)].append(_tiny_step(mode, pin))
             transformer[(mode, pin)].append(_script(TRANSFORMER_STEP, "transformer step",
                                                     mode, pin))
+        torch_products.append(_script(TORCH_PRODUCTS + TRANSFORMER_STEP,
+                                      "transformer step with torch's products", "portable"))
         for mode in MODES:
             meta[(mode, None)].append(_script(IMAML_STEP, "iMAML step", mode))
+    transformer_name = ("DEQ-transformer training step (deq_gaps quick: T=64, d=64, batch 32, "
+                        "N=8, IFT)")
     return [*_entries("TINY training step (batch 32, N=18, B_THRES=20, IFT)", tiny, 1.0, "s"),
-            *_entries("DEQ-transformer training step (deq_gaps quick: T=64, d=64, batch 32, "
-                      "N=8, IFT)", transformer, 1e3, "ms"),
+            *_entries(transformer_name, transformer, 1e3, "ms"),
+            *_products_entries(transformer_name, transformer, torch_products),
             *_entries("meta iMAML outer step (the chapter's λ and solver, meta-batch 25)", meta,
                       1e3, "ms")]
 

@@ -12,8 +12,13 @@ probe that differs names the library to blame.
 - ``conv_group_norm``: a 3×3 convolution and GroupNorm, forward and backward, channels-last, alone;
 - ``broyden_solve``: a Broyden solve of a random contraction (its low-rank updates are batched
   matrix products);
-- ``transformer_step``: the DEQ transformer language model (linear layers, causal attention,
-  LayerNorm), one unrolled training step;
+- ``numpy_products``: the DEQ transformer's matrix products alone, through
+  :mod:`i2o.models.portable_products` (in portable mode NumPy's OpenBLAS): a linear layer at the
+  chapter's shapes forward and backward (its weight's gradient sums over 2048 rows) and attention's
+  batched product forward and backward;
+- ``transformer_step``: the DEQ transformer language model (linear layers and causal attention,
+  whose products go through :mod:`i2o.models.portable_products`, LayerNorm), one unrolled
+  training step;
 - ``torch_mlp``: a ReLU MLP trained by Adam (the separation chapter's networks);
 - ``torch_vector_math``: torch's elementwise exponential, logarithm and tanh in float32 and its
   exponential in float64 (MKL's vector math);
@@ -127,6 +132,23 @@ def broyden_solve() -> list[Any]:
     return [result.z, result.fz]
 
 
+def numpy_products() -> list[Any]:
+    torch = _torch_setup()
+    from i2o.models.portable_products import linear, matmul
+
+    rng = np.random.default_rng(9)
+    x = torch.from_numpy(_normal(rng, 2048, 64)).requires_grad_()
+    weight = torch.from_numpy(_normal(rng, 192, 64)).requires_grad_()
+    bias = torch.from_numpy(_normal(rng, 192)).requires_grad_()
+    y = linear(x, weight, bias)
+    y.backward(torch.from_numpy(_normal(rng, 2048, 192)))
+    q = torch.from_numpy(_normal(rng, 32, 4, 64, 16)).requires_grad_()
+    k = torch.from_numpy(_normal(rng, 32, 4, 64, 16)).requires_grad_()
+    scores = matmul(q, k.transpose(-1, -2))
+    scores.backward(torch.from_numpy(_normal(rng, 32, 4, 64, 64)))
+    return [y, x.grad, weight.grad, bias.grad, scores, q.grad, k.grad]
+
+
 def transformer_step() -> list[Any]:
     torch = _torch_setup()
     from i2o.deq import DEQ, SolverSpec
@@ -227,7 +249,8 @@ def numpy_scipy() -> list[Any]:
 #: Every probe, in the order they are reported (the kernel family each exercises is its name).
 PROBES: dict[str, Callable[[], list[Any]]] = {
     "mdeq_train_step": mdeq_train_step, "conv_group_norm": conv_group_norm,
-    "broyden_solve": broyden_solve, "transformer_step": transformer_step, "torch_mlp": torch_mlp,
+    "broyden_solve": broyden_solve, "numpy_products": numpy_products,
+    "transformer_step": transformer_step, "torch_mlp": torch_mlp,
     "torch_vector_math": torch_vector_math, "torch_sqrt": torch_sqrt,
     "jax_mlp_lbfgs": jax_mlp_lbfgs, "numpy_scipy": numpy_scipy}
 

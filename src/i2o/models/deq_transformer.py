@@ -17,6 +17,10 @@ attention is replaced by learned absolute positions). The next-character logits 
 Optional weight normalisation (``w = g · v/‖v‖`` per output row) of every matrix inside
 ``f_θ``, as in the authors' code, and an estimate of ``‖∂f/∂z‖_F²`` for the Jacobian
 regularisation of Bai et al. (2021) (:func:`jacobian_frobenius`).
+
+Every matrix product (the linear layers and attention's two batched products) goes through
+:mod:`i2o.models.portable_products`: in portable numerics on CPU, OpenBLAS's AVX2 kernel through
+NumPy, forward and backward; otherwise torch.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrizations
+
+from i2o.models.portable_products import PortableLinear, matmul
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class TransformerConfig:
 
 
 def _linear(fan_in: int, fan_out: int, weight_norm: bool, bias: bool = True) -> nn.Module:
-    layer = nn.Linear(fan_in, fan_out, bias=bias)
+    layer = PortableLinear(fan_in, fan_out, bias=bias)
     return parametrizations.weight_norm(layer, dim=0) if weight_norm else layer
 
 
@@ -74,14 +80,14 @@ class DEQTransformerLM(nn.Module):
         d = cfg.width
         self.embed = nn.Embedding(cfg.vocab_size, d)
         self.position = nn.Parameter(torch.zeros(cfg.context, d))
-        self.inject_qkv = nn.Linear(d, 3 * d, bias=False)
+        self.inject_qkv = PortableLinear(d, 3 * d, bias=False)
         self.qkv = _linear(d, 3 * d, cfg.weight_norm, bias=False)
         self.out = _linear(d, d, cfg.weight_norm)
         self.ffn_in = _linear(d, cfg.ffn_width, cfg.weight_norm)
         self.ffn_out = _linear(cfg.ffn_width, d, cfg.weight_norm)
         self.norm1 = nn.LayerNorm(d)
         self.norm2 = nn.LayerNorm(d)
-        self.decoder = nn.Linear(d, cfg.vocab_size)
+        self.decoder = PortableLinear(d, cfg.vocab_size)
         nn.init.normal_(self.embed.weight, 0.0, 0.5)
         nn.init.normal_(self.position, 0.0, 0.1)
         mask = torch.full((cfg.context, cfg.context), float("-inf")).triu(1)
@@ -108,9 +114,9 @@ class DEQTransformerLM(nn.Module):
 
         # explicit attention (not F.scaled_dot_product_attention): the Jacobian regulariser
         # differentiates twice, which the fused CPU kernel does not support
-        scores = split(q) @ split(k).transpose(-1, -2) / math.sqrt(d // heads)
+        scores = matmul(split(q), split(k).transpose(-1, -2)) / math.sqrt(d // heads)
         weights = torch.softmax(scores + self.causal_mask[:length, :length], dim=-1)
-        attended = (weights @ split(v)).transpose(1, 2).reshape(batch, length, d)
+        attended = matmul(weights, split(v)).transpose(1, 2).reshape(batch, length, d)
         h = self.norm1(seq + self.out(attended))
         out = self.norm2(h + self.ffn_out(F.relu(self.ffn_in(h))))
         return out.reshape(batch, length * d)
