@@ -4,6 +4,8 @@
   ``TINY``, ``CPU_SMALL``, ``MICRO``);
 - :mod:`i2o.models.deq_transformer` — the weight-tied transformer language model of Figure 2;
 - :mod:`i2o.models.inverse` — the reconstruction DEQ and ELDER of Figure 2's inverse problem.
+- :mod:`i2o.models.portable_products` — matrix products that are fast and portable (in
+  portable numerics on CPU, OpenBLAS's AVX2 kernel through NumPy): the transformer's.
 
 A cached job imports the submodule it uses (``from i2o.models.mdeq import config``), not this
 package: its cache key then covers that architecture's source only (:mod:`i2o.import_graph`).
