@@ -2,7 +2,10 @@
 
 Source notebooks in ``book/`` carry no outputs. ``run`` validates a figure's parameters (before a
 kernel even starts), executes its notebook into ``_build/notebooks/``, and records a stamp (source
-notebook, parameters, i2o source hash) so that an unchanged figure is not executed twice.
+notebook, parameters, i2o source hash, numerics pins) so that an unchanged figure is not executed
+twice; the stamp's inputs are kept beside it, so that a figure executed again because its stamp
+changed is told with what moved (:func:`stamp_changes`: a parameter, the notebook, which i2o
+files).
 Two runs of the same figure at once (``make sweep`` in the background and ``make book``) do not
 collide: a run holds the figure's lock (``_build/notebooks/.locks/<figure>.lock``) while it
 executes; a second run says the figure is already running, waits for it, and then uses the
@@ -44,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -82,14 +85,79 @@ def executed_path(figure: str) -> Path:
     return executed_dir() / Path(profiles.entry(figure)["notebook"]).name
 
 
-def _stamp(figure: str, params: profiles.Params) -> str:
+def stamp_inputs(figure: str, params: profiles.Params) -> dict[str, Any]:
+    """What ``figure``'s stamp is computed from: the SHA-256 of its source notebook, the profile,
+    the parameters, the SHA-256 of every i2o source file (:func:`i2o.results.source_hash`) and,
+    in portable mode, the numerics pins (:func:`i2o.runtime.numerics_key`, as in a cache key:
+    other pins re-execute)."""
     source = locations.repo_root() / profiles.entry(figure)["notebook"]
     what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
             "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
-    if (numerics := runtime.numerics_key()) is not None:  # as results.key: other pins re-execute
+    if (numerics := runtime.numerics_key()) is not None:
         what["numerics"] = numerics
-    blob = json.dumps(what, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return what
+
+
+def stamp_of(inputs: Mapping[str, Any]) -> str:
+    """The stamp of :func:`stamp_inputs`: SHA-256 of their canonical JSON (keys sorted)."""
+    return hashlib.sha256(json.dumps(dict(inputs), sort_keys=True).encode()).hexdigest()
+
+
+def _stamp(figure: str, params: profiles.Params) -> str:
+    return stamp_of(stamp_inputs(figure, params))
+
+
+def stamped(figure: str, params: profiles.Params) -> tuple[str, dict[str, Any]]:
+    """``figure``'s stamp with ``params`` and what it was computed from, with the digest of each
+    source file beside it (``sources``, :func:`source_digests`; not part of the stamp)."""
+    inputs = stamp_inputs(figure, params)
+    return stamp_of(inputs), {**inputs, "sources": source_digests()}
+
+
+def source_digests(root: Path = results.PACKAGE_DIR) -> dict[str, str]:
+    """Each file the stamp's ``i2o`` digest covers (every ``*.py`` under ``root``, as
+    :func:`i2o.results.source_hash` finds them), by path relative to ``root``, with the first 16
+    hex digits of its SHA-256: kept beside the stamp so that a changed stamp names its files."""
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            for path in sorted(root.rglob("*.py"))}
+
+
+def stamp_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What differs between two stamps' inputs (each :func:`stamp_inputs` with ``sources``,
+    :func:`source_digests`), one phrase per input that moved; empty when none did.
+    ``recorded`` without inputs (a notebook executed before they were kept) says so."""
+    if not recorded:
+        return ["the executed notebook keeps no stamp inputs (executed before they were kept)"]
+    changes = []
+    if recorded.get("notebook") != current.get("notebook"):
+        changes.append("the source notebook changed")
+    if recorded.get("profile") != current.get("profile"):
+        changes.append(f"profile {recorded.get('profile')!r} → {current.get('profile')!r}")
+    changes += _parameter_changes(recorded.get("params") or {}, current.get("params") or {})
+    if recorded.get("i2o") != current.get("i2o"):
+        changes.append("i2o source: " + _source_changes(recorded.get("sources") or {},
+                                                       current.get("sources") or {}))
+    if recorded.get("numerics") != current.get("numerics"):
+        changes.append(f"numerics pins {recorded.get('numerics')} → {current.get('numerics')}")
+    return changes
+
+
+def _parameter_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """One phrase per parameter whose value differs (or that only one side has)."""
+    return [f"parameter {name}: {before.get(name)!r} → {after.get(name)!r}"
+            for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+
+
+def _source_changes(before: Mapping[str, str], after: Mapping[str, str], shown: int = 5) -> str:
+    """The files changed, added and removed between two :func:`source_digests` (at most
+    ``shown`` names of each kind)."""
+    kinds = {"changed": sorted(n for n in set(before) & set(after) if before[n] != after[n]),
+             "added": sorted(set(after) - set(before)),
+             "removed": sorted(set(before) - set(after))}
+    parts = [f"{kind} {', '.join(names[:shown])}"
+             + (f" and {len(names) - shown} more" if len(names) > shown else "")
+             for kind, names in kinds.items() if names]
+    return "; ".join(parts) or "its digest differs, no file's does (changed while being read)"
 
 
 def _recorded(path: Path) -> dict[str, Any]:
@@ -154,9 +222,10 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
     if not source.exists():
         raise FileNotFoundError(f"figure {figure!r}: notebook {source} does not exist")
     target = executed_path(figure)
-    stamp = _stamp(figure, params)
+    stamp, inputs = stamped(figure, params)
     with _exclusive(f"figure-{figure}", figure) as waited:
-        same = _recorded(target).get("stamp") == stamp
+        recorded = _recorded(target)
+        same = recorded.get("stamp") == stamp
         if same and waited and target.stat().st_mtime >= asked:
             print(f"[i2o] {figure}: executed meanwhile by the run waited for, with the same "
                   f"parameters; using it ({target})")
@@ -165,7 +234,10 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
             print(f"[i2o] {figure}: up to date ({target.relative_to(locations.build_dir())}, "
                   f"profile {profile}); --force to re-execute")
             return target
-        return _execute(figure, profile, overrides, params, stamp, source, target)
+        if not same and recorded.get("stamp"):
+            print(f"[i2o] {figure}: its stamp changed since its last execution: "
+                  + "; ".join(stamp_changes(recorded.get("inputs", {}), inputs)), flush=True)
+        return _execute(figure, profile, overrides, params, (stamp, inputs), source, target)
 
 
 def _progress_bar() -> bool | dict[str, Any]:
@@ -176,7 +248,9 @@ def _progress_bar() -> bool | dict[str, Any]:
 
 
 def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profiles.Params,
-             stamp: str, source: Path, target: Path) -> Path:
+             stamp_and_inputs: tuple[str, dict[str, Any]], source: Path, target: Path) -> Path:
+    """Execute ``figure``'s notebook into ``target``, its metadata recording
+    ``stamp_and_inputs`` (the stamp and the inputs it was computed from, :func:`stamped`)."""
     import papermill  # lazy: papermill loads only when a notebook is executed
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -199,7 +273,9 @@ def _execute(figure: str, profile: str, overrides: dict[str, Any], params: profi
         raise
     seconds = time.perf_counter() - start
     notebook = json.loads(partial.read_text())
-    notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "figure": figure, "profile": profile,
+    stamp, inputs = stamp_and_inputs
+    notebook["metadata"][STAMP_KEY] = {"stamp": stamp, "inputs": inputs,
+                                       "figure": figure, "profile": profile,
                                        "params": params.as_dict(), "seconds": round(seconds, 1),
                                        "git": lineage.git_sha(), "date": lineage.now_iso(),
                                        "provenance": kernel_provenance(notebook)}
