@@ -12,7 +12,8 @@ REPLICATES ?= 0 1 2
 FIGURES    ?=
 WORKERS    ?= 1
 # RECORD=1: `make book` and `make fig-*` append each executed notebook's timing (and the whole
-# book's) to published/timings.json, the Reproduce page's measured costs (i2o.timings).
+# book's) to published/timings.json, the Reproduce page's measured costs (i2o.timings); `make
+# book RECORD=1` also writes every job's recorded cost to published/job-costs.json (i2o.job_costs).
 RECORD     ?=
 # `make publish` writes published/<KIND>-<PROFILE>.json (robustness or numbers).
 KIND       ?= robustness

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from i2o import book, door, pool, preflight, profiles, results, sweep
+from i2o import book, door, job_costs, pool, preflight, profiles, results, sweep
 from i2o.chapter import run_jobs
 from i2o.door import Task
 from i2o.job import Job
@@ -54,10 +54,10 @@ def _chapter(figure: str, tasks: list[Task]) -> door.Chapter:
     return door.Chapter(figure, None, runs)  # type: ignore[arg-type]
 
 
-def _record(job: Job, seconds: float, peak_mb: float = 100.0) -> None:
+def _record(job: Job, seconds: float, peak_mb: float = 100.0, key: str = "0" * 20) -> None:
     """A cost record for ``job``'s name and parameters under another key (as after a code
     change): the job itself stays missing."""
-    entry = results.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
+    entry = results.results_dir() / job.figure / f"{job.name}-{key}"
     results.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
                                       "params": job.key(), results.COST: {
                                           "seconds": seconds, "cpu_seconds": seconds,
@@ -167,6 +167,35 @@ def test_the_pool_runs_the_longest_first_by_recorded_cost(monkeypatch):
     # no record in the chapter at all: the constant
     lone = pool.estimate_jobs([_JobA("z")])
     assert lone == [pool.Estimate(pool.DEFAULT_JOB_SECONDS, False, None)]
+
+
+def test_a_fresh_clone_orders_and_forecasts_by_the_published_costs(monkeypatch, tmp_path):
+    """``make book RECORD=1`` publishes what the cache recorded; a cache that records nothing
+    (a fresh clone) estimates each job by its published cost (same name and parameters), its
+    own record when it has one, and the median of the chapter's published costs otherwise."""
+    published = tmp_path / "job-costs.json"
+    monkeypatch.setattr(job_costs, "path", lambda: published)
+    a1, a2, a3 = _JobA("a1"), _JobA("a2"), _JobA("a3")
+    for job, seconds in ((a1, 10.0), (a2, 50.0), (a3, 5.0)):
+        _record(job, seconds, peak_mb=200.0)
+    assert job_costs.publish([a1, a2, a3, _JobA("never-run")])[1] == 3
+    _record(a1, 12.0, key="1" * 20)  # measured again: its published record is replaced
+    assert job_costs.publish([a1])[1] == 1
+    chapters = json.loads(published.read_text())["chapters"]
+    assert sorted(chapters["pool-a"]) == sorted(job_costs.record_key(j) for j in (a1, a2, a3))
+    assert chapters["pool-a"][job_costs.record_key(a1)]["seconds"] == 12.0
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "fresh-clone-results"))
+    other = _JobA("a1", fails=True)  # the same name with other parameters: not a1's record
+    found = pool.estimate_jobs([a1, a2, a3, other])
+    assert [(e.seconds, e.recorded, e.published) for e in found] == [
+        (12.0, False, True), (50.0, False, True), (5.0, False, True), (12.0, False, False)]
+    assert found[1].peak_rss_mb == 200.0
+    _record(a2, 7.0)  # this machine's own record wins
+    assert pool.estimate_jobs([a2])[0] == pool.Estimate(7.0, True, 100.0)
+    estimated = pool.estimate_tasks("pool-a", [(a1, a3)], [a1, a2, a3])
+    assert (estimated[0].seconds, estimated[0].estimated, estimated[0].published) == (17.0, 2, 2)
+    published.unlink()
+    assert pool.estimate_jobs([a3], [a2, a3]) == [pool.Estimate(7.0, False, None)]
 
 
 def test_workers_default_to_the_affinity_count_and_are_capped_by_memory(monkeypatch):

@@ -17,6 +17,7 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   :mod:`i2o.pool` (``make book``'s one job pool for every chapter), :mod:`i2o.schedule` (the
   longest-first scheduler) and :mod:`i2o.plan` (the wall time on K cores from recorded costs,
   ``python -m i2o.results plan``), :mod:`i2o.timings` (measured costs in ``published/``),
+  :mod:`i2o.job_costs` (each job's published cost, by which a fresh clone's pool is ordered),
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),

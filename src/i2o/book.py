@@ -32,7 +32,9 @@ Command line (what the Makefile calls)::
 
 ``--record-timing`` (``make book RECORD=1``, ``make fig-NAME RECORD=1``) appends one record per
 executed notebook (and, for ``all``/``book``, one for the whole run) to ``published/timings.json``
-at the end (:mod:`i2o.timings`); without it nothing is written there.
+at the end (:mod:`i2o.timings`), and, for ``all``/``book``, the cost of every job of the chapters
+run that the results cache records to ``published/job-costs.json`` (:mod:`i2o.job_costs`, what a
+fresh clone's pool orders and forecasts by); without it nothing is written there.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from filelock import FileLock, Timeout
 from i2o import (
     claims_page,
     door,
+    job_costs,
     lineage,
     locations,
     numbers,
@@ -396,7 +399,20 @@ def run_all(profile: str = "quick", force: bool = False, workers: int | None = N
                 _record_failure(figure, failures[figure])
     if timer is not None:
         _append_timings(timer, executed, done, failures)
+        _publish_job_costs([chapters[figure] for figure in runnable])
     return failures
+
+
+def _publish_job_costs(chapters: list[door.Chapter]) -> None:
+    """The recorded cost of every job of ``chapters`` into ``published/job-costs.json``."""
+    try:
+        jobs = [job for chapter in chapters for job in chapter.jobs()]
+        target, written = job_costs.publish(jobs)
+    except Exception as error:  # the build succeeded: only the costs are lost, and said so
+        print(f"[i2o] job costs: not recorded ({first_error_line(error)})", flush=True)
+        return
+    print(f"[i2o] job costs: {written} jobs' recorded costs written to "
+          f"{target.relative_to(locations.repo_root())}", flush=True)
 
 
 def _start_timer(chapters: list[door.Chapter], profile: str,

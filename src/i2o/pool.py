@@ -16,7 +16,9 @@ beside that forecast. The notebooks then print their line each (:func:`i2o.book.
 
 Expected costs (:func:`estimate_tasks`). A job's expected wall time is its recorded one
 (:func:`i2o.results.recorded_costs`: the most recent entry of its name computed with its
-parameters, under any key); without a record, the median of the records of its chapter's jobs;
+parameters, under any key); without one, the cost published for its name and parameters
+(:mod:`i2o.job_costs`, measured where ``make book RECORD=1`` last ran it: what a fresh clone's
+first build orders and forecasts by); without either, the median of those of its chapter's jobs;
 without any, :data:`DEFAULT_JOB_SECONDS`. A task's is the sum of its jobs'.
 
 Pool size (:func:`pool_size`). ``make book WORKERS=N`` (``python -m i2o.book book --workers N``)
@@ -43,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from i2o import door, lineage, locations, results, schedule, sweep
+from i2o import door, job_costs, lineage, locations, results, schedule, sweep
 from i2o.door import Task
 from i2o.job import Job
 
@@ -63,8 +65,9 @@ class Estimate:
     """A job's expected cost: its recorded wall time, or the estimate that stands in for it."""
 
     seconds: float
-    recorded: bool
-    peak_rss_mb: float | None  # the recorded peak (None without a record)
+    recorded: bool  # recorded by this results cache
+    peak_rss_mb: float | None  # the recorded (or published) peak (None without either)
+    published: bool = False  # not recorded here, published (i2o.job_costs)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class PoolTask:
     seconds: float
     estimated: int  # jobs of the task without a recorded cost
     peak_rss_mb: float | None  # the largest recorded peak of its jobs (None: none recorded)
+    published: int = 0  # of the estimated, those whose cost is a published one
 
     @property
     def name(self) -> str:
@@ -101,24 +105,30 @@ def entry_name(job: Job) -> str:
 def estimate_jobs(jobs: Sequence[Job], chapter_jobs: Sequence[Job] | None = None
                   ) -> list[Estimate]:
     """Each of ``jobs``' expected cost, in order: its recorded wall time (the most recent entry
-    of its name and parameters, under any key), else the median recorded wall time of
-    ``chapter_jobs`` (default ``jobs``), else :data:`DEFAULT_JOB_SECONDS`."""
+    of its name and parameters, under any key), else its published one (:mod:`i2o.job_costs`),
+    else the median of those of ``chapter_jobs`` (default ``jobs``), else
+    :data:`DEFAULT_JOB_SECONDS`."""
     among = list(chapter_jobs if chapter_jobs is not None else jobs)
     wanted: dict[str, dict[str, dict]] = {}
     for job in [*among, *jobs]:
         wanted.setdefault(job.figure, {})[job.name] = job.key()
     records = {figure: results.recorded_costs(figure, names) for figure, names in wanted.items()}
+    elsewhere = job_costs.lookup([*among, *jobs])
 
     def record(job: Job) -> results.JobCost | None:
         return records[job.figure].get(job.name)
 
-    known = [cost.seconds for job in among if (cost := record(job)) is not None]
+    known = [cost.seconds for job, published in zip(among, elsewhere[:len(among)], strict=True)
+             if (cost := record(job) or published) is not None]
     fallback = statistics.median(known) if known else DEFAULT_JOB_SECONDS
     out = []
-    for job in jobs:
-        cost = record(job)
-        out.append(Estimate(fallback, False, None) if cost is None
-                   else Estimate(cost.seconds, True, cost.peak_rss_mb))
+    for job, published in zip(jobs, elsewhere[len(among):], strict=True):
+        if (cost := record(job)) is not None:
+            out.append(Estimate(cost.seconds, True, cost.peak_rss_mb))
+        elif published is not None:
+            out.append(Estimate(published.seconds, False, published.peak_rss_mb, published=True))
+        else:
+            out.append(Estimate(fallback, False, None))
     return out
 
 
@@ -133,7 +143,8 @@ def estimate_tasks(figure: str, tasks: Sequence[Task], chapter_jobs: Sequence[Jo
         mine = [next(estimates) for _ in task]
         peaks = [e.peak_rss_mb for e in mine if e.peak_rss_mb is not None]
         out.append(PoolTask(figure, tuple(task), sum(e.seconds for e in mine),
-                            sum(not e.recorded for e in mine), max(peaks) if peaks else None))
+                            sum(not e.recorded for e in mine), max(peaks) if peaks else None,
+                            sum(e.published for e in mine)))
     return out
 
 
@@ -235,6 +246,7 @@ def _announce(ordered: Sequence[PoolTask], workers: int, requested: int | None, 
     """One line before the pool starts: what it computes, in how many processes and why."""
     jobs = sum(len(task.task) for task in ordered)
     estimated = sum(task.estimated for task in ordered)
+    published = sum(task.published for task in ordered)
     figures = ", ".join(dict.fromkeys(task.figure for task in ordered))
     if requested is not None:
         why = "as asked with WORKERS"
@@ -248,9 +260,10 @@ def _announce(ordered: Sequence[PoolTask], workers: int, requested: int | None, 
                     f"{available:.0f} MB available ({source})")
     total = sum(task.seconds for task in ordered)
     wall = expected_wall_seconds(ordered, workers)
+    elsewhere = f", {published} of them with a published one" if published else ""
     print(f"[i2o] job pool: {jobs} missing jobs of {figures} in {len(ordered)} tasks, "
           f"{workers} processes ({why}), the longest first; about {total / 60:.1f} min of "
-          f"compute expected ({estimated} jobs without a recorded cost), about "
+          f"compute expected ({estimated} jobs without a recorded cost{elsewhere}), about "
           f"{wall / 60:.1f} min of wall time; log: {sweep.log_path(LOG_FOLDER)}", flush=True)
 
 

@@ -524,7 +524,7 @@ def _cost_of(entry: Path) -> tuple[JobCost, dict[str, Any]] | None:
         return None
 
 
-def _comparable(params: Mapping[str, Any]) -> Any:
+def comparable_params(params: Mapping[str, Any]) -> Any:
     """``params`` as ``meta.json`` stores them (tuples become lists, other values their repr)."""
     return json.loads(json.dumps(dict(params), default=repr))
 
@@ -537,7 +537,8 @@ def recorded_costs(figure: str, params: Mapping[str, Mapping[str, Any]] | None =
     the entry's recorded parameters equal those (so that another profile's run of the same name
     is not taken for this one's); names not in ``params`` are then left out."""
     folder = results_dir() / figure
-    wanted = None if params is None else {name: _comparable(p) for name, p in params.items()}
+    wanted = None if params is None else {name: comparable_params(p)
+                                          for name, p in params.items()}
     found: dict[str, tuple[tuple[str, float], JobCost]] = {}
     if not folder.is_dir():
         return {}
