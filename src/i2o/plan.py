@@ -152,7 +152,9 @@ def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
     notebooks = sum(chapter.notebook_seconds or 0.0 for chapter in plans)
     return (f"plan at profile {profile} for {', '.join(c.figure for c in plans)}: {jobs} jobs "
             f"in {len(tasks)} tasks, {sum(t.estimated for t in tasks)} without a recorded cost "
-            f"(their chapter's median, else {pool.DEFAULT_JOB_SECONDS:.0f} s), each task "
+            f"({sum(t.published for t in tasks)} with a published one, published/job-costs.json;"
+            f" the others their chapter's median, else {pool.DEFAULT_JOB_SECONDS:.0f} s), "
+            f"each task "
             f"{duration(TASK_START_SECONDS)} more for its process's start; then the "
             f"notebooks one after the other, {duration(notebooks)}"
             + (f" (unknown, counted 0, for {', '.join(unknown)})" if unknown else ""))
