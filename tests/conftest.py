@@ -23,6 +23,19 @@ def _isolated_outputs(tmp_path_factory, monkeypatch):
         monkeypatch.setenv("I2O_RESULTS_DIR", str(base / "results"))
 
 
+@pytest.fixture
+def toy_computations(monkeypatch):
+    """Every computation of a toy-chapter job (``tests/toy_jobs.py``) in this process, counted
+    by ``figure/name``."""
+    from collections import Counter
+
+    import toy_jobs
+
+    counted: Counter = Counter()
+    monkeypatch.setattr(toy_jobs.ResidualJob, "compute", toy_jobs.counting(counted))
+    return counted
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     """Every figure executed at ``smoke`` and the HTML built, in a temporary build folder (the

@@ -10,29 +10,12 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from toy_jobs import toy
 
 from i2o import import_graph, results
 from i2o.job import Job
 
 PACKAGE = Path(import_graph.__file__).resolve().parent
-
-
-@dataclasses.dataclass(frozen=True)
-class Square(Job):
-    figure: ClassVar[str] = "test-job"
-    x: int
-    scale: float = 1.0
-
-    @property
-    def name(self) -> str:
-        return f"square-{self.x}"
-
-    def compute(self, progress: bool | None = None):
-        Square.calls += 1
-        return {"y": self.scale * self.x ** 2}
-
-
-Square.calls = 0
 
 
 @pytest.fixture
@@ -41,30 +24,31 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "results"
 
 
-def test_a_job_is_computed_once_and_keyed_by_its_fields(cache):
-    Square.calls = 0
-    job = Square(3)
+def test_a_job_is_computed_once_and_keyed_by_its_fields(cache, toy_computations):
+    job = toy(3)
     assert not job.is_cached()
-    assert job.run() == {"y": 9.0} and job.run() == {"y": 9.0}
-    assert Square.calls == 1 and job.is_cached()
-    assert not Square(3, scale=2.0).is_cached()  # another field value, another entry
-    assert job.key() == {"x": 3, "scale": 1.0}
+    first, second = job.run(), job.run()
+    assert first["residuals"].shape == (13,) and (first["residuals"] == second["residuals"]).all()
+    assert toy_computations == {"toy/residuals-seed3": 1} and job.is_cached()
+    assert not toy(3, test_iters=13).is_cached()  # another field value, another entry
+    assert job.key() == {"seed": 3, "replicate": 0, "dim": 4, "contraction": 0.5,
+                         "test_iters": 12}
     assert job.checkpoints().is_dir()
 
 
 def test_a_job_is_a_frozen_picklable_value():
-    job = Square(2)
+    job = toy(2)
     assert pickle.loads(pickle.dumps(job)) == job
     with pytest.raises(dataclasses.FrozenInstanceError):
-        job.x = 4
+        job.seed = 4
 
 
 def test_the_key_covers_the_module_that_defines_the_job():
-    assert Square(1).module == __name__
+    assert toy(1).module == "toy_chapter.jobs"
     assert results.key("f", "n", {}, module="i2o.job") != results.key("f", "n", {})
-    # a module outside i2o (this test, a researcher's own job): its file and the closure of the
-    # i2o modules it imports
-    assert results.module_source_hash(__name__) != results.module_source_hash("i2o.job")
+    # a module outside i2o (the toy chapter under tests/, a researcher's own job): its file and
+    # the closure of the i2o modules it imports
+    assert results.module_source_hash("toy_chapter.jobs") != results.module_source_hash("i2o.job")
 
 
 def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
@@ -111,19 +95,20 @@ def test_the_graph_sees_function_level_and_relative_imports():
     assert "i2o.lineage" in import_graph.graph()["i2o.profiles"]
 
 
-def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache):
+def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache, toy_computations):
     from i2o.chapter import run_jobs
 
-    jobs = [Square(4), Square(5)]
-    found, cost = run_jobs("test-job", jobs)
-    assert found == [{"y": 16.0}, {"y": 25.0}]
-    assert (cost.jobs, cost.computed) == (2, 2)
-    _, again = run_jobs("test-job", [*jobs, Square(6)])
+    jobs = [toy(4), toy(5)]
+    found, cost = run_jobs("toy", jobs)
+    assert [result["residuals"][0] for result in found] == [1.0, 1.0]  # z_0 − z* relative to itself
+    assert (cost.jobs, cost.computed) == (2, 2) and sum(toy_computations.values()) == 2
+    _, again = run_jobs("toy", [*jobs, toy(6)])
     assert (again.jobs, again.computed) == (3, 1)
     assert "1 computed, 2 read from the results cache" in again.text()
 
 
 def test_a_job_class_without_compute_is_refused_when_it_is_built():
+    # a deliberately incomplete job class: the toy chapter's is complete
     @dataclasses.dataclass(frozen=True)
     class Unfinished(Job):
         figure: ClassVar[str] = "test-job"
@@ -134,4 +119,4 @@ def test_a_job_class_without_compute_is_refused_when_it_is_built():
 
     with pytest.raises(TypeError, match="compute"):
         Unfinished()
-    assert Square(1).name == "square-1"  # a complete one is built
+    assert toy(1).name == "residuals-seed1"  # a complete one is built
