@@ -5,20 +5,18 @@ decoded CIFAR-10 arrays from the cache after its first run)."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pytest
 from PIL import Image
+from toy_jobs import toy
 
 from i2o import book, locations, pool, preflight
 from i2o.data import CLASSES, fetch
-from i2o.job import Job
 
 REPO = locations.repo_root()
 
@@ -249,21 +247,6 @@ def test_the_tiny_reference_says_when_where_how_and_which_peer():
 
 # --- 5. no sweep log and no library noise in the pages ------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class _Named(Job):
-    """A job that is only a name (never run: the executor below returns at once)."""
-
-    figure: ClassVar[str] = "stability"
-    label: str
-
-    @property
-    def name(self) -> str:
-        return self.label
-
-    def compute(self, progress=None):
-        raise AssertionError("never run")
-
-
 class _InstantExecutor:
     """Stands in for submitit's local executor: every job is done at once."""
 
@@ -291,14 +274,14 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: _InstantExecutor())
-    todo = [_Named(f"ift-N18-seed{i}") for i in range(3)]
-    assert sweep.submit("stability", [(j,) for j in todo], "local", max_parallel=2) == [
+    todo = [toy(seed) for seed in range(3)]  # never run: the executor returns at once
+    assert sweep.submit("toy", [(j,) for j in todo], "local", max_parallel=2) == [
         j.name for j in todo]
     shown = capsys.readouterr()
     for word in ("submitted", "finished", "local jobs"):
         assert word not in shown.out and word not in shown.err, shown
-    log = (results.results_dir() / "_submitit" / "stability" / "sweep.log").read_text()
-    assert "submitted ift-N18-seed2" in log and "finished ift-N18-seed2" in log
+    log = (results.results_dir() / "_submitit" / "toy" / "sweep.log").read_text()
+    assert "submitted residuals-seed2" in log and "finished residuals-seed2" in log
     assert "local jobs on the CPU" in log
 
 

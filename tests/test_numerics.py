@@ -3,18 +3,17 @@ make real computations bit-identical from one fresh process to the next."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
+import toy_chapter
+from toy_jobs import toy
 
 from i2o import book, lineage, locations, profiles, results, runtime, sweep
-from i2o.job import Job
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -155,18 +154,6 @@ def test_a_notebook_kernel_starts_pinned(tmp_path, monkeypatch):
     assert facts["capability"] == "AVX2"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Probe(Job):
-    figure: ClassVar[str] = "stability"
-
-    @property
-    def name(self) -> str:
-        return "probe"
-
-    def compute(self, progress=None):
-        raise AssertionError("never run: the worker only reports its environment")
-
-
 class _ReportEnvironment:
     """A stand-in sweep job: what the worker process was started with."""
 
@@ -184,9 +171,10 @@ def test_a_local_sweep_worker_starts_pinned(monkeypatch):
     for name in runtime.PORTABLE_PINS:
         monkeypatch.delenv(name, raising=False)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(toy_chapter)  # the worker's path has no tests/
     monkeypatch.setattr(sweep, "ResumableJob", _ReportEnvironment)
     monkeypatch.setattr(sweep, "_wait", lambda job, *log: job.result())
-    (seen,) = sweep.submit("stability", [(_Probe(),)], "local", max_parallel=1)
+    (seen,) = sweep.submit("toy", [(toy(0),)], "local", max_parallel=1)  # toy(0) never runs
     assert {k: seen[k] for k in runtime.PORTABLE_PINS} == runtime.PORTABLE_PINS
     assert set(runtime.XLA_PORTABLE_FLAGS) <= set(seen["XLA_FLAGS"].split())
     assert not set(runtime.PORTABLE_PINS) & set(os.environ)  # the parent is left as it was

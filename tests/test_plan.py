@@ -3,16 +3,15 @@ force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporar
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import random
 import re
 from datetime import UTC, datetime
 from types import SimpleNamespace
-from typing import ClassVar
 
 import pytest
+from toy_jobs import other, toy
 
 from i2o import door, lineage, plan, pool, results
 from i2o.job import Job
@@ -65,26 +64,6 @@ def test_lpt_refuses_no_core_and_negative_durations():
         plan.lpt([-1.0], 2)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Planned(Job):
-    """A job of the fake chapter ``plan-a``, never computed: only its recorded cost is read."""
-
-    figure: ClassVar[str] = "plan-a"
-    label: str
-
-    @property
-    def name(self) -> str:
-        return self.label
-
-    def compute(self, progress=None):
-        raise AssertionError("a forecast computes nothing")
-
-
-@dataclasses.dataclass(frozen=True)
-class _PlannedB(_Planned):
-    figure: ClassVar[str] = "plan-b"
-
-
 def _record(job: Job, seconds: float, created: str | None = None) -> None:
     """A cost record for ``job`` under another key (as a cache from older code would hold)."""
     entry = results.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
@@ -102,25 +81,25 @@ def _chapter(figure: str, jobs: list[Job], params: object = None) -> door.Chapte
     return door.Chapter(figure, params, runs)  # type: ignore[arg-type]
 
 
-def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys):
+def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys, toy_computations):
     monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)  # the jobs alone: test_pool_forecast
-    a = [_Planned("a1"), _Planned("a2"), _Planned("a3")]
-    b = [_PlannedB("b1"), _PlannedB("b2")]
+    a = [toy(1), toy(2), toy(3)]  # the toy chapter's jobs, never computed: only their recorded
+    b = [other(1), other(2)]  # costs are read
     for job, seconds in zip([*a, b[0]], [100.0, 60.0, 40.0, 30.0], strict=True):
         _record(job, seconds)  # b2 has none: its chapter's median, 30 s
-    chapters = {"plan-a": _chapter("plan-a", a), "plan-b": _chapter("plan-b", b)}
+    chapters = {"toy": _chapter("toy", a), "toy-b": _chapter("toy-b", b)}
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
-    assert results.main(["plan", "plan-a", "plan-b", "--profile", "quick",
+    assert results.main(["plan", "toy", "toy-b", "--profile", "quick",
                          "--cores", "1", "2", "8"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "5 jobs in 5 tasks, 1 without a recorded cost" in out[0]
-    assert "unknown, counted 0, for plan-a, plan-b" in out[0]
+    assert "unknown, counted 0, for toy, toy-b" in out[0]
     # 100 60 40 30 30: one core 260 s; two: 100+30 | 60+40+30 = 130 s; eight: the longest, 100 s
     assert re.match(r"\s+1 core : +4\.3 min = jobs 4\.3 min \+ notebooks 0\.0 s; bounded by "
-                    r"plan-a: a1 \(100 s\); 1 of 5 jobs estimated", out[1]), out[1]
+                    r"toy: residuals-seed1 \(100 s\); 1 of 5 jobs estimated", out[1]), out[1]
     assert re.match(r"\s+2 cores: +2\.2 min = jobs 2\.2 min", out[2]), out[2]
     assert re.match(r"\s+8 cores: +100 s = jobs 100 s", out[3]), out[3]
-    assert len(out) == 4
+    assert len(out) == 4 and not toy_computations  # a forecast computes nothing
 
 
 def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path):
@@ -132,13 +111,13 @@ def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path
     def at(seconds: float) -> str:
         return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    inside, before = _Planned("inside"), _Planned("before")
+    inside, before = toy(1), toy(2)
     _record(inside, 30.0, created=at(end - 50))
     _record(before, 20.0, created=at(end - 500))
     params = SimpleNamespace(profile="quick", as_dict=lambda: {"workers": 1, "seeds": [0, 1]})
-    notebook = tmp_path / "plan-a.ipynb"
+    notebook = tmp_path / "toy.ipynb"
     monkeypatch.setattr(plan, "notebook_path", lambda figure: notebook)
-    chapter = _chapter("plan-a", [inside, before], params)
+    chapter = _chapter("toy", [inside, before], params)
     assert plan.notebook_seconds(chapter, [inside, before]) is None  # not executed
     stamp = {"profile": "quick", "params": {"workers": 1, "seeds": [0, 1]}, "seconds": 100.0,
              "date": ended}
@@ -150,9 +129,9 @@ def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path
 
 def test_the_notebooks_run_after_the_jobs(monkeypatch):
     monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)  # the jobs alone: test_pool_forecast
-    task = pool.PoolTask("plan-a", (_Planned("x"),), 50.0, 0, None)
-    chapters = [plan.ChapterPlan("plan-a", (task, task), 7.0),
-                plan.ChapterPlan("plan-b", (), None)]
+    task = pool.PoolTask("toy", (toy(0),), 50.0, 0, None)
+    chapters = [plan.ChapterPlan("toy", (task, task), 7.0),
+                plan.ChapterPlan("toy-b", (), None)]
     result = plan.forecast(chapters, 2)
     assert (result.jobs_seconds, result.notebooks_seconds, result.seconds) == (50.0, 7.0, 57.0)
     assert result.longest == task and (result.jobs, result.estimated) == (2, 0)
