@@ -1,6 +1,6 @@
 """The book's job pool (:mod:`i2o.pool`) and the costs the results cache records for it
-(:func:`i2o.results.recorded_cost`). Two fake chapters of tiny jobs, computed in this process by
-submitit's debug executor (a few seconds in all)."""
+(:func:`i2o.results.recorded_cost`). The toy chapter's jobs, in two chapters (``toy``, ``toy-b``),
+computed in this process by submitit's debug executor (a few seconds in all)."""
 
 from __future__ import annotations
 
@@ -9,42 +9,22 @@ import json
 import sys
 from collections import Counter
 from types import SimpleNamespace
-from typing import ClassVar
 
 import pytest
+from toy_jobs import ResidualJob, other, toy
 
 from i2o import book, door, job_costs, pool, preflight, profiles, results, sweep
 from i2o.chapter import run_jobs
 from i2o.door import Task
 from i2o.job import Job
 
-CALLS: Counter = Counter()
-
 
 @dataclasses.dataclass(frozen=True)
-class _JobA(Job):
-    """A tiny job of the fake chapter ``pool-a``: a little CPU work, or an error when asked."""
-
-    figure: ClassVar[str] = "pool-a"
-    label: str
-    fails: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.label
+class _Broken(ResidualJob):
+    """The toy chapter's job broken on purpose: a failing task must not stop the pool."""
 
     def compute(self, progress=None):
-        CALLS[f"{self.figure}/{self.label}"] += 1
-        if self.fails:
-            raise RuntimeError(f"{self.label} fails")
-        return {"x": float(sum(range(200_000)))}
-
-
-@dataclasses.dataclass(frozen=True)
-class _JobB(_JobA):
-    """A tiny job of the fake chapter ``pool-b``."""
-
-    figure: ClassVar[str] = "pool-b"
+        raise RuntimeError(f"{self.name} fails")
 
 
 def _chapter(figure: str, tasks: list[Task]) -> door.Chapter:
@@ -64,11 +44,6 @@ def _record(job: Job, seconds: float, peak_mb: float = 100.0, key: str = "0" * 2
                                           "peak_rss_mb": peak_mb}})
 
 
-@pytest.fixture(autouse=True)
-def _fresh_calls():
-    CALLS.clear()
-
-
 def _meta(job: Job) -> dict:
     entry = results.entry_dir(job.figure, job.name, job.key(), job.module)
     return json.loads((entry / "meta.json").read_text())
@@ -77,65 +52,68 @@ def _meta(job: Job) -> dict:
 # --- recorded costs ------------------------------------------------------------------------------
 
 def test_the_cost_is_recorded_outside_the_key_and_read_back_under_a_changed_key(monkeypatch):
-    job = _JobA("one")
+    job = toy(1, test_iters=500)  # long enough to take a measurable CPU time
     key = results.key(job.figure, job.name, job.key(), job.module)
     job.run()
     cost = _meta(job)[results.COST]
     assert set(cost) == {"seconds", "cpu_seconds", "peak_rss_mb"}
     assert cost["seconds"] >= 0 and cost["cpu_seconds"] > 0 and cost["peak_rss_mb"] > 10
     assert results.key(job.figure, job.name, job.key(), job.module) == key  # not in the key
-    first = results.recorded_cost("pool-a", "one", job.key())
+    first = results.recorded_cost("toy", job.name, job.key())
     assert first is not None and first.seconds == cost["seconds"]
     assert first.peak_rss_mb == cost["peak_rss_mb"] and first.created
 
     monkeypatch.setattr(results, "module_source_hash", lambda *args, **kwargs: "changed code")
     assert not job.is_cached()  # another key, the same name
-    assert results.recorded_cost("pool-a", "one", job.key()) == first
-    assert results.recorded_cost("pool-a", "one") == first
-    assert results.recorded_cost("pool-a", "one", {"label": "one", "fails": True}) is None
-    assert results.recorded_cost("pool-a", "on") is None  # a name is matched whole
+    assert results.recorded_cost("toy", job.name, job.key()) == first
+    assert results.recorded_cost("toy", job.name) == first
+    assert results.recorded_cost("toy", job.name, toy(1).key()) is None
+    assert results.recorded_cost("toy", "residuals-seed") is None  # a name is matched whole
     job.run()  # computed again under the new key: its record is now the most recent
-    again = results.recorded_cost("pool-a", "one", job.key())
+    again = results.recorded_cost("toy", job.name, job.key())
     assert again is not None and again.seconds == _meta(job)[results.COST]["seconds"]
-    assert len(list((results.results_dir() / "pool-a").glob("one-*"))) == 2
+    assert len(list((results.results_dir() / "toy").glob("residuals-seed1-*[0-9a-f]"))) == 2
 
 
 # --- the pool -----------------------------------------------------------------------------------
 
-def test_the_pool_computes_every_missing_task_of_two_chapters_once():
-    a = _chapter("pool-a", [(_JobA("a1"),), (_JobA("a2"), _JobA("a3"))])
-    b = _chapter("pool-b", [(_JobB("b1"),), (_JobB("b2"),)])
-    _JobB("b1").run()  # already in the cache
-    CALLS.clear()
+def test_the_pool_computes_every_missing_task_of_two_chapters_once(toy_computations):
+    a = _chapter("toy", [(toy(1),), (toy(2), toy(3))])
+    b = _chapter("toy-b", [(other(1),), (other(2),)])
+    other(1).run()  # already in the cache
+    toy_computations.clear()
     done = pool.run([a, b], requested=2, executor="debug")
-    assert CALLS == Counter({"pool-a/a1": 1, "pool-a/a2": 1, "pool-a/a3": 1, "pool-b/b2": 1})
+    assert toy_computations == Counter({"toy/residuals-seed1": 1, "toy/residuals-seed2": 1,
+                                        "toy/residuals-seed3": 1, "toy-b/residuals-seed2": 1})
     assert done.workers == 2 and not done.failed
     assert set(done.computed) == {pool.entry_name(job) for job in
-                                  (_JobA("a1"), _JobA("a2"), _JobA("a3"), _JobB("b2"))}
+                                  (toy(1), toy(2), toy(3), other(2))}
     log = sweep.log_path(pool.LOG_FOLDER).read_text()
-    assert "finished a2 and 1 more" in log
+    assert "finished residuals-seed2 and 1 more" in log
 
     again = pool.run([a, b], requested=2, executor="debug")
-    assert again == pool.PoolRun(0) and sum(CALLS.values()) == 4
+    assert again == pool.PoolRun(0) and sum(toy_computations.values()) == 4
 
     # the notebooks read them, told what the pool computed
-    jobs = [_JobA("a1"), _JobA("a2"), _JobA("a3")]
+    jobs = [toy(1), toy(2), toy(3)]
     with pool.told(done):
-        _, cost = run_jobs("pool-a", jobs)
+        _, cost = run_jobs("toy", jobs)
     assert (cost.jobs, cost.computed, cost.pooled, cost.pool_workers) == (3, 0, 3, 2)
     assert "3 computed by the job pool of make book in 2 processes" in cost.text()
-    _, alone = run_jobs("pool-a", jobs)  # a notebook run alone: no pool
+    _, alone = run_jobs("toy", jobs)  # a notebook run alone: no pool
     assert (alone.pooled, alone.pool_workers) == (0, 0)
     assert "0 computed, 3 read from the results cache" in alone.text()
-    assert sum(CALLS.values()) == 4
+    assert sum(toy_computations.values()) == 4
 
 
-def test_a_failing_task_does_not_stop_the_pool():
-    chapter = _chapter("pool-a", [(_JobA("bad", fails=True),), (_JobA("good"),)])
+def test_a_failing_task_does_not_stop_the_pool(toy_computations):
+    bad = _Broken(**toy(9).key())
+    chapter = _chapter("toy", [(bad,), (toy(1),)])
     done = pool.run([chapter], requested=1, executor="debug")
-    assert CALLS["pool-a/good"] == 1 and _JobA("good").is_cached()
-    assert done.failed == (pool.entry_name(_JobA("bad", fails=True)),)
-    assert "failed bad: RuntimeError: bad fails" in sweep.log_path(pool.LOG_FOLDER).read_text()
+    assert toy_computations["toy/residuals-seed1"] == 1 and toy(1).is_cached()
+    assert done.failed == (pool.entry_name(bad),)
+    assert ("failed residuals-seed9: RuntimeError: residuals-seed9 fails"
+            in sweep.log_path(pool.LOG_FOLDER).read_text())
 
 
 def _submitted(monkeypatch) -> list[dict]:
@@ -151,21 +129,21 @@ def _submitted(monkeypatch) -> list[dict]:
 
 
 def test_the_pool_runs_the_longest_first_by_recorded_cost(monkeypatch):
-    a1, a2, a3 = _JobA("a1"), _JobA("a2"), _JobA("a3")
-    b1, b2 = _JobB("b1"), _JobB("b2")
+    a1, a2, a3 = toy(1), toy(2), toy(3)
+    b1, b2 = other(1), other(2)
     for job, seconds in ((a1, 10.0), (a2, 50.0), (b1, 20.0)):
         _record(job, seconds)
     calls = _submitted(monkeypatch)
-    pool.run([_chapter("pool-a", [(a1,), (a2,), (a3,)]), _chapter("pool-b", [(b1,), (b2,)])],
+    pool.run([_chapter("toy", [(a1,), (a2,), (a3,)]), _chapter("toy-b", [(b1,), (b2,)])],
              requested=1)
     (call,) = calls
     # a3 has no record: its chapter's median (30 s); b2 likewise (20 s, after b1: ties keep order)
-    assert [task[0].name for task in call["todo"]] == ["a2", "a3", "b1", "b2", "a1"]
+    assert [task[0] for task in call["todo"]] == [a2, a3, b1, b2, a1]
     assert call["folder"] == pool.LOG_FOLDER and call["workers"] == 1
-    estimated = pool.estimate_tasks("pool-a", [(a1, a3)], [a1, a2, a3])
-    assert estimated == [pool.PoolTask("pool-a", (a1, a3), 40.0, 1, 100.0)]
+    estimated = pool.estimate_tasks("toy", [(a1, a3)], [a1, a2, a3])
+    assert estimated == [pool.PoolTask("toy", (a1, a3), 40.0, 1, 100.0)]
     # no record in the chapter at all: the constant
-    lone = pool.estimate_jobs([_JobA("z")])
+    lone = pool.estimate_jobs([toy(26)])
     assert lone == [pool.Estimate(pool.DEFAULT_JOB_SECONDS, False, None)]
 
 
@@ -175,24 +153,24 @@ def test_a_fresh_clone_orders_and_forecasts_by_the_published_costs(monkeypatch, 
     own record when it has one, and the median of the chapter's published costs otherwise."""
     published = tmp_path / "job-costs.json"
     monkeypatch.setattr(job_costs, "path", lambda: published)
-    a1, a2, a3 = _JobA("a1"), _JobA("a2"), _JobA("a3")
+    a1, a2, a3 = toy(1), toy(2), toy(3)
     for job, seconds in ((a1, 10.0), (a2, 50.0), (a3, 5.0)):
         _record(job, seconds, peak_mb=200.0)
-    assert job_costs.publish([a1, a2, a3, _JobA("never-run")])[1] == 3
+    assert job_costs.publish([a1, a2, a3, toy(4)])[1] == 3  # toy(4) never ran
     _record(a1, 12.0, key="1" * 20)  # measured again: its published record is replaced
     assert job_costs.publish([a1])[1] == 1
     chapters = json.loads(published.read_text())["chapters"]
-    assert sorted(chapters["pool-a"]) == sorted(job_costs.record_key(j) for j in (a1, a2, a3))
-    assert chapters["pool-a"][job_costs.record_key(a1)]["seconds"] == 12.0
+    assert sorted(chapters["toy"]) == sorted(job_costs.record_key(j) for j in (a1, a2, a3))
+    assert chapters["toy"][job_costs.record_key(a1)]["seconds"] == 12.0
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "fresh-clone-results"))
-    other = _JobA("a1", fails=True)  # the same name with other parameters: not a1's record
-    found = pool.estimate_jobs([a1, a2, a3, other])
+    elsewhere = toy(1, test_iters=13)  # the same name with other parameters: not a1's record
+    found = pool.estimate_jobs([a1, a2, a3, elsewhere])
     assert [(e.seconds, e.recorded, e.published) for e in found] == [
         (12.0, False, True), (50.0, False, True), (5.0, False, True), (12.0, False, False)]
     assert found[1].peak_rss_mb == 200.0
     _record(a2, 7.0)  # this machine's own record wins
     assert pool.estimate_jobs([a2])[0] == pool.Estimate(7.0, True, 100.0)
-    estimated = pool.estimate_tasks("pool-a", [(a1, a3)], [a1, a2, a3])
+    estimated = pool.estimate_tasks("toy", [(a1, a3)], [a1, a2, a3])
     assert (estimated[0].seconds, estimated[0].estimated, estimated[0].published) == (17.0, 2, 2)
     published.unlink()
     assert pool.estimate_jobs([a3], [a2, a3]) == [pool.Estimate(7.0, False, None)]
@@ -211,17 +189,17 @@ def test_workers_default_to_the_affinity_count_and_are_capped_by_memory(monkeypa
     assert pool.memory_cap([2000.0], 1000.0) == 1  # one process runs whatever it needs
     assert pool.memory_cap([], 1000.0) is None and pool.memory_cap([300.0], None) is None
 
-    jobs = [_JobA(f"m{i}") for i in range(6)]
+    jobs = [toy(seed) for seed in range(6)]
     for job in jobs:
         _record(job, 5.0, peak_mb=300.0)
     monkeypatch.setattr(pool, "available_memory_mb", lambda: (1000.0, "a test's reading"))
     calls = _submitted(monkeypatch)
-    pool.run([_chapter("pool-a", [(job,) for job in jobs])])
+    pool.run([_chapter("toy", [(job,) for job in jobs])])
     assert calls[-1]["workers"] == 3
-    pool.run([_chapter("pool-a", [(job,) for job in jobs])], requested=6)
+    pool.run([_chapter("toy", [(job,) for job in jobs])], requested=6)
     assert calls[-1]["workers"] == 6
     monkeypatch.setattr(pool, "available_memory_mb", lambda: (10_000.0, "a test's reading"))
-    pool.run([_chapter("pool-a", [(job,) for job in jobs])])
+    pool.run([_chapter("toy", [(job,) for job in jobs])])
     assert calls[-1]["workers"] == 6  # min(8 cores, 6 tasks)
 
 
@@ -237,17 +215,18 @@ def test_available_memory_is_read_from_psutil_else_proc_meminfo(monkeypatch):
         assert (found, source) == (None, "unknown")
 
 
-def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(monkeypatch):
+def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(monkeypatch,
+                                                                             toy_computations):
     """``run_all`` wiring: the pool gets the chapters not up to date, with ``--workers``; every
     notebook then runs with ``I2O_POOL`` naming the pool's record, and without it afterwards."""
-    chapters = {"pool-a": _chapter("pool-a", [(_JobA("a1"),), (_JobA("a2"),)]),
-                "pool-b": _chapter("pool-b", [(_JobB("b1"),)])}
+    chapters = {"toy": _chapter("toy", [(toy(1),), (toy(2),)]),
+                "toy-b": _chapter("toy-b", [(other(1),)])}
     monkeypatch.setattr(profiles, "figures", lambda: list(chapters))
     monkeypatch.setattr(profiles, "resolve", lambda figure, profile, **given: None)
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
     monkeypatch.setattr(preflight, "needs", lambda figure: False)
     monkeypatch.setattr(preflight, "check", lambda figures, **_: dict.fromkeys(figures))
-    monkeypatch.setattr(book, "up_to_date", lambda figure, params: figure == "pool-b")
+    monkeypatch.setattr(book, "up_to_date", lambda figure, params: figure == "toy-b")
     real = sweep.submit
     asked = []
 
@@ -259,10 +238,11 @@ def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(mo
     seen = {}
 
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
-        seen[figure] = pool.pooled(chapters["pool-a"].jobs())
+        seen[figure] = pool.pooled(chapters["toy"].jobs())
 
     monkeypatch.setattr(book, "run", notebook)
     assert book.run_all("quick", workers=2) == {}
-    assert asked == [2] and CALLS == Counter({"pool-a/a1": 1, "pool-a/a2": 1})
-    assert seen == {"pool-a": (2, 2), "pool-b": (2, 2)}
+    assert asked == [2] and toy_computations == Counter({"toy/residuals-seed1": 1,
+                                                         "toy/residuals-seed2": 1})
+    assert seen == {"toy": (2, 2), "toy-b": (2, 2)}
     assert pool.POOL_ENV not in pool.os.environ
