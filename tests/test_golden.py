@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from toy_jobs import ResidualJob, toy
 
 from i2o import compare, fingerprint, golden, probes, results, runtime
 from i2o.job import Job
@@ -62,21 +63,10 @@ def test_a_corrupted_entry_is_not_fingerprinted(tmp_path):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Leaf(Job):
-    value: float
-    figure: ClassVar[str] = "stability"
-
-    @property
-    def name(self) -> str:
-        return f"leaf-{self.value}"
-
-    def compute(self, progress: bool | None = None) -> dict[str, Any]:
-        return {"x": np.full(3, self.value), "seconds": np.random.default_rng().random()}
-
-
-@dataclasses.dataclass(frozen=True)
 class _Uses(Job):
-    inner: _Leaf
+    """A job made of a toy job, with a measured field: shapes the toy chapter does not have."""
+
+    inner: ResidualJob
     figure: ClassVar[str] = "stability"
 
     @property
@@ -84,26 +74,13 @@ class _Uses(Job):
         return "uses"
 
     def compute(self, progress: bool | None = None) -> dict[str, Any]:
-        return {"y": self.inner.run()["x"] * 2}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Same(Job):
-    """Two jobs of one name, told apart by their parameters (as deq_gaps' classifiers are)."""
-
-    width: int
-    figure: ClassVar[str] = "stability"
-
-    @property
-    def name(self) -> str:
-        return "same"
-
-    def compute(self, progress: bool | None = None) -> dict[str, Any]:
-        return {"w": np.arange(self.width)}
+        return {"y": self.inner.run()["residuals"] * 2,
+                "seconds": np.random.default_rng().random()}
 
 
 def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
-    jobs = [_Uses(_Leaf(2.0)), _Leaf(1.0), _Same(1), _Same(2)]
+    # two jobs of one name, told apart by their parameters (as deq_gaps' classifiers are)
+    jobs = [_Uses(toy(2)), toy(1), toy(3), toy(3, test_iters=13)]
 
     class Runs:
         check_params = staticmethod(lambda params: None)
@@ -115,19 +92,20 @@ def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
     monkeypatch.setattr(fingerprint.door, "runs_module", lambda figure: Runs)
     params = fingerprint.profiles.resolve("stability", "smoke")
     labels = sorted(fingerprint.chapter_entries("stability", params))
-    assert labels[:2] == ["leaf-1.0", "leaf-2.0"] and labels[4] == "uses"
-    assert labels[2].startswith("same[") and labels[3].startswith("same[")
+    assert labels[:2] == ["residuals-seed1", "residuals-seed2"] and labels[4] == "uses"
+    assert labels[2].startswith("residuals-seed3[") and labels[3].startswith("residuals-seed3[")
     before = fingerprint.chapter_fingerprint("stability", params)
     assert before["digest"] is None and len(before["missing"]) == 5
 
     def compute_all():
-        for job in (_Uses(_Leaf(2.0)), _Leaf(1.0), _Same(1), _Same(2)):
+        for job in jobs:
             job.run()
 
     compute_all()
     first = fingerprint.chapter_fingerprint("stability", params)
     assert first["digest"] and not first["missing"] and len(first["entries"]) == 5
     results.clean("stability")  # recomputed: other times, same results
+    results.clean("toy")
     compute_all()
     assert fingerprint.chapter_fingerprint("stability", params) == first
 
@@ -163,17 +141,17 @@ def test_a_corrupt_entry_is_reported_and_fails_the_command(monkeypatch, capsys):
 
         @staticmethod
         def jobs(params):
-            return [_Leaf(3.0)]
+            return [toy(3)]
 
     monkeypatch.setattr(fingerprint.door, "runs_module", lambda figure: Runs)
     monkeypatch.setattr(fingerprint.door, "sweepable", lambda: ["stability"])
-    _Leaf(3.0).run()
+    toy(3).run()
     assert fingerprint.main(["stability", "--profile", "smoke"]) == 0
     path = fingerprint.chapter_entries("stability", fingerprint.profiles.resolve(
-        "stability", "smoke"))["leaf-3.0"]
+        "stability", "smoke"))["residuals-seed3"]
     (path / "arrays.npz").write_bytes(b"damaged")
     assert fingerprint.main(["stability", "--profile", "smoke"]) == 1
-    assert "1 corrupt (leaf-3.0)" in capsys.readouterr().err
+    assert "1 corrupt (residuals-seed3)" in capsys.readouterr().err
 
 
 def test_fingerprint_files_are_compared_entry_by_entry(tmp_path, capsys):

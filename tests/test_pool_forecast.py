@@ -200,7 +200,8 @@ class _Executor:
 
 @dataclasses.dataclass(frozen=True)
 class _Nap(Job):
-    """A job of the fake chapter ``nap``: sleeps ``seconds`` (a known duration)."""
+    """A job of the fake chapter ``nap``: sleeps ``seconds`` (a known duration), or fails on
+    purpose; kept local because the forecast needs durations the toy chapter's jobs do not have."""
 
     figure: ClassVar[str] = "nap"
     label: str
