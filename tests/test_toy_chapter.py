@@ -65,6 +65,11 @@ def observed(tmp_path_factory) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def test_the_toy_chapter_keeps_the_contract_of_every_chapter(observed):
+    assert set(observed["contract"].values()) == {"ok"}, observed["contract"]
+    assert len(observed["contract"]) == 4
+
+
 def test_the_door_refuses_a_wrong_parameter_naming_it(observed):
     schema, rule = observed["door"]
     assert schema["status"] == 2 and schema["message"].startswith(

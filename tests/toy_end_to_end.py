@@ -1,9 +1,10 @@
 """The steps of ``tests/test_toy_chapter.py``, run in one process whose ``i2o`` is a copy of the
 package with the toy chapter added (the test sets ``PYTHONPATH``, ``I2O_ROOT`` and the caches).
 
-``python toy_end_to_end.py WORK`` runs door → pool → cache → claims → prose → notebook → bundle
-export and import → publish → fingerprint, with the results caches under ``WORK``, and prints
-what each step observed as one JSON object, which the test compares with what it expects.
+``python toy_end_to_end.py WORK`` checks the chapter against the layout tests every chapter
+passes, then runs door → pool → cache → claims → prose → notebook → bundle export and import →
+publish → fingerprint, with the results caches under ``WORK``, and prints what each step observed
+as one JSON object, which the test compares with what it expects.
 """
 
 from __future__ import annotations
@@ -65,8 +66,28 @@ def bundle_steps(work: Path, cache: Path) -> dict[str, Any]:
             "written_again": len(second.written), "same_files": same}
 
 
+def contract() -> dict[str, str]:
+    """The layout tests every chapter of the manifest passes, run on the toy chapter: each
+    check's name, with ``ok`` or its error."""
+    import test_layout  # beside this file
+
+    checks = (test_layout.test_every_chapter_has_its_faces,
+              test_layout.test_job_classes_live_outside_the_chapter_faces,
+              test_layout.test_notebooks_stay_thin,
+              test_layout.test_chapter_id_notebook_stem_and_package_agree)
+    found = {}
+    for check in checks:
+        try:
+            check(FIGURE)
+            found[check.__name__] = "ok"
+        except AssertionError as error:
+            found[check.__name__] = f"AssertionError: {error}"
+    return found
+
+
 def main(work: Path) -> dict[str, Any]:
-    found: dict[str, Any] = {"door": [refused("-p", "contraction", "1.5"),
+    found: dict[str, Any] = {"contract": contract(),
+                             "door": [refused("-p", "contraction", "1.5"),
                                       refused("-p", "test_iters", "2")]}
     cache = work / "pooled"
     use_cache(cache)
