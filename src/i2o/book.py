@@ -172,12 +172,6 @@ def _recorded(path: Path) -> dict[str, Any]:
         return {}
 
 
-def kernel_env() -> dict[str, str]:
-    """The environment of the notebook kernels: thread counts and the numerics mode's pins
-    (:func:`i2o.runtime.numerics_env`; 2 cores, deliberate threads)."""
-    return runtime.numerics_env()
-
-
 @contextmanager
 def _exclusive(name: str, what: str) -> Iterator[bool]:
     """Hold the build lock ``name``; yield whether another process had to be waited for."""

@@ -127,14 +127,14 @@ def chapter_fingerprint(figure: str, params: profiles.Params) -> dict[str, Any]:
 
 def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
                 replicate: int = 0) -> dict[str, Any]:
-    """The fingerprint file of ``figures`` (default every figure with jobs) at ``profile`` and
+    """The fingerprint file of ``figures`` (default every figure) at ``profile`` and
     ``replicate``, read from the results cache (:func:`i2o.results.results_dir`)."""
-    figures = list(figures or door.sweepable())
-    allowed = door.sweepable()
+    allowed = profiles.figures()
+    figures = list(figures or allowed)
     unknown = [figure for figure in figures if figure not in allowed]
     if unknown:
-        raise profiles.ParameterError(f"figure(s) {', '.join(map(repr, unknown))} have no "
-                                      f"cached jobs to fingerprint; allowed: {', '.join(allowed)}")
+        raise profiles.ParameterError(f"figure(s) {', '.join(map(repr, unknown))} not in the "
+                                      f"manifest; allowed: {', '.join(allowed)}")
     chapters = {}
     for figure in figures:
         params = profiles.resolve(figure, profile, replicate=replicate)

@@ -40,7 +40,6 @@ from i2o.data.errors import DataCorruptError, DataNotFoundError
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")
 SPLITS = ("train", "test")
-SPLIT_SIZES = {"train": 50_000, "test": 10_000}
 # Per-channel statistics used by the MDEQ code for CIFAR-10 normalisation.
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2023, 0.1994, 0.2010)

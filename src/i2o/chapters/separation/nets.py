@@ -70,7 +70,6 @@ class ReluDEQ(nn.Module):
             picard = SolverSpec(method="fixed_point", max_iter=max_iter, tol=tol)
             self.deq = DEQ(forward=picard, backward="ift", backward_spec=picard)
             self.iterations = max_iter
-        self.last_steps = 0
 
     def weight(self) -> torch.Tensor:
         """The ``W`` of the cell (masked, or rescaled to Frobenius norm ≤ γ)."""
@@ -84,8 +83,7 @@ class ReluDEQ(nn.Module):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The fixed point ``z*`` (batch × width)."""
         z0 = torch.zeros(x.shape[0], self.width, dtype=x.dtype, device=x.device)
-        z, stats = self.deq(self.cell, x, z0)
-        self.last_steps = stats.forward.n_steps
+        z, _ = self.deq(self.cell, x, z0)
         return z
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
