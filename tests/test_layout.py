@@ -18,7 +18,7 @@ from i2o.job import Job
 from i2o.profiles import Params
 
 ENGINES = ("deq", "models", "data", "train")
-BASE = ("runtime", "locations", "progress", "lineage", "allocator")
+BASE = ("runtime", "replicates", "digests", "locations", "progress", "lineage", "allocator")
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
 PACKAGE_DIR = import_graph.PACKAGE_DIR
 GRAPH = import_graph.graph()

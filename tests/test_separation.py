@@ -79,7 +79,7 @@ def test_flops_and_parameter_counts():
     assert nets.flops_deq(1, 10, 10) == 2 * (10 + 1000 + 10 + 1)
     model = nets.make_model("deq_lower", 1, 4)
     # V has 4·4 entries of which 6 (strictly lower) are used; U 4, b 4, head 5 + 1
-    assert nets.count_parameters(model) == 6 + 4 + 4 + 6
+    assert nets.free_parameters(model) == 6 + 4 + 4 + 6
     with pytest.raises(ValueError, match="unknown model kind"):
         nets.make_model("rnn", 1)
 

@@ -28,7 +28,6 @@ to another version of the code (written, named, never used by this code).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import os
@@ -42,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from i2o import door, fingerprint, lineage, profiles, results, runtime
+from i2o.digests import sha256
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -77,10 +77,6 @@ class Report:
         return "\n".join(lines)
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
     """The cache folders of the chapter's jobs and of the jobs they are made of (a meta
     evaluation's model), under the current code's keys (folder name → path); the same entries
@@ -96,7 +92,7 @@ def contents_digest(files: Iterable[Mapping[str, Any]]) -> str:
     """SHA-256 of one line ``path size sha256`` per file (a manifest's ``files``), in path
     order: what a bundle carries, whatever its manifest's date and machine."""
     lines = sorted(f"{f['path']} {f['size']} {f['sha256']}\n" for f in files)
-    return _sha256("".join(lines).encode())
+    return sha256("".join(lines).encode())
 
 
 def _chosen(figure: str, profile: str, replicate: int,
@@ -124,7 +120,7 @@ def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, byt
         data = path.read_bytes()
         relative = path.relative_to(root).as_posix()
         blobs[relative] = data
-        listed.append({"path": relative, "size": len(data), "sha256": _sha256(data)})
+        listed.append({"path": relative, "size": len(data), "sha256": sha256(data)})
     return listed, blobs
 
 
@@ -228,7 +224,7 @@ def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         parts = _safe(path).parts
         if parts[0] != figure or len(parts) < 3:
             raise BundleError(f"{bundle}: {path!r} is not an entry of {figure!r}")
-        if len(data) != listed[path]["size"] or _sha256(data) != listed[path]["sha256"]:
+        if len(data) != listed[path]["size"] or sha256(data) != listed[path]["sha256"]:
             raise BundleError(f"{bundle}: {path!r} does not match its checksum (tampered or "
                               "damaged); nothing was written")
     stated = manifest.get("contents_sha256")
@@ -312,7 +308,7 @@ def export_main(argv: list[str] | None = None) -> int:
     except (profiles.ParameterError, BundleError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    digest = _sha256(Path(args.output).read_bytes())
+    digest = sha256(Path(args.output).read_bytes())
     print(f"{args.output}: {len(manifest['files'])} files of {args.figure} ({args.profile}, "
           f"replicate {args.replicate}); contents digest {manifest['contents_sha256']}; archive "
           f"sha256 {digest}")

@@ -31,7 +31,6 @@ Command line (``make publish``, after ``make robustness`` or a profile's ``make 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -49,6 +48,7 @@ from i2o import (
     robustness,
     site,
 )
+from i2o.digests import sha256
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -70,7 +70,7 @@ def keys_digest(figure: str, profile: str, replicate: int) -> str:
     ``replicate`` under this checkout's code."""
     params = profiles.resolve(figure, profile, replicate=replicate)
     entries = sorted(p.name for p in fingerprint.chapter_entries(figure, params).values())
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+    return sha256("\n".join(entries).encode())
 
 
 def claims_code_digest(figure: str) -> str:

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from i2o.deq import DEQ, SolverSpec
+from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps
 
 Structure = Literal["lower", "contractive"]
@@ -166,11 +167,13 @@ def flops_deq(d_in: int, width: int, iterations: int) -> int:
     return 2 * (d_in * width + iterations * width * width + width + d_in)
 
 
-def count_parameters(model: nn.Module) -> int:
+def free_parameters(model: nn.Module) -> int:
+    """The parameters of ``model`` that training can set: every one, less the ``w(w + 1)/2``
+    entries a strictly lower-triangular ``W`` of width ``w`` holds at 0."""
+    total = count_parameters(model, trainable_only=False)
     if isinstance(model, ReluDEQ) and model.structure == "lower":
-        w = model.width
-        return sum(p.numel() for p in model.parameters()) - w * (w + 1) // 2
-    return sum(p.numel() for p in model.parameters())
+        return total - model.width * (model.width + 1) // 2
+    return total
 
 
 def make_model(kind: str, d_in: int, width: int = 0, depth: int = 1, seed: int = 0,
