@@ -27,6 +27,9 @@ import torch
 
 from i2o.diagnose import BookMDEQ, diagnose
 
+#: The data sets this benchmark reads (checked by ``benchmarks/run.py`` before any runs).
+DATA_SETS = ("cifar10",)
+
 
 def _setting() -> dict[str, object]:
     env = os.environ.get

@@ -84,6 +84,9 @@ from collections.abc import Callable
 
 import torch
 
+#: The data sets this benchmark reads (checked by ``benchmarks/run.py`` before any runs).
+DATA_SETS = ("cifar10", "shakespeare")
+
 
 def _optional(name: str) -> int | None:
     """An integer knob whose default is the profile's value (``None`` when unset)."""

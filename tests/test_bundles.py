@@ -170,3 +170,36 @@ def test_the_commands_report_errors_with_status_2(tmp_path, capsys):
     assert results.main(["import", str(tmp_path / "bad.tar")]) == 2
     assert "error:" in capsys.readouterr().err
     assert results.main(["export", "intro-not-a-figure", "-o", str(tmp_path / "o.tar")]) == 2
+
+
+def test_an_export_that_would_leave_out_entries_is_refused_unless_partial(exported, tmp_path,
+                                                                          monkeypatch, capsys):
+    _, complete, _ = exported
+    assert complete["partial"] is False and complete["missing"] == []
+    total = complete["entries"]
+    assert total == len({f["path"].split("/")[1] for f in complete["files"]}) > 1
+    theirs = tmp_path / "theirs"
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(theirs))
+    gone = complete["files"][0]["path"].split("/")[1]
+    for file in (theirs / FIGURE / gone).iterdir():
+        file.unlink()
+    (theirs / FIGURE / gone).rmdir()
+    command = ["export", FIGURE, "--profile", PROFILE, "-o", str(tmp_path / "part.tar")]
+
+    assert results.main(command) == 2
+    err = capsys.readouterr().err
+    assert f"1 of {total} entries of {FIGURE} ({PROFILE}) are not computed yet: {gone};" in err
+    assert "--partial" in err and not (tmp_path / "part.tar").exists()
+
+    assert results.main([*command, "--partial"]) == 0
+    out = capsys.readouterr().out
+    assert f"partial bundle: 1 of {total} entries of {FIGURE} ({PROFILE}) are not computed " \
+           f"yet: {gone}" in out
+    manifest, contents = bundles.read(tmp_path / "part.tar")
+    assert manifest["partial"] is True and manifest["missing"] == [gone]
+    assert manifest["entries"] == total and all(gone not in path for path in contents)
+
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "empty"))
+    with pytest.raises(bundles.IncompleteExport, match=f"^{total} of {total} entries"):
+        bundles.export(FIGURE, PROFILE, tmp_path / "none.tar")
+    assert not (tmp_path / "none.tar").exists()

@@ -405,6 +405,58 @@ def test_the_command(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+class _RunsCodeWhenUnpickled:
+    """Unpickling it opens (so creates) the file ``marker``: code a data file must not run."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def test_a_data_file_loads_tensors_only(tmp_path):
+    x, y = blobs(6)
+    for name, content in [("pair", (x, y)), ("list", [x, y]), ("dict", {"x": x, "y": y})]:
+        torch.save(content, tmp_path / f"{name}.pt")
+        loaded = cli.load_data(str(tmp_path / f"{name}.pt"), "--data")
+        assert isinstance(loaded, tuple) and torch.equal(loaded[0], x) and \
+            torch.equal(loaded[1], y)
+    torch.save(torch.utils.data.TensorDataset(x, y), tmp_path / "dataset.pt")
+    dataset = cli.load_data(str(tmp_path / "dataset.pt"), "--data")
+    assert torch.equal(dataset.tensors[0], x)
+
+    marker = tmp_path / "code-ran"
+    torch.save((x, _RunsCodeWhenUnpickled(marker)), tmp_path / "code.pt")
+    (tmp_path / "text.pt").write_text("not a tensor file")
+    refused = [("code.pt", "holds objects other than tensors"),
+               ("text.pt", "is not a file torch.load can read"),
+               ("three.pt", "holds a tuple of 3 item(s): Tensor, Tensor, Tensor"),
+               ("listed.pt", "holds a dict whose 'x' and 'y' are list, Tensor"),
+               ("keys.pt", "holds a dict without keys 'x' and 'y' (keys: ['a', 'y'])"),
+               ("tensor.pt", "holds a Tensor")]
+    torch.save((x, y, y), tmp_path / "three.pt")
+    torch.save({"x": x.tolist(), "y": y}, tmp_path / "listed.pt")
+    torch.save({"a": x, "y": y}, tmp_path / "keys.pt")
+    torch.save(x, tmp_path / "tensor.pt")
+    for name, message in refused:
+        with pytest.raises(ValueError) as error:
+            cli.load_data(str(tmp_path / name), "--data")
+        assert str(error.value).startswith(f"--data: {tmp_path / name} {message}")
+        assert str(error.value).endswith(f"expected {cli.DATA_FILE_CONTENTS}, saved with "
+                                         "torch.save")
+    assert not marker.exists()
+
+
+def test_the_command_refuses_a_data_file_that_is_not_tensors(tmp_path, capsys):
+    (tmp_path / "net.py").write_text(MODEL_FILE)
+    torch.save({"x": [1.0], "y": [0]}, tmp_path / "lists.pt")
+    assert cli.main(["--model", f"{tmp_path / 'net.py'}:build",
+                     "--data", str(tmp_path / "lists.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "--data:" in err and "lists.pt holds a dict whose 'x' and 'y' are list, list" in err
+
+
 def test_help_documents_every_option():
     text = cli.parser().format_help()
     for action in cli.parser()._actions:

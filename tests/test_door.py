@@ -11,7 +11,7 @@ from i2o import door, profiles
 def test_entering_validates_the_schema_then_the_chapters_rules():
     chapter = door.enter("stability", "smoke")
     assert chapter.params == profiles.resolve("stability", "smoke")
-    assert chapter.figure == "stability" and chapter.has_jobs
+    assert chapter.figure == "stability" and chapter.jobs()
     with pytest.raises(profiles.ParameterError, match="'pretrain_steps' of figure 'stability'"):
         door.enter("stability", "smoke", pretrain_steps=100_000)  # the chapter's own rule
     with pytest.raises(profiles.ParameterError, match="unknown parameter"):
@@ -36,5 +36,6 @@ def test_the_notebooks_door_reads_its_namespace():
         door.enter_namespace("affine", {"profile": "smoke", "left_rank_out": 6})
 
 
-def test_every_chapter_of_the_manifest_has_a_door_with_jobs():
-    assert door.sweepable() == profiles.figures()
+@pytest.mark.parametrize("figure", profiles.figures())
+def test_every_chapter_of_the_manifest_has_a_door_with_jobs(figure):
+    assert door.enter(figure, "smoke").jobs()

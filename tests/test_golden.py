@@ -144,7 +144,6 @@ def test_a_corrupt_entry_is_reported_and_fails_the_command(monkeypatch, capsys):
             return [toy(3)]
 
     monkeypatch.setattr(fingerprint.door, "runs_module", lambda figure: Runs)
-    monkeypatch.setattr(fingerprint.door, "sweepable", lambda: ["stability"])
     toy(3).run()
     assert fingerprint.main(["stability", "--profile", "smoke"]) == 0
     path = fingerprint.chapter_entries("stability", fingerprint.profiles.resolve(

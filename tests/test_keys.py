@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import dependencies, door, import_graph, profiles, results
+from i2o import dependencies, import_graph, profiles, results
 
 PACKAGE = Path(import_graph.__file__).resolve().parent
 
@@ -36,7 +36,7 @@ def presenting(root: Path = PACKAGE) -> set[str]:
 def job_modules() -> dict[str, set[str]]:
     """Each module defining a job class, with the classes (every chapter, smoke and quick)."""
     found: dict[str, set[str]] = {}
-    for figure in door.sweepable():
+    for figure in profiles.figures():
         for profile in ("smoke", "quick"):
             params = profiles.resolve(figure, profile)
             for label, (module, _) in dependencies.job_modules(figure, params).items():

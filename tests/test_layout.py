@@ -18,7 +18,7 @@ from i2o.job import Job
 from i2o.profiles import Params
 
 ENGINES = ("deq", "models", "data", "train")
-BASE = ("runtime", "locations", "progress", "lineage", "allocator")
+BASE = ("runtime", "replicates", "digests", "locations", "progress", "lineage", "allocator")
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
 PACKAGE_DIR = import_graph.PACKAGE_DIR
 GRAPH = import_graph.graph()
@@ -98,8 +98,8 @@ def test_every_chapter_has_its_faces(figure):
     """The manifest names each chapter's package; ``FIGURE`` agrees with the key and the
     notebook stem with the package name; and the faces have the contract's signatures, checked
     on their annotations: ``runs.check_params(Params) -> None``, ``runs.collect(Params) ->
-    <Chapter>Results`` (a :class:`i2o.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``
-    where the chapter has sweep jobs, ``claims.numbers(<Chapter>Results) -> dict``,
+    <Chapter>Results`` (a :class:`i2o.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``,
+    ``claims.numbers(<Chapter>Results) -> dict``,
     ``claims.claims(<Chapter>Results) -> Claims`` and ``prose.paragraphs(Claims, str) ->
     list[str]``."""
     package = profiles.entry(figure)["package"]
@@ -114,9 +114,8 @@ def test_every_chapter_has_its_faces(figure):
     result_type = hints(runs.collect)["return"]
     assert inspect.isclass(result_type) and issubclass(result_type, ChapterResults)
     assert result_type is not ChapterResults
-    if hasattr(runs, "jobs"):
-        assert parameter_types(runs.jobs) == [Params]
-        assert hints(runs.jobs)["return"] == list[Job]
+    assert parameter_types(runs.jobs) == [Params]
+    assert hints(runs.jobs)["return"] == list[Job]
     assert importlib.import_module(package + ".figures")
     claims = importlib.import_module(package + ".claims")
     assert parameter_types(claims.numbers) == [result_type]
@@ -146,8 +145,6 @@ def test_job_classes_live_outside_the_chapter_faces(figure):
     edit would recompute the jobs)."""
     package = profiles.entry(figure)["package"]
     runs = importlib.import_module(package + ".runs")
-    if not hasattr(runs, "jobs"):
-        return
     faces = {f"{package}.{face}" for face in ("runs", "claims", "figures", "prose")}
     modules = {type(job).__module__ for job in runs.jobs(profiles.resolve(figure, "smoke"))}
     assert modules

@@ -100,7 +100,7 @@ def test_bad_numerics_mode_is_refused(monkeypatch):
                                          r"got 'fast'"):
         runtime.numerics_mode()
     with pytest.raises(ValueError, match="I2O_NUMERICS"):
-        book.kernel_env()
+        runtime.numerics_env()
     with pytest.raises(ValueError, match="numerics mode must be one of portable, native"):
         runtime.numerics_env("fast")
 
@@ -126,7 +126,7 @@ def test_xla_pins_come_before_any_word_that_would_end_xla_parsing():
 
 def test_notebook_kernel_and_sweep_worker_environments_hold_the_pins(monkeypatch):
     monkeypatch.delenv("I2O_NUMERICS", raising=False)
-    for env in (book.kernel_env(), sweep._environment()):
+    for env in (runtime.numerics_env(), sweep._environment()):
         for name, value in runtime.PORTABLE_PINS.items():
             assert env[name] == value, name
         assert set(runtime.XLA_PORTABLE_FLAGS) <= set(env["XLA_FLAGS"].split())
@@ -144,7 +144,7 @@ def test_a_notebook_kernel_starts_pinned(tmp_path, monkeypatch):
             "'capability': torch.backends.cpu.get_cpu_capability()}))")
     source, out = tmp_path / "probe.ipynb", tmp_path / "probe.out.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), source)
-    with runtime.environment(book.kernel_env()):
+    with runtime.environment(runtime.numerics_env()):
         papermill.execute_notebook(str(source), str(out), kernel_name="python3",
                                    progress_bar=False)
     text = json.loads(out.read_text())["cells"][0]["outputs"][0]["text"]

@@ -145,7 +145,7 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True).removesuffix("\n...\n").strip()
 
 
-def _refusals(case: Case, capsys, monkeypatch, sweepable: bool) -> list[str]:
+def _refusals(case: Case, capsys, monkeypatch) -> list[str]:
     """The paths that did not refuse ``case`` naming its parameter (empty: all refused)."""
     failures = []
     text = _yaml(case.value)
@@ -159,11 +159,10 @@ def _refusals(case: Case, capsys, monkeypatch, sweepable: bool) -> list[str]:
     except profiles.ParameterError as refusal:
         if not _names_it(case, str(refusal)):
             failures.append(f"notebook {case}: {refusal}")
-    if sweepable:
-        code = sweep.main([case.figure, "--profile", "smoke", "-p", case.name, text])
-        error = capsys.readouterr().err
-        if code != 2 or not _names_it(case, error):
-            failures.append(f"sweep {case}: exit {code}, {error!r}")
+    code = sweep.main([case.figure, "--profile", "smoke", "-p", case.name, text])
+    error = capsys.readouterr().err
+    if code != 2 or not _names_it(case, error):
+        failures.append(f"sweep {case}: exit {code}, {error!r}")
     # a profile holds only the manifest's names; robustness sets the replicate itself (its own
     # --replicates check refuses a bad one)
     if case.fault != "misspelt name" and case.parameter != "replicate":
@@ -183,19 +182,18 @@ def _refusals(case: Case, capsys, monkeypatch, sweepable: bool) -> list[str]:
 def test_every_bad_parameter_is_refused_on_every_path_before_any_compute(
         figure, tripwire, no_submission, capsys, monkeypatch):
     cases = [*fuzz_cases(figure), cross_case(figure)]
-    sweepable = door.has_jobs(figure)
     failures, slowest = [], 0.0
     for case in cases:
         text = _yaml(case.value)
         assert yaml.safe_load(text) == case.value or case.fault == "not finite", text
         start = time.perf_counter()
-        failures += _refusals(case, capsys, monkeypatch, sweepable)
+        failures += _refusals(case, capsys, monkeypatch)
         slowest = max(slowest, time.perf_counter() - start)
     assert not book.executed_path(figure).exists()
     assert not failures, "\n".join(failures)
     with capsys.disabled():
         count = len(profiles.entry(figure)["parameters"])
-        paths = "CLI, notebook, " + ("sweep, " if sweepable else "") + "robustness"
+        paths = "CLI, notebook, sweep, robustness"
         print(f"\n[fuzz] {figure}: {len(cases)} bad parameters over {count} parameters, each "
               f"refused on every path ({paths}); slowest case {1000 * slowest:.0f} ms")
 
@@ -212,7 +210,7 @@ def test_a_good_value_passes_every_door(tripwire, no_submission, capsys, monkeyp
         sweep.main(["stability", "--profile", "smoke", "-p", "pretrain_steps",
                     str(smoke["pretrain_steps"])])
     case = cross_case("stability")
-    assert _refusals(case, capsys, monkeypatch, sweepable=True) == []
+    assert _refusals(case, capsys, monkeypatch) == []
 
 
 def test_the_fuzz_grows_with_the_manifest(capsys):

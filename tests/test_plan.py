@@ -136,3 +136,43 @@ def test_the_notebooks_run_after_the_jobs(monkeypatch):
     assert (result.jobs_seconds, result.notebooks_seconds, result.seconds) == (50.0, 7.0, 57.0)
     assert result.longest == task and (result.jobs, result.estimated) == (2, 0)
     assert plan.forecast(chapters, 1).seconds == 107.0
+
+
+def _timing(chapter: str, seconds: float, profile: str = "quick", computed: int | None = 3,
+            pool_jobs: int | None = 3, date: str | None = "2026-11-28T14:18:28Z") -> dict:
+    return {"chapter": chapter, "profile": profile, "seconds": seconds,
+            "jobs_computed": computed, "pool_jobs": pool_jobs, "date": date}
+
+
+def test_the_published_notebook_time_is_the_latest_of_the_notebook_alone():
+    records = [_timing("plan-a", 12.0),
+               _timing("plan-a", 14.0, computed=0, pool_jobs=None, date=None),
+               _timing("plan-a", 500.0, computed=3, pool_jobs=0),  # its jobs ran inside it
+               _timing("plan-a", 600.0, computed=None, pool_jobs=None),  # unknown: not alone
+               _timing("plan-a", 9.0, profile="paper"), _timing("plan-b", 8.0)]
+    assert plan.published_seconds("plan-a", "quick", records) == (14.0, "")
+    assert plan.published_seconds("plan-a", "quick", records[:1]) == (12.0,
+                                                                      "2026-11-28T14:18:28Z")
+    assert plan.published_seconds("plan-a", "paper", records) == (9.0, "2026-11-28T14:18:28Z")
+    assert plan.published_seconds("plan-a", "quick", records[2:4]) is None
+    assert plan.published_seconds("plan-c", "quick", records) is None
+
+
+def test_a_fresh_clone_plans_the_notebooks_from_their_published_times(monkeypatch, capsys,
+                                                                       tmp_path):
+    """No executed notebook (a fresh clone): plan-a's notebook counts its published time and
+    the line says so; plan-b, never recorded, is still unknown."""
+    monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)
+    monkeypatch.setattr(plan, "notebook_path", lambda figure: tmp_path / f"{figure}.ipynb")
+    monkeypatch.setattr(plan.timings, "read_timings", lambda: [_timing("plan-a", 12.0)])
+    a, b = _Planned("fresh-a"), _PlannedB("fresh-b")
+    _record(a, 100.0)
+    _record(b, 30.0)
+    chapters = {"plan-a": _chapter("plan-a", [a]), "plan-b": _chapter("plan-b", [b])}
+    monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
+    assert results.main(["plan", "plan-a", "plan-b", "--profile", "quick", "--cores", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("then the notebooks one after the other, 12 s (from the latest "
+                           "record of each notebook alone in published/timings.json "
+                           "(2026-11-28) for plan-a; unknown, counted 0, for plan-b)"), out[0]
+    assert re.match(r"\s+2 cores: +112 s = jobs 100 s \+ notebooks 12 s;", out[1]), out[1]

@@ -42,7 +42,7 @@ def test_the_sweep_and_the_notebook_build_the_same_keys():
     """The sweep lists the chapter's jobs and pickles each one to its worker; the notebook builds
     them again from the same parameters: the same values, hence the same entries."""
     params = profiles.resolve("stability", "smoke", seeds=[0, 1])
-    listed = [job for job, _ in sweep.list_jobs(door.entered(params))]
+    listed = door.entered(params).jobs()
     built = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0, 1]))
     assert listed == built
     for job, again in zip(listed, built, strict=True):

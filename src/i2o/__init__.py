@@ -19,7 +19,7 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   ``python -m i2o.results plan``), :mod:`i2o.timings` (measured costs in ``published/``),
   :mod:`i2o.job_costs` (each job's published cost, by which a fresh clone's pool is ordered),
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
-  :mod:`i2o.book` (notebook execution, the HTML), :mod:`i2o.replicates` (seeds per replicate),
+  :mod:`i2o.book` (notebook execution, the HTML),
   :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
   :mod:`i2o.paper_claims` (each sentence of the paper mapped to the rows that test it) and
   :mod:`i2o.claims_page` (the page "The paper's claims at a glance"),
@@ -30,9 +30,11 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its
-  pins: what can change a number, in every job's key) beside the modules that change none and are
-  in no key (:data:`i2o.results.INERT`): :mod:`i2o.locations` (paths), :mod:`i2o.progress`
-  (progress bars), :mod:`i2o.lineage` (provenance, commit, clock), :mod:`i2o.allocator`.
+  pins: what can change a number, in every job's key), :mod:`i2o.replicates` (seeds per
+  replicate) and :mod:`i2o.digests` (SHA-256 of bytes, files and arrays), beside the modules
+  that change none and are in no key (:data:`i2o.results.INERT`): :mod:`i2o.locations` (paths),
+  :mod:`i2o.progress` (progress bars), :mod:`i2o.lineage` (provenance, commit, clock),
+  :mod:`i2o.allocator`.
 
 Glossary (one name per quantity, from the manifest to the solver):
 

@@ -40,7 +40,6 @@ fresh clone's pool orders and forecasts by); without it nothing is written there
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -76,6 +75,7 @@ from i2o import (
     site,
     timings,
 )
+from i2o.digests import sha256
 
 STAMP_KEY = "i2o"
 
@@ -94,7 +94,7 @@ def stamp_inputs(figure: str, params: profiles.Params) -> dict[str, Any]:
     in portable mode, the numerics pins (:func:`i2o.runtime.numerics_key`, as in a cache key:
     other pins re-execute)."""
     source = locations.repo_root() / profiles.entry(figure)["notebook"]
-    what = {"notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
+    what = {"notebook": sha256(source.read_bytes()),
             "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
     if (numerics := runtime.numerics_key()) is not None:
         what["numerics"] = numerics
@@ -103,7 +103,7 @@ def stamp_inputs(figure: str, params: profiles.Params) -> dict[str, Any]:
 
 def stamp_of(inputs: Mapping[str, Any]) -> str:
     """The stamp of :func:`stamp_inputs`: SHA-256 of their canonical JSON (keys sorted)."""
-    return hashlib.sha256(json.dumps(dict(inputs), sort_keys=True).encode()).hexdigest()
+    return sha256(json.dumps(dict(inputs), sort_keys=True).encode())
 
 
 def _stamp(figure: str, params: profiles.Params) -> str:
@@ -121,7 +121,7 @@ def source_digests(root: Path = results.PACKAGE_DIR) -> dict[str, str]:
     """Each file the stamp's ``i2o`` digest covers (every ``*.py`` under ``root``, as
     :func:`i2o.results.source_hash` finds them), by path relative to ``root``, with the first 16
     hex digits of its SHA-256: kept beside the stamp so that a changed stamp names its files."""
-    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return {str(path.relative_to(root)): sha256(path.read_bytes())[:16]
             for path in sorted(root.rglob("*.py"))}
 
 
@@ -170,12 +170,6 @@ def _recorded(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())["metadata"].get(STAMP_KEY, {})
     except (ValueError, KeyError):
         return {}
-
-
-def kernel_env() -> dict[str, str]:
-    """The environment of the notebook kernels: thread counts and the numerics mode's pins
-    (:func:`i2o.runtime.numerics_env`; 2 cores, deliberate threads)."""
-    return runtime.numerics_env()
 
 
 @contextmanager

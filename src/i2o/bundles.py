@@ -1,15 +1,19 @@
 """Results bundles: a chapter's cache entries in one archive, to publish a run and to import it
 elsewhere.
 
-``python -m i2o.results export FIG --profile P [--replicate R] [--checkpoints] -o FILE`` writes
-every cached entry of the chapter's jobs (``arrays.npz`` and ``meta.json``, with its provenance;
-checkpoints only when asked) into one ``tar`` archive whose first member is ``manifest.json``: the
-format, the figure, profile and replicate, the commit, the numerics mode, the machine, and per file
-its path in the cache, its size and its SHA-256, and the *contents digest*: the SHA-256 of one
-line ``path size sha256`` per file, in path order (:func:`contents_digest`), which names what a
-bundle carries independently of when and where it was written (the archive's own SHA-256 changes
-with the manifest's date). A published summary records it (:func:`describe_entries`), so that a
-reader can check that a downloaded bundle holds the published run.
+``python -m i2o.results export FIG --profile P [--replicate R] [--checkpoints] [--partial] -o
+FILE`` writes every cached entry of the chapter's jobs (``arrays.npz`` and ``meta.json``, with its
+provenance; checkpoints only when asked) into one ``tar`` archive whose first member is
+``manifest.json``: the format, the figure, profile and replicate, the commit, the numerics mode,
+the machine, the chapter's number of entries, whether the bundle is ``partial`` and the entries
+it misses, and per file its path in the cache, its size and its SHA-256, and the *contents
+digest*: the SHA-256 of one line ``path size sha256`` per file, in path order
+(:func:`contents_digest`), which names what a bundle carries independently of when and where it
+was written (the archive's own SHA-256 changes with the manifest's date). A published summary
+records it (:func:`describe_entries`), so that a reader can check that a downloaded bundle holds
+the published run. A chapter with entries not computed yet is exported only when asked
+(``--partial``): otherwise the export is refused (exit status 2) with the count and names of the
+missing entries, so that no bundle leaves out entries unnoticed.
 
 ``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
 anything: the manifest's format and figure, every member named in the manifest and nothing else,
@@ -24,7 +28,6 @@ to another version of the code (written, named, never used by this code).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import os
@@ -38,11 +41,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from i2o import door, fingerprint, lineage, profiles, results, runtime
+from i2o.digests import sha256
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 #: the files of an entry a bundle carries (a checkpoint directory only with ``checkpoints``)
 ENTRY_FILES = ("arrays.npz", "meta.json")
+#: How many entries not computed yet an export's message names (then says how many more).
+NAMED_MISSING = 10
 
 
 class BundleError(ValueError):
@@ -71,10 +77,6 @@ class Report:
         return "\n".join(lines)
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
     """The cache folders of the chapter's jobs and of the jobs they are made of (a meta
     evaluation's model), under the current code's keys (folder name → path); the same entries
@@ -82,8 +84,6 @@ def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
     result (stability's step costs) are not among a chapter's jobs: the importing machine
     measures them again."""
     chapter = door.enter(figure, profile, replicate=replicate)
-    if not chapter.has_jobs:
-        raise BundleError(f"{figure!r} has no jobs: nothing is cached, nothing to bundle")
     return {path.name: path
             for path in fingerprint.chapter_entries(figure, chapter.params).values()}
 
@@ -92,14 +92,16 @@ def contents_digest(files: Iterable[Mapping[str, Any]]) -> str:
     """SHA-256 of one line ``path size sha256`` per file (a manifest's ``files``), in path
     order: what a bundle carries, whatever its manifest's date and machine."""
     lines = sorted(f"{f['path']} {f['size']} {f['sha256']}\n" for f in files)
-    return _sha256("".join(lines).encode())
+    return sha256("".join(lines).encode())
 
 
 def _chosen(figure: str, profile: str, replicate: int,
-            checkpoints: bool) -> tuple[list[Path], list[str]]:
-    """The files a bundle of ``figure`` carries and the entries not computed yet."""
+            checkpoints: bool) -> tuple[list[Path], list[str], int]:
+    """The files a bundle of ``figure`` carries, the entries not computed yet, and how many
+    entries the chapter has."""
     files, missing = [], []
-    for name, entry in _entries(figure, profile, replicate).items():
+    entries = _entries(figure, profile, replicate)
+    for name, entry in entries.items():
         if not (entry / ENTRY_FILES[0]).exists():
             missing.append(name)
             continue
@@ -108,7 +110,7 @@ def _chosen(figure: str, profile: str, replicate: int,
         ckpt = entry.with_name(f"{entry.name}.ckpt")
         if checkpoints and ckpt.is_dir():
             files += sorted(p for p in ckpt.rglob("*") if p.is_file())
-    return files, missing
+    return files, missing, len(entries)
 
 
 def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
@@ -118,29 +120,50 @@ def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, byt
         data = path.read_bytes()
         relative = path.relative_to(root).as_posix()
         blobs[relative] = data
-        listed.append({"path": relative, "size": len(data), "sha256": _sha256(data)})
+        listed.append({"path": relative, "size": len(data), "sha256": sha256(data)})
     return listed, blobs
 
 
 def describe_entries(figure: str, profile: str, replicate: int = 0) -> dict[str, Any]:
     """What :func:`export` would write for ``figure`` (without checkpoints), written nowhere:
     its number of files, their bytes, the :func:`contents_digest` and the entries missing."""
-    files, missing = _chosen(figure, profile, replicate, checkpoints=False)
+    files, missing, _ = _chosen(figure, profile, replicate, checkpoints=False)
     listed, _ = _listing(files)
     return {"files": len(listed), "bytes": sum(f["size"] for f in listed),
             "contents_sha256": contents_digest(listed), "missing": missing}
 
 
+class IncompleteExport(BundleError):
+    """An export that would leave out entries not computed yet, not asked to (``partial``)."""
+
+
+def _missing_message(figure: str, profile: str, missing: list[str], total: int) -> str:
+    """``3 of 5 entries of affine (smoke) are not computed yet: a, b, c``; the first
+    :data:`NAMED_MISSING` names, then how many more."""
+    shown = ", ".join(missing[:NAMED_MISSING])
+    more = f" and {len(missing) - NAMED_MISSING} more" if len(missing) > NAMED_MISSING else ""
+    return (f"{len(missing)} of {total} entries of {figure} ({profile}) are not computed yet: "
+            f"{shown}{more}")
+
+
 def export(figure: str, profile: str, output: Path, replicate: int = 0,
-           checkpoints: bool = False) -> dict[str, Any]:
+           checkpoints: bool = False, partial: bool = False) -> dict[str, Any]:
     """Write the bundle of ``figure``'s cached entries to ``output``; return its manifest.
-    Entries not computed yet are listed as ``missing`` (an export of a partial run is allowed)."""
-    files, missing = _chosen(figure, profile, replicate, checkpoints)
+
+    An entry not computed yet refuses the export (:class:`IncompleteExport`, nothing written)
+    unless ``partial``: the bundle then carries what is there, and its manifest lists the
+    entries ``missing`` and says ``partial``."""
+    files, missing, total = _chosen(figure, profile, replicate, checkpoints)
+    if missing and not partial:
+        raise IncompleteExport(_missing_message(figure, profile, missing, total)
+                               + "; compute them first (make fig-" + figure + f" PROFILE="
+                               f"{profile}) or export what is there with --partial")
     listed, blobs = _listing(files)
     manifest = {"format": FORMAT, "figure": figure, "profile": profile, "replicate": replicate,
                 "git": lineage.git_sha(), "numerics": runtime.numerics_key(),
                 "machine": lineage.machine_facts(), "written": lineage.now_iso(),
-                "missing": missing, "files": listed, "contents_sha256": contents_digest(listed)}
+                "partial": bool(missing), "entries": total, "missing": missing, "files": listed,
+                "contents_sha256": contents_digest(listed)}
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{secrets.token_hex(4)}")
@@ -201,7 +224,7 @@ def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         parts = _safe(path).parts
         if parts[0] != figure or len(parts) < 3:
             raise BundleError(f"{bundle}: {path!r} is not an entry of {figure!r}")
-        if len(data) != listed[path]["size"] or _sha256(data) != listed[path]["sha256"]:
+        if len(data) != listed[path]["size"] or sha256(data) != listed[path]["sha256"]:
             raise BundleError(f"{bundle}: {path!r} does not match its checksum (tampered or "
                               "damaged); nothing was written")
     stated = manifest.get("contents_sha256")
@@ -263,10 +286,6 @@ def import_bundle(bundle: Path) -> Report:
     return report
 
 
-def _names(items: Iterable[str]) -> str:
-    return ", ".join(items) or "none"
-
-
 def export_main(argv: list[str] | None = None) -> int:
     """``python -m i2o.results export``."""
     parser = argparse.ArgumentParser(
@@ -277,18 +296,25 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", help="smoke, quick (default) or paper")
     parser.add_argument("--replicate", type=int, default=0, help="default 0")
     parser.add_argument("--checkpoints", action="store_true", help="include the checkpoints")
+    parser.add_argument("--partial", action="store_true",
+                        help="export the entries computed so far when some are not (the "
+                             "manifest says the bundle is partial); without it such an export "
+                             "is refused")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the bundle to write")
     args = parser.parse_args(argv)
     try:
         manifest = export(args.figure, args.profile, args.output, args.replicate,
-                          args.checkpoints)
+                          args.checkpoints, partial=args.partial)
     except (profiles.ParameterError, BundleError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    digest = _sha256(Path(args.output).read_bytes())
+    digest = sha256(Path(args.output).read_bytes())
     print(f"{args.output}: {len(manifest['files'])} files of {args.figure} ({args.profile}, "
           f"replicate {args.replicate}); contents digest {manifest['contents_sha256']}; archive "
-          f"sha256 {digest}; not computed yet: {_names(manifest['missing'])}")
+          f"sha256 {digest}")
+    if manifest["partial"]:
+        print("partial bundle: " + _missing_message(args.figure, args.profile,
+                                                    manifest["missing"], manifest["entries"]))
     return 0
 
 

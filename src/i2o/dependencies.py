@@ -42,7 +42,7 @@ def report(figures: Sequence[str], profile: str = "quick") -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.results deps [FIG ...]``: the modules each job class's key covers."""
-    allowed = door.sweepable()
+    allowed = profiles.figures()
     parser = argparse.ArgumentParser(
         prog="python -m i2o.results deps",
         description="For each job class of a chapter, the i2o modules its cache key covers: an "

@@ -42,16 +42,6 @@ def runs_module(figure: str) -> ModuleType:
     return importlib.import_module(f"{package}.runs")
 
 
-def has_jobs(figure: str) -> bool:
-    """Whether ``figure``'s chapter has jobs (``runs.jobs(params)``)."""
-    return callable(getattr(runs_module(figure), "jobs", None))
-
-
-def sweepable() -> list[str]:
-    """The figures whose chapters have jobs, in manifest order."""
-    return [figure for figure in profiles.load_manifest() if has_jobs(figure)]
-
-
 @dataclass(frozen=True)
 class Chapter:
     """A chapter entered with validated parameters (build it with :func:`enter`,
@@ -61,13 +51,9 @@ class Chapter:
     params: profiles.Params
     runs: ModuleType = field(repr=False, compare=False)
 
-    @property
-    def has_jobs(self) -> bool:
-        return callable(getattr(self.runs, "jobs", None))
-
     def jobs(self) -> list[Job]:
-        """Every job of the parameters: one cache entry each (none for a chapter without)."""
-        return list(self.runs.jobs(self.params)) if self.has_jobs else []
+        """Every job of the parameters: one cache entry each (``runs.jobs(params)``)."""
+        return list(self.runs.jobs(self.params))
 
     def tasks(self) -> list[Task]:
         """The jobs as a sweep submits them: the chapter's ``runs.tasks(params)`` where it

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import re
 import sys
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from i2o import door, lineage, profiles, results, runtime
+from i2o.digests import arrays_sha256, sha256
 from i2o.job import Job
 
 #: The format of a fingerprint file (``kind``), so that ``i2o.compare`` can tell it apart.
@@ -57,15 +57,9 @@ def entry_fingerprint(path: Path) -> str:
     """SHA-256 of the cache entry at ``path`` without its measurements (:func:`is_measured`);
     raises :class:`i2o.results.CorruptEntry` if the entry does not match its checksum."""
     results.load(path)  # checks the stored checksum first
-    digest = hashlib.sha256()
     with np.load(path / "arrays.npz", allow_pickle=False) as arrays:
-        for name in sorted(arrays.files):
-            if is_measured(name):
-                continue
-            array = np.ascontiguousarray(arrays[name])
-            digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
-            digest.update(array.tobytes())
-    return digest.hexdigest()
+        names = [name for name in sorted(arrays.files) if not is_measured(name)]
+        return arrays_sha256((arrays[name] for name in names), names)
 
 
 def entry_jobs(job: Job) -> Iterator[Job]:
@@ -81,7 +75,7 @@ def entry_jobs(job: Job) -> Iterator[Job]:
 
 def _parameters_digest(job: Job) -> str:
     text = json.dumps(job.key(), sort_keys=True, default=repr, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
+    return sha256(text.encode())[:10]
 
 
 def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
@@ -120,21 +114,21 @@ def chapter_fingerprint(figure: str, params: profiles.Params) -> dict[str, Any]:
             entries[name], machine = CORRUPT, None
         if machine is not None and machine not in machines:
             machines.append(machine)
-    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    digest = sha256(json.dumps(entries, sort_keys=True).encode())
     return {"digest": None if missing else digest, "entries": entries, "missing": missing,
             "computed_on": machines}
 
 
 def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
                 replicate: int = 0) -> dict[str, Any]:
-    """The fingerprint file of ``figures`` (default every figure with jobs) at ``profile`` and
+    """The fingerprint file of ``figures`` (default every figure) at ``profile`` and
     ``replicate``, read from the results cache (:func:`i2o.results.results_dir`)."""
-    figures = list(figures or door.sweepable())
-    allowed = door.sweepable()
+    allowed = profiles.figures()
+    figures = list(figures or allowed)
     unknown = [figure for figure in figures if figure not in allowed]
     if unknown:
-        raise profiles.ParameterError(f"figure(s) {', '.join(map(repr, unknown))} have no "
-                                      f"cached jobs to fingerprint; allowed: {', '.join(allowed)}")
+        raise profiles.ParameterError(f"figure(s) {', '.join(map(repr, unknown))} not in the "
+                                      f"manifest; allowed: {', '.join(allowed)}")
     chapters = {}
     for figure in figures:
         params = profiles.resolve(figure, profile, replicate=replicate)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import door, fingerprint, lineage, locations, probes, runtime
+from i2o import fingerprint, lineage, locations, probes, profiles, runtime
 
 #: Results that portable mode cannot make identical across CPUs, by chapter and entry name, with
 #: the reason; the golden test leaves exactly these out (the Reproduce page names them).
@@ -153,7 +153,7 @@ def regenerate() -> tuple[dict[str, Any], dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="i2o-golden-") as tmp:
         with runtime.environment({"I2O_BUILD_DIR": f"{tmp}/_build",
                                   "I2O_RESULTS_DIR": f"{tmp}/results"}):
-            for figure in door.sweepable():
+            for figure in profiles.figures():
                 book.run(figure, "smoke")
             smoke = fingerprint.fingerprint(profile="smoke")
     return smoke, probes.run(mode="portable")

@@ -21,13 +21,13 @@ A published cost was measured on another machine, so it orders and forecasts; it
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from i2o import lineage, locations, results
+from i2o.digests import sha256
 from i2o.job import Job
 
 FILE = "job-costs.json"
@@ -41,7 +41,7 @@ def params_digest(params: Mapping[str, Any]) -> str:
     """First 16 hex digits of the SHA-256 of a job's key parameters, as ``meta.json`` stores
     them (:func:`i2o.results.recorded_costs` compares the same form)."""
     stored = json.dumps(results.comparable_params(params), sort_keys=True)
-    return hashlib.sha256(stored.encode()).hexdigest()[:16]
+    return sha256(stored.encode())[:16]
 
 
 def record_key(job: Job) -> str:

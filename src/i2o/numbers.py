@@ -24,12 +24,12 @@ build's closing note: a build on another CPU with the same digests published the
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from i2o import claims, locations, profiles
+from i2o.digests import sha256
 
 FILENAME = "numbers.json"
 _GLUE_PREFIX = "application/papermill.record/"
@@ -100,9 +100,9 @@ def digests(found: dict[str, dict[str, Any]]) -> dict[str, str]:
     """Each chapter's SHA-256 over its numbers and claim rows only (canonical JSON), not its
     costs or provenance: two builds on different CPUs whose digests agree published the same
     numbers."""
-    return {figure: hashlib.sha256(json.dumps(
+    return {figure: sha256(json.dumps(
         {"numbers": entry["numbers"], "claims": entry["claims"]}, sort_keys=True,
-        ensure_ascii=False).encode()).hexdigest() for figure, entry in found.items()}
+        ensure_ascii=False).encode()) for figure, entry in found.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,9 @@ parameters; a job without a record is counted as estimated and given its chapter
 the longest first, each on the core that frees first (:func:`i2o.schedule.lpt`), each task
 taking its jobs' times plus the start of its process (:data:`i2o.schedule.TASK_START_SECONDS`:
 the local pool starts a process per task); the notebooks then run one after the other, as
-:func:`i2o.book.run_all` runs them, each taking its own time (:func:`notebook_seconds`).
+:func:`i2o.book.run_all` runs them, each taking its own time: the executed notebook's
+(:func:`notebook_seconds`), else, in a fresh clone, the latest time of that notebook alone
+recorded in ``published/timings.json`` for its chapter and profile (:func:`published_seconds`).
 Printed per K: the wall time (jobs + notebooks), the task that bounds it from below (the
 longest: no number of cores finishes before it does) and how many jobs were estimated.
 
@@ -23,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from i2o import door, locations, pool, profiles, results
+from i2o import door, locations, pool, profiles, results, timings
 from i2o.job import Job
 from i2o.schedule import TASK_START_SECONDS, lpt, task_seconds
 
@@ -40,11 +42,13 @@ DEFAULT_CORES = (2, 8, 16, 64)
 @dataclass(frozen=True)
 class ChapterPlan:
     """A chapter's tasks with their expected costs, and its notebook's own time (``None``:
-    unknown, counted as 0)."""
+    unknown, counted as 0) with, when it comes from ``published/timings.json``, the date of the
+    record it was read from (``published_on``; ``""`` when that record has none)."""
 
     figure: str
     tasks: tuple[pool.PoolTask, ...]
     notebook_seconds: float | None
+    published_on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,12 +131,37 @@ def notebook_seconds(chapter: door.Chapter, jobs: Sequence[Job]) -> float | None
     return max(0.0, seconds - lpt(during, workers).makespan)
 
 
-def plan_chapter(chapter: door.Chapter) -> ChapterPlan:
-    """Every task of ``chapter`` with its expected cost, and its notebook's own time."""
+def published_seconds(figure: str, profile: str,
+                      records: Sequence[Mapping[str, Any]] | None = None
+                      ) -> tuple[float, str] | None:
+    """The seconds of ``figure``'s notebook alone at ``profile`` in the latest record of
+    ``records`` (default ``published/timings.json``, :func:`i2o.timings.read_timings`) that
+    measured it alone, with that record's date (``""`` when not recorded): a record whose jobs
+    were all computed before the notebook ran, by the book's pool (``pool_jobs``) or earlier
+    (``jobs_computed`` 0). ``None`` when there is none."""
+    found = None
+    for record in timings.read_timings() if records is None else records:
+        computed = record.get("jobs_computed")
+        alone = computed is not None and (record.get("pool_jobs") or 0) >= computed
+        if (record.get("chapter"), record.get("profile")) == (figure, profile) and alone \
+                and record.get("seconds") is not None:
+            found = (float(record["seconds"]), record.get("date") or "")
+    return found
+
+
+def plan_chapter(chapter: door.Chapter, profile: str | None = None) -> ChapterPlan:
+    """Every task of ``chapter`` with its expected cost, and its notebook's own time: the
+    executed notebook's, else the published one at ``profile`` (default the chapter's)."""
     tasks = chapter.tasks()
     jobs = [job for task in tasks for job in task]
-    return ChapterPlan(chapter.figure, tuple(pool.estimate_tasks(chapter.figure, tasks, jobs)),
-                       notebook_seconds(chapter, jobs))
+    estimated = tuple(pool.estimate_tasks(chapter.figure, tasks, jobs))
+    seconds = notebook_seconds(chapter, jobs)
+    if seconds is not None:
+        return ChapterPlan(chapter.figure, estimated, seconds)
+    published = published_seconds(chapter.figure, profile or chapter.params.profile)
+    if published is None:
+        return ChapterPlan(chapter.figure, estimated, None)
+    return ChapterPlan(chapter.figure, estimated, published[0], published_on=published[1])
 
 
 def duration(seconds: float) -> str:
@@ -149,7 +178,13 @@ def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
     tasks = [task for chapter in plans for task in chapter.tasks]
     jobs = sum(len(task.task) for task in tasks)
     unknown = [chapter.figure for chapter in plans if chapter.notebook_seconds is None]
+    published = [chapter for chapter in plans if chapter.published_on is not None]
+    days = sorted({chapter.published_on[:10] for chapter in published if chapter.published_on})
     notebooks = sum(chapter.notebook_seconds or 0.0 for chapter in plans)
+    when = f" ({', '.join(days)})" if days else ""
+    sources = ([f"from the latest record of each notebook alone in published/timings.json{when} "
+                f"for {', '.join(chapter.figure for chapter in published)}"] if published else []) \
+        + ([f"unknown, counted 0, for {', '.join(unknown)}"] if unknown else [])
     return (f"plan at profile {profile} for {', '.join(c.figure for c in plans)}: {jobs} jobs "
             f"in {len(tasks)} tasks, {sum(t.estimated for t in tasks)} without a recorded cost "
             f"({sum(t.published for t in tasks)} with a published one, published/job-costs.json;"
@@ -157,7 +192,7 @@ def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
             f"each task "
             f"{duration(TASK_START_SECONDS)} more for its process's start; then the "
             f"notebooks one after the other, {duration(notebooks)}"
-            + (f" (unknown, counted 0, for {', '.join(unknown)})" if unknown else ""))
+            + (f" ({'; '.join(sources)})" if sources else ""))
 
 
 def line(result: Forecast) -> str:
@@ -197,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for figure in args.figures or profiles.figures():
             try:
-                plans.append(plan_chapter(door.enter(figure, args.profile)))
+                plans.append(plan_chapter(door.enter(figure, args.profile), args.profile))
             except profiles.ParameterError:
                 raise
             except Exception as error:  # a chapter whose code cannot be imported

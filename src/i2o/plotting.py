@@ -7,7 +7,6 @@ back.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 from i2o import lineage, locations
+from i2o.digests import sha256
 
 
 class _FontDateNoise(logging.Filter):
@@ -57,7 +57,7 @@ def figures_dir() -> Path:
 
 def params_hash(params: Mapping[str, Any]) -> str:
     blob = json.dumps(dict(params), sort_keys=True, default=repr)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return sha256(blob.encode())[:16]
 
 
 def provenance_of(params: Mapping[str, Any]) -> dict[str, str]:

@@ -1,10 +1,12 @@
-"""Before any notebook runs: is every data set a chapter reads there (fetched and verified)?
+"""Before any notebook or benchmark runs: is every data set it reads there (fetched and verified)?
 
 Each figure of the manifest lists the data sets it reads (``data:`` in ``figures.yaml``; none for
 the theory and meta-learning chapters). :func:`check` makes each needed data set ready once
 (:func:`i2o.data.fetch.ensure_all`: found or downloaded, checksums verified, one process at a
 time) and returns, per figure, ``None`` when it can run or a one-line reason naming the data set
 and the variable to set (``I2O_DATA_DIR``, or ``DATA_DIR`` with make) when it cannot.
+:func:`check_data` does the same for data sets named directly (``make bench``: each benchmark
+declares its ``DATA_SETS``).
 """
 
 from __future__ import annotations
@@ -34,13 +36,25 @@ def check(figures: Iterable[str], download: bool = True,
     ``ensure`` (default :func:`i2o.data.fetch.ensure_all`) maps data set names to ``None`` or the
     reason one is missing.
     """
-    if ensure is None:
-        ensure = ensure_all
     figures = list(figures)
     wanted = list(dict.fromkeys(name for figure in figures for name in needs(figure)))
-    problems = ensure(wanted, download=download) if wanted else {}
+    problems = check_data(wanted, download, ensure)
     return {figure: "; ".join(problems[name] for name in needs(figure) if problems.get(name))
             or None for figure in figures}
+
+
+def check_data(names: Iterable[str], download: bool = True,
+               ensure: Callable[..., dict[str, str | None]] | None = None
+               ) -> dict[str, str | None]:
+    """``{name: None | "one-line reason"}`` for the data sets ``names`` (each made ready once,
+    by ``ensure``, default :func:`i2o.data.fetch.ensure_all`); ``ValueError`` for a name that is
+    no data set."""
+    wanted = list(dict.fromkeys(names))
+    unknown = [name for name in wanted if name not in DATASETS]
+    if unknown:
+        raise ValueError(f"unknown data set(s) {unknown}; the data sets are: "
+                         f"{', '.join(DATASETS)}")
+    return (ensure or ensure_all)(wanted, download=download) if wanted else {}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,6 @@ vendor's CPU would compute without one.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -51,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from i2o import lineage, runtime
+from i2o.digests import arrays_sha256
 
 #: The CPU models of qemu-user that stand for the CPUs the book is run on without one: an AMD
 #: EPYC (AuthenticAMD, 512 KB L2) and an Intel Haswell (the AVX2 baseline).
@@ -59,14 +59,7 @@ EMULATED_CPUS = ("EPYC-Rome", "Haswell-v4")
 
 def digest(arrays: Iterable[Any]) -> str:
     """SHA-256 (hex) of the arrays' dtypes, shapes and bytes, in order."""
-    h = hashlib.sha256()
-    for array in arrays:
-        if hasattr(array, "detach"):
-            array = array.detach().cpu().numpy()
-        array = np.ascontiguousarray(np.asarray(array))
-        h.update(f"{array.dtype.str}{array.shape}".encode())
-        h.update(array.tobytes())
-    return h.hexdigest()
+    return arrays_sha256(arrays)
 
 
 def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:

@@ -31,7 +31,6 @@ Command line (``make publish``, after ``make robustness`` or a profile's ``make 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -40,7 +39,6 @@ from typing import Any
 
 from i2o import (
     bundles,
-    door,
     fingerprint,
     lineage,
     locations,
@@ -50,6 +48,7 @@ from i2o import (
     robustness,
     site,
 )
+from i2o.digests import sha256
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -68,12 +67,10 @@ def path(kind: str, profile: str) -> Path:
 
 def keys_digest(figure: str, profile: str, replicate: int) -> str:
     """SHA-256 of the names of the cache entries of ``figure``'s jobs at ``profile`` and
-    ``replicate`` under this checkout's code (empty for a chapter without jobs)."""
-    entries = []
-    if figure in door.sweepable():
-        params = profiles.resolve(figure, profile, replicate=replicate)
-        entries = sorted(p.name for p in fingerprint.chapter_entries(figure, params).values())
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+    ``replicate`` under this checkout's code."""
+    params = profiles.resolve(figure, profile, replicate=replicate)
+    entries = sorted(p.name for p in fingerprint.chapter_entries(figure, params).values())
+    return sha256("\n".join(entries).encode())
 
 
 def claims_code_digest(figure: str) -> str:
@@ -123,8 +120,6 @@ def missing_entries(figure: str, profile: str,
                     replicates: Sequence[int]) -> dict[int, tuple[int, int]]:
     """Per replicate, ``(absent, total)`` of ``figure``'s cache entries under this checkout's
     keys that are not in the results cache (replicates with none absent are left out)."""
-    if figure not in door.sweepable():
-        return {}
     absent = {}
     for replicate in replicates:
         params = profiles.resolve(figure, profile, replicate=replicate)
@@ -213,10 +208,8 @@ def publish_numbers(profile: str) -> Path:
         replicate = int(chapter.get("params", {}).get("replicate", 0))
         _computed_by_this_code([figure], profile, [replicate])
         digests[figure] = chapter_digests(figure, profile, [replicate])
-        if figure in door.sweepable():
-            described = bundles.describe_entries(figure, profile, replicate)
-            bundled[figure] = {key: described[key] for key in ("files", "bytes",
-                                                                 "contents_sha256")}
+        described = bundles.describe_entries(figure, profile, replicate)
+        bundled[figure] = {key: described[key] for key in ("files", "bytes", "contents_sha256")}
     return _write(path("numbers", profile),
                   {"profile": profile, "chapters": built, "origin": _origin(),
                    "digests": digests, "bundles": bundled})

@@ -65,6 +65,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from i2o import import_graph, lineage, locations, runtime
+from i2o.digests import sha256
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ARRAYS = "arrays.npz"
@@ -211,7 +212,7 @@ def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = 
             "source": module_source_hash(module)}
     if (numerics := runtime.numerics_key()) is not None:
         what["numerics"] = numerics
-    return hashlib.sha256(_canonical(what).encode()).hexdigest()
+    return sha256(_canonical(what).encode())
 
 
 def entry_dir(figure: str, name: str, params: Mapping[str, Any],
@@ -255,19 +256,11 @@ def _unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
     return tree
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def load(path: Path) -> dict[str, Any]:
     """Read an entry, checking its checksum; raise :class:`CorruptEntry` if anything is off."""
     try:
         meta = json.loads((path / _META).read_text())
-        if _sha256(path / _ARRAYS) != meta["sha256"]:
+        if sha256(path / _ARRAYS) != meta["sha256"]:
             raise CorruptEntry(f"{path}: checksum mismatch")
         with np.load(path / _ARRAYS, allow_pickle=False) as arrays:
             flat = {k: arrays[k] for k in arrays.files}
@@ -386,7 +379,7 @@ def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> Non
     flat = _flatten(result)
     with staging(path) as tmp:
         np.savez(tmp / _ARRAYS, **flat)
-        meta = {**info, "sha256": _sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
+        meta = {**info, "sha256": sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
                 "git": lineage.git_sha(), "provenance": lineage.provenance()}
         (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))
         _publish(tmp, path)

@@ -109,8 +109,8 @@ def _check_mode(mode: str | None) -> str:
 def xla_flags(mode: str, current: str = "") -> str:
     """``current`` XLA flags with the mode's pins and one XLA thread, pins first.
 
-    XLA stops reading ``XLA_FLAGS`` at the first word that is not a ``--flag`` (the old
-    ``intra_op_parallelism_threads=1`` is one; it is no XLA flag), silently ignoring the rest;
+    XLA stops reading ``XLA_FLAGS`` at the first word that is not a ``--flag``
+    (``intra_op_parallelism_threads=1`` is one; it is no XLA flag), silently ignoring the rest;
     such words are dropped. A flag the mode pins replaces the caller's value of it; in native mode
     the portable pins a parent passed down are dropped too.
     """

@@ -55,11 +55,6 @@ from i2o.progress import Eta, Progress, TaskBoard
 EXECUTORS = ("local", "slurm", "debug")
 
 
-def list_jobs(chapter: door.Chapter) -> list[tuple[Job, bool]]:
-    """Every job of an entered chapter, with whether it is cached."""
-    return [(job, job.is_cached()) for job in chapter.jobs()]
-
-
 def run_one(task: Task, env: dict[str, str]) -> str:
     """What a submitted task runs: set the caller's results/data paths and threads, compute its
     jobs in order; returns the task's name (:func:`task_name`).
@@ -143,9 +138,6 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     chapter = door.enter(figure, profile, **dict(overrides or {}))
-    if not chapter.has_jobs:
-        raise ValueError(f"figure {figure!r} has no sweep; allowed: "
-                         f"{', '.join(door.sweepable())}")
     tasks = missing_tasks(chapter.tasks())
     listing = chapter.jobs()
     todo = sum(len(task) for task in tasks)

@@ -23,27 +23,35 @@ without hashing again. A bad file is named in the error with what to do, never d
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from i2o import locations
+from i2o import locations, replicates
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
+
+if TYPE_CHECKING:
+    import torch
+from i2o.digests import sha256
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")
 SPLITS = ("train", "test")
-SPLIT_SIZES = {"train": 50_000, "test": 10_000}
 # Per-channel statistics used by the MDEQ code for CIFAR-10 normalisation.
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2023, 0.1994, 0.2010)
+#: The seed of the training and test subsets (:func:`load_split`) whatever a model's training
+#: seed, so that seeds differ only in the network's initialisation, dropout masks and batch
+#: order; a replicate redraws it (:func:`i2o.replicates.seed`), so replicate r > 0 also trains
+#: and tests on other images.
+DATA_SEED = 0
 IMAGE_FOLDER = "cifar10"
 OFFICIAL_FOLDER = "cifar-10-batches-py"
 MANIFEST = "cifar10.sha256"
@@ -144,7 +152,7 @@ def _decode_image_folder(folder: Path, expected: Mapping[str, str] | None = None
                     problems.append((file, f"not listed in {manifest}",
                                      f"not listed in {MANIFEST}"))
                     continue
-                if hashlib.sha256(data).hexdigest() != expected[relative]:
+                if sha256(data) != expected[relative]:
                     problems.append((file, f"truncated or altered ({len(data)} bytes; its SHA-256 "
                                      f"is not the one in {MANIFEST})", "truncated or altered"))
                     continue
@@ -214,7 +222,7 @@ def _cached(tag: str, split: str, decode) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _folder_tag(folder: Path) -> str:
-    return "folder-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
+    return "folder-" + sha256(str(folder.resolve()).encode())[:10]
 
 
 def load_cifar10(split: str, data_dir: Path | str | None = None,
@@ -239,7 +247,7 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
     folder = _image_folder(root, split)
     manifest = root / MANIFEST
     if folder is not None and manifest.is_file():
-        tag = "sha256-" + hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+        tag = "sha256-" + sha256(manifest.read_bytes())[:16]
         images, labels = _cached(tag, split, lambda: _decode_image_folder(
             folder, read_manifest(manifest, split), manifest))
         return ImageSet(images, labels, f"image folder {folder} (checked against {manifest})")
@@ -285,6 +293,17 @@ def balanced_subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
     chosen = [rng.permutation(np.flatnonzero(labels == c))[:k]
               for c, k in zip(classes, per_class, strict=True)]
     return np.sort(np.concatenate(chosen))
+
+
+def load_split(split: str, size: int, replicate: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A class-balanced subset of ``size`` images of CIFAR-10's ``split`` (:func:`balanced_subset`
+    drawn with :data:`DATA_SEED` at ``replicate``, :func:`i2o.replicates.seed`), as normalised
+    image tensors (:func:`to_tensor`) and label tensors."""
+    import torch  # lazy: the JAX chapters read CIFAR-10 without loading torch
+
+    data = load_cifar10(split)
+    chosen = data.subset(balanced_subset(data.labels, size, replicates.seed(DATA_SEED, replicate)))
+    return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
 def to_tensor(images: np.ndarray, dtype=None):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from filelock import FileLock
 
 from i2o import locations
+from i2o.digests import sha256
 
 
 def download_lock(root: Path) -> FileLock:
@@ -15,5 +15,5 @@ def download_lock(root: Path) -> FileLock:
     read-only)."""
     locks = locations.cache_dir() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:12]
+    key = sha256(str(Path(root).resolve()).encode())[:12]
     return FileLock(str(locks / f"download-{key}.lock"))

@@ -19,7 +19,6 @@ predicted exactly once from a context of at most ``context`` characters.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import urllib.request
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 from i2o import locations
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
+from i2o.digests import sha256
 
 FOLDER = "tinyshakespeare"
 FILENAME = "input.txt"
@@ -68,18 +68,14 @@ class CharCorpus:
         return "".join(self.vocabulary[int(i)] for i in np.asarray(ids).ravel())
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _download(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with urllib.request.urlopen(URL, timeout=60) as response:
             tmp.write_bytes(response.read())
-        if _sha256(tmp) != SHA256:
-            raise ValueError(f"downloaded file has SHA-256 {_sha256(tmp)}, expected {SHA256}")
+        if sha256(tmp) != SHA256:
+            raise ValueError(f"downloaded file has SHA-256 {sha256(tmp)}, expected {SHA256}")
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -124,7 +120,7 @@ def load_shakespeare(data_dir: Path | str | None = None, download: bool = True,
     """
     path = find_text(data_dir, download)
     raw = path.read_bytes()
-    if verify and (digest := hashlib.sha256(raw).hexdigest()) != SHA256:
+    if verify and (digest := sha256(raw)) != SHA256:
         remedy = (f"What to do: copy it again from the original (e.g. ../shared/data/{FOLDER}/"
                   f"{FILENAME}), or delete it to have it downloaded again from {URL}")
         raise DataCorruptError(

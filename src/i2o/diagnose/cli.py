@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import pickle
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,48 @@ def _load_function(spec: str, what: str):
     return function
 
 
+#: What a ``--data`` file may hold, as the error for any other content says it.
+DATA_FILE_CONTENTS = ("a pair (x, y) of tensors, a dict {'x': x, 'y': y} of tensors or a "
+                      "TensorDataset")
+
+
+def load_tensor_file(file: Path, what: str) -> Any:
+    """The data a ``.pt`` file holds, read with ``torch.load(weights_only=True)`` (tensors,
+    containers of them and a ``TensorDataset``; no code pickled in the file runs): ``(x, y)``
+    from a pair or from a dict with keys ``x`` and ``y``, or the ``TensorDataset``.
+    ``ValueError`` naming the file and :data:`DATA_FILE_CONTENTS` for anything else."""
+    expected = f"expected {DATA_FILE_CONTENTS}, saved with torch.save"
+    try:
+        with torch.serialization.safe_globals([torch.utils.data.TensorDataset]):
+            data = torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        if refused:  # torch's refusal of an object that is not a tensor or a container of them
+            raise ValueError(f"{what}: {file} holds objects other than tensors ({refused[1]}), "
+                             f"which are not loaded (unpickling them could run code); "
+                             f"{expected}") from None
+        raise ValueError(f"{what}: {file} is not a file torch.load can read "
+                         f"({type(error).__name__}); {expected}") from None
+    except Exception as error:
+        raise ValueError(f"{what}: {file} is not a file torch.load can read "
+                         f"({type(error).__name__}); {expected}") from None
+    if isinstance(data, torch.utils.data.TensorDataset):
+        return data
+    if isinstance(data, dict):
+        if not {"x", "y"} <= set(data):
+            raise ValueError(f"{what}: {file} holds a dict without keys 'x' and 'y' "
+                             f"(keys: {sorted(map(str, data))}); {expected}")
+        held, data = "a dict whose 'x' and 'y' are", (data["x"], data["y"])
+    elif isinstance(data, tuple | list):
+        held = f"a {type(data).__name__} of {len(data)} item(s):"
+    else:
+        raise ValueError(f"{what}: {file} holds a {type(data).__name__}; {expected}")
+    if len(data) != 2 or not all(isinstance(t, torch.Tensor) for t in data):
+        kinds = ", ".join(type(item).__name__ for item in data)
+        raise ValueError(f"{what}: {file} holds {held} {kinds or 'nothing'}; {expected}")
+    return tuple(data)
+
+
 def load_data(spec: str | None, what: str) -> Any:
     """The data of a ``--data``-like option (module docstring of the epilog)."""
     if spec is None:
@@ -121,13 +165,7 @@ def load_data(spec: str | None, what: str) -> Any:
     file = Path(spec)
     if not file.is_file():
         raise ValueError(f"{what}: no file {file} (give FILE.pt or FILE.py:FUNC)")
-    data = torch.load(file, weights_only=False)
-    if isinstance(data, dict):
-        if not {"x", "y"} <= set(data):
-            raise ValueError(f"{what}: {file} holds a dict without keys 'x' and 'y' "
-                             f"(keys: {sorted(data)})")
-        return data["x"], data["y"]
-    return data
+    return load_tensor_file(file, what)
 
 
 def load_model(spec: str, checkpoint: str | None) -> Any:

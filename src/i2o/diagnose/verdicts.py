@@ -56,7 +56,7 @@ fraction of a named reference effect measured in the same run (by default what t
 iterations cost, ``I(N, min N')``, :meth:`Margin.fewest`), never below a pre-registered absolute
 **floor** of the metric (``Margin.floor``; a chapter fixes one per metric): ``δ = max(f ×
 |reference|, floor)``, so a small reference cannot shrink δ to nothing. The rows with a margin are
-decided only when (:func:`scale_gate`, in this order):
+decided only when (:func:`reference_gate` then :func:`precision_gate`, in this order):
 
 1. the reference effect is established (for :meth:`Margin.fewest`: the interval of what the
    fewest iterations cost lies above 0). Where it is not and the margin has a floor, δ is the
@@ -348,15 +348,6 @@ def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
     return gates.combine(*parts)
 
 
-def scale_gate(curves: Curves, train_iters: int, margin: Margin, reference: Decision | None,
-               plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
-               ) -> Decision:
-    """Whether every row with a margin can be decided: :func:`reference_gate` then
-    :func:`precision_gate` (module docstring)."""
-    return gates.combine(reference_gate(margin, reference),
-                         precision_gate(curves, train_iters, margin, plain, power_ratio))
-
-
 def precision_gate(curves: Curves, train_iters: int, margin: Margin,
                    plain: Sequence[gates.Interval], power_ratio: float | None = POWER_RATIO
                    ) -> Decision:
@@ -442,8 +433,9 @@ def recommend(curves: Curves, train_iters: int, margin: float,
 @dataclass(frozen=True)
 class Verdicts:
     """Every verdict of one diagnosis (each a :class:`i2o.gates.Decision`), already passed
-    through the gates: ``gate`` the caller's, ``scale`` :func:`scale_gate`'s for the counts above
-    N (alone), ``converging`` :func:`converging`'s."""
+    through the gates: ``gate`` the caller's, ``scale`` :func:`reference_gate` and
+    :func:`precision_gate` combined for the counts above N (alone), ``converging``
+    :func:`converging`'s."""
 
     gate: Decision
     scale: Decision
@@ -497,13 +489,13 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
            power_ratio: float | None = POWER_RATIO
            ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
     """The verdicts of the module docstring: the rows about more iterations behind ``gate``,
-    :func:`scale_gate` and :func:`converging`; "fewer iterations hurt" behind ``gate`` and its
-    own scale gate (resolution, power over the counts below N); the residual check behind
-    ``health``. An open ``gate`` is stated once, in its own row, not in each verdict's reason
-    (which starts with the open scale gates' reasons); a closed one is each verdict's reason.
-    Also returns the intervals they read (``above`` pointwise, ``above_simultaneous`` widened,
-    ``below`` the cost of the fewest, ``fewer`` and ``fewer_simultaneous`` the improvements of the
-    counts below N, ``residual``)."""
+    :func:`reference_gate`, :func:`precision_gate` and :func:`converging`; "fewer iterations
+    hurt" behind ``gate`` and its own scale gate (resolution, power over the counts below N);
+    the residual check behind ``health``. An open ``gate`` is stated once, in its own row, not
+    in each verdict's reason (which starts with the open scale gates' reasons); a closed one is
+    each verdict's reason. Also returns the intervals they read (``above`` pointwise,
+    ``above_simultaneous`` widened, ``below`` the cost of the fewest, ``fewer`` and
+    ``fewer_simultaneous`` the improvements of the counts below N, ``residual``)."""
     if not isinstance(margin, Margin):
         if not margin > 0:
             raise ValueError(f"the margin δ must be > 0; got {margin!r}")

@@ -4,6 +4,7 @@
   ``TINY``, ``CPU_SMALL``, ``MICRO``);
 - :mod:`i2o.models.deq_transformer` — the weight-tied transformer language model of Figure 2;
 - :mod:`i2o.models.inverse` — the reconstruction DEQ and ELDER of Figure 2's inverse problem.
+- :mod:`i2o.models.parameters` — a model's parameter count;
 - :mod:`i2o.models.portable_products` — matrix products that are fast and portable (in
   portable numerics on CPU, OpenBLAS's AVX2 kernel through NumPy): the transformer's.
 
@@ -21,8 +22,8 @@ from i2o.models.mdeq import (
     MDEQClassifier,
     MDEQConfig,
     config,
-    count_parameters,
 )
+from i2o.models.parameters import count_parameters
 
 __all__ = ["CONFIGS", "CPU_SMALL", "MICRO", "TINY", "DEQTransformerLM", "InverseConfig",
            "MDEQClassifier", "MDEQConfig", "Operator", "ReconstructionDEQ", "TransformerConfig",

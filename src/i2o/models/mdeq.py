@@ -358,7 +358,3 @@ class MDEQClassifier(nn.Module):
         x = self.inject(images)
         self.reset(images.shape[0], x)
         return self.f, x, self.initial_state(x)
-
-
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -48,8 +48,8 @@ weight gradient is a node of its own, computed only when autograd asks for it (t
 
 :class:`PortableLinear` is :class:`torch.nn.Linear` computing with :func:`linear` (so weight-norm
 parametrisations of its ``weight`` still apply). :func:`use_numpy_products` is a switch for
-benchmarks only (timing the old path in the same run); it is no numerics parameter and no
-computation of the book calls it.
+benchmarks only (timing torch's own products in the same run); it is no numerics parameter and
+no computation of the book calls it.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ _numpy_products_allowed = True
 
 
 def use_numpy_products(enabled: bool) -> None:
-    """Benchmarks only: ``False`` sends every product to torch even in portable mode (the path
-    portable mode took before this module, MKL's compatible branch); ``True`` (the default)
-    restores the rule of :func:`numpy_path`."""
+    """Benchmarks only: ``False`` sends every product to torch even in portable mode (MKL's
+    compatible branch under the portable pins); ``True`` (the default) restores the rule of
+    :func:`numpy_path`."""
     global _numpy_products_allowed
     _numpy_products_allowed = bool(enabled)
 

@@ -32,7 +32,6 @@ from i2o.chapters.affine import FIGURE
 from i2o.chapters.affine.runs import AffineResults
 from i2o.chapters.affine.sweeps import lower_bound_summary
 from i2o.claims import Claims
-from i2o.gates import Decision
 
 SCALE_TOL = 1e-9
 ZERO_RTOL = 1e-12
@@ -160,14 +159,14 @@ def claims(results: AffineResults) -> Claims:
 
     error = checks["lemma_a2"]["max_relative_error"]
     table.decide("Lemma A.2: the closed form of z_N equals the iterated z_N",
-              _verdict(gates.compare(error, "<", CLOSED_FORM_RTOL)),
+              gates.compare(error, "<", CLOSED_FORM_RTOL),
               f"max relative error {error:.1e} on {p['n_check_instances']} instances, N ≤ 60",
               id="lemma_a2")
 
     t1 = checks["theorem1"]
     table.decide("Theorem 1: D(N, ΔN) ≥ −½‖(P(C) − P(CE_NU))(K_out r_N − ω)‖² for every ΔN",
-              _verdict(gates.compare(t1["min_margin"], ">=",
-                                     -SCALE_TOL * max(1.0, abs(t1["min_loss_increase"])))),
+              gates.compare(t1["min_margin"], ">=",
+                            -SCALE_TOL * max(1.0, abs(t1["min_loss_increase"]))),
               f"min of D + bound {t1['min_margin']:.1e} over {t1['n_pairs']} (instance, N) pairs "
               f"(min D {t1['min_loss_increase']:.3g})", id="theorem1")
 
@@ -175,29 +174,29 @@ def claims(results: AffineResults) -> Claims:
     random_min_d = checks["corollary1"]["min_loss_increase"]
     surjective = gates.compare(left["rank_U"], "==", left["d_x"])
     table.decide("Corollary 1 (Figure 1 left): U surjective ⇒ D(N, ΔN) ≥ 0 for all ΔN",
-              _verdict(gates.gated([surjective], gates.compare(
-                  min(left_min_d, random_min_d), ">=", -SURJECTIVE_D_ATOL), quote=True)),
+              gates.gated([surjective], gates.compare(
+                  min(left_min_d, random_min_d), ">=", -SURJECTIVE_D_ATOL), quote=True),
               f"min D {left_min_d:.1e} on the figure's instance, "
               f"{random_min_d:.1e} on {p['n_check_instances']} random ones",
               decided_by="" if surjective[0] else "left_d_theta ≥ left_d_x", id="corollary1")
 
     table.decide(f"Figure 1 right: the bound at N = {p['n_reference']} shrinks as d_θ grows",
-              _verdict(gates.gated([seeds], gates.compare(right_summary["spearman"], "<",
-                                                         SHRINK_SPEARMAN), quote=True)),
+              gates.gated([seeds], gates.compare(right_summary["spearman"], "<",
+                                                SHRINK_SPEARMAN), quote=True),
               f"seed mean {mean_ref[0]:.3g} at d_θ = 1 → {mean_ref[right['rank_C'] - 2]:.3g} at "
               f"d_θ = {right['rank_C'] - 1}; Spearman {right_summary['spearman']:.3f}",
               decided_by=seeds_decide, id="right_shrinks")
     table.decide("Figure 1 right: the bound is 0 for d_θ ≥ d_x",
-              _verdict(gates.compare(right_summary["zero_region_relative"], "<", ZERO_RTOL)),
+              gates.compare(right_summary["zero_region_relative"], "<", ZERO_RTOL),
               f"max over seeds and N {right_summary['zero_region_max']:.1e}", id="right_zero")
     table.decide(f"Figure 1 right: the bound is roughly flat in N, for N ≥ {p['n_reference']}",
-              _verdict(gates.gated([seeds], gates.compare(right_summary["spread_large_n"], "<",
-                                                         FLAT_SPREAD), quote=True)),
+              gates.gated([seeds], gates.compare(right_summary["spread_large_n"], "<",
+                                                FLAT_SPREAD), quote=True),
               f"median relative spread {right_summary['spread_large_n']:.2f}",
               decided_by=seeds_decide, id="right_flat_large_n")
     table.decide(f"Figure 1 right: the bound is roughly flat in N, over 1 ≤ N ≤ {p['n_max']}",
-              _verdict(gates.gated([seeds], gates.compare(right_summary["spread_all_n"], "<",
-                                                         FLAT_SPREAD), quote=True)),
+              gates.gated([seeds], gates.compare(right_summary["spread_all_n"], "<",
+                                                FLAT_SPREAD), quote=True),
               f"median relative spread {right_summary['spread_all_n']:.2f}",
               decided_by=seeds_decide, id="right_flat_all_n")
 
@@ -206,8 +205,7 @@ def claims(results: AffineResults) -> Claims:
         (right["mean_min_loss_increase"] - right["corollary2_bound"])[below_d_x]))
     table.decide(f"Corollary 2: E_U[D(N, ΔN)] ≥ −½(1 − min(d_x, d_θ)/d_x)(ρ(K_out)‖r_max‖² + ‖ω‖²) "
               f"on the Figure 1 right instances (seed means, N = {p['n_reference']}, worst ΔN)",
-              _verdict(gates.gated([seeds], gates.compare(cor2_margin, ">=", -SCALE_TOL),
-                                   quote=True)),
+              gates.gated([seeds], gates.compare(cor2_margin, ">=", -SCALE_TOL), quote=True),
               f"at d_θ = 1: seed mean of min_ΔN D {right['mean_min_loss_increase'][0]:.3g} vs "
               f"seed-mean constant {right['corollary2_bound'][0]:.3g}; smallest margin over "
               f"d_θ < d_x {cor2_margin:.3g}", decided_by=seeds_decide, id="corollary2")
@@ -217,8 +215,8 @@ def claims(results: AffineResults) -> Claims:
     worst = int(nonnormal_order(cor2)[0])
     table.decide("Corollary 2 holds when K_out is non-normal (ρ(K_out) = 1e-3 ≪ ‖K_out‖²; "
               f"d_θ = 1, N = {p['cor2_n']}, E_U by {p['cor2_draws']} draws)",
-              _verdict(gates.gated([draws], gates.compare(np.min(cor2["z_score"]), ">=",
-                                                         -FAIL_Z), quote=True)),
+              gates.gated([draws], gates.compare(np.min(cor2["z_score"]), ">=",
+                                                -FAIL_Z), quote=True),
               f"worst instance: min_ΔN mean D {cor2['mean_d'][worst]:.3g} ± "
               f"{cor2['standard_error'][worst]:.2g} vs bound {cor2['bound'][worst]:.3g}",
               decided_by="" if draws[0] else "quick", id="corollary2_nonnormal")
@@ -248,12 +246,7 @@ def claims(results: AffineResults) -> Claims:
     ran = gates.enough(converged, 1, f"{converged} converged runs", "no run converged")
     max_error = float(np.nanmax(ift["max_relative_error"])) if converged else float("nan")
     table.decide("Theorem 2: U surjective, ℓ strongly convex ⇒ Eq. 12 converges to θ^{*,N}",
-              _verdict(gates.gated([ran], gates.compare(max_error, "<", IFT_RTOL), quote=True)),
+              gates.gated([ran], gates.compare(max_error, "<", IFT_RTOL), quote=True),
               f"max relative error {max_error:.1e} over {converged} converged runs",
               decided_by="" if ran[0] else "quick", id="theorem2")
     return table
-
-
-def _verdict(decision: Decision) -> Decision:
-    """A :mod:`i2o.gates` decision as the row records it (its reason goes to ``check``)."""
-    return gates.as_decision(decision)

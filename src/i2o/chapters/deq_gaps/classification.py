@@ -23,11 +23,12 @@ import torch
 
 from i2o import replicates
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays, parameter_count
+from i2o.chapters.deq_gaps.jobs import history_arrays
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.deq import SolverSpec, sweep_iterations
 from i2o.job import Job
 from i2o.models.mdeq import MDEQClassifier, config
+from i2o.models.parameters import count_parameters
 from i2o.train.classifier import TrainSettings, build_and_train
 from i2o.train.evaluate import classification_probes
 
@@ -115,7 +116,7 @@ class ClassificationJob(Job):
                                                             labels[on_train]),
                                       self.grid, self.forward_spec),
             "history": history_arrays(history),
-            "n_parameters": parameter_count(model),
+            "n_parameters": count_parameters(model),
         }
 
 

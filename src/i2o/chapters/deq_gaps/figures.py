@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from i2o import profiles
-from i2o.chapters.deq_gaps.authors_csv import read_curve
+from i2o.chapters.deq_gaps.authors_csv import read_figure2
 from i2o.chapters.deq_gaps.curves import GapCurve, plot_gap
 from i2o.chapters.deq_gaps.runs import ChapterJobs, GapsResults
 from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
@@ -161,7 +161,7 @@ def _authors_panels(folder: str | Path):
              if (Path(folder) / name).is_file()}
     if not found:
         return None
-    return gap_figure([read_curve(path, kind) for kind, path in found.items()], columns=2)
+    return gap_figure(read_figure2(found), columns=2)
 
 
 def sizes_table(results: Mapping[str, Any], jobs: ChapterJobs, params: Mapping[str, Any]

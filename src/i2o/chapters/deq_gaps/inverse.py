@@ -22,11 +22,12 @@ import torch
 
 from i2o import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays, parameter_count
+from i2o.chapters.deq_gaps.jobs import history_arrays
 from i2o.data.cifar10 import load_cifar10
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
 from i2o.job import Job
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
+from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
@@ -101,7 +102,7 @@ class InverseJob(Job):
         model, history = train_reconstruction(self, images, self.checkpoints(), progress)
         spec = self.deq().forward_spec
         out: dict[str, Any] = {"history": history_arrays(history),
-                               "n_parameters": parameter_count(model)}
+                               "n_parameters": count_parameters(model)}
         for split, clean in (("test", to_unit(test.images[:self.eval_size])),
                              ("train", images[:self.eval_size])):
             y = noisy_measurements(model, clean, self.noise,

@@ -11,13 +11,12 @@ replicate also redraws the fixed seeds of the evaluation subsets and of the meas
 Training checkpoints go to the job's :meth:`i2o.job.Job.checkpoints`, so an interrupted job
 resumes and a finished one costs a file read. Every job returns plain arrays: the sweeps on test
 and training data (:func:`i2o.deq.sweep_iterations`), the training history (:func:`history_arrays`)
-and the model's size (:func:`parameter_count`).
+and the model's size (:func:`i2o.models.parameters.count_parameters`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 
 def history_arrays(history: dict[str, list]) -> dict[str, np.ndarray]:
@@ -26,6 +25,3 @@ def history_arrays(history: dict[str, list]) -> dict[str, np.ndarray]:
             if isinstance(v, list) and v and all(isinstance(x, int | float) for x in v)}
 
 
-def parameter_count(model: torch.nn.Module) -> int:
-    """Trained parameters of ``model``."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -34,11 +34,12 @@ import torch
 
 from i2o import runtime
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays, parameter_count
+from i2o.chapters.deq_gaps.jobs import history_arrays
 from i2o.data.shakespeare import CharCorpus, load_shakespeare, random_windows, tiled_windows
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
 from i2o.job import Job
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
+from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
@@ -133,7 +134,7 @@ class LanguageJob(Job):
             "train": sweep_iterations(language_probes(model, text, self.eval_windows),
                                       self.grid, spec),
             "history": history_arrays(history),
-            "n_parameters": parameter_count(model),
+            "n_parameters": count_parameters(model),
             "n_characters": np.asarray([len(text), len(corpus.test)]),
         }
 

@@ -28,25 +28,16 @@ import torch
 from i2o import replicates, runtime
 from i2o.chapters.diagnose import FIGURE, LABELS
 from i2o.chapters.diagnose.torchdeq_net import ConvDEQ, step_loss
-from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
+from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
 from i2o.diagnose.adapters import BookMDEQ
 from i2o.diagnose.measure import measure
 from i2o.diagnose.torchdeq_model import TorchDEQModel
 from i2o.job import Job
 from i2o.models.mdeq import config
+from i2o.models.parameters import count_parameters
 from i2o.train.classifier import TrainSettings, build_and_train
 from i2o.train.loop import Plan, train_steps
-
-#: Data subsets are drawn with this seed (redrawn by a replicate, :func:`i2o.replicates.seed`).
-DATA_SEED = 0
-
-
-def load_split(split: str, size: int, replicate: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A class-balanced subset of ``size`` CIFAR-10 images of ``split``, as tensors."""
-    data = load_cifar10(split)
-    chosen = data.subset(balanced_subset(data.labels, size, replicates.seed(DATA_SEED, replicate)))
-    return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
 @dataclass(frozen=True)
@@ -91,7 +82,7 @@ class DiagnoseJob(Job):
                         train_iters=self.train_iters, grid=list(self.grid), metric="accuracy",
                         batch_size=self.eval_batch)
         test, train = swept.test[0], swept.train[0]
-        parameters = sum(p.numel() for p in adapter.model.parameters())
+        parameters = count_parameters(adapter.model, trainable_only=False)
         return {"test": {"values": test.values, "residual": test.residual},
                 "train": {"values": train.values, "residual": train.residual},
                 "grid": np.asarray(list(self.grid)), "train_seconds": train_seconds,

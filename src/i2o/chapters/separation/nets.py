@@ -10,11 +10,11 @@ r"""The chapter's small models, their forward cost, and one training recipe.
   * ``"contractive"``: dense ``W = \gamma V / \max(1, \|V\|_F)`` with ``γ < 1``, so
     :math:`\|W\|_2 \le \gamma` and the ReLU map is a contraction (a unique fixed point, found by
     plain fixed-point iteration, which converges linearly at rate ≤ γ; its adjoint equation is a
-    contraction too); another reconstructed choice, for a well-posed "vanilla" DEQ. Until
-    2026-11-25 both were solved by Anderson acceleration (m = 5): the same fixed points to the
-    tolerance, at about 4× the training time, because these maps contract fast (about 11
-    iterations to 1e-6 after training at γ = 0.9, width 32) and Anderson's per-sample
-    least-squares solve costs more than the iterations it saves.
+    contraction too); another reconstructed choice, for a well-posed "vanilla" DEQ. Plain
+    iteration rather than Anderson acceleration: these maps contract fast (about 11 iterations
+    to 1e-6 after training at γ = 0.9, width 32), so Anderson's per-sample least-squares solve
+    would cost more than the iterations it saves (about 4× the training time, for the same
+    fixed points to the tolerance).
 
   Both are solved with the book's :class:`i2o.deq.DEQ` (IFT backward).
 - :class:`FNN`: ``depth`` hidden ReLU layers of ``width`` units and a linear output.
@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from i2o.deq import DEQ, SolverSpec
+from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps
 
 Structure = Literal["lower", "contractive"]
@@ -70,7 +71,6 @@ class ReluDEQ(nn.Module):
             picard = SolverSpec(method="fixed_point", max_iter=max_iter, tol=tol)
             self.deq = DEQ(forward=picard, backward="ift", backward_spec=picard)
             self.iterations = max_iter
-        self.last_steps = 0
 
     def weight(self) -> torch.Tensor:
         """The ``W`` of the cell (masked, or rescaled to Frobenius norm ≤ γ)."""
@@ -84,8 +84,7 @@ class ReluDEQ(nn.Module):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The fixed point ``z*`` (batch × width)."""
         z0 = torch.zeros(x.shape[0], self.width, dtype=x.dtype, device=x.device)
-        z, stats = self.deq(self.cell, x, z0)
-        self.last_steps = stats.forward.n_steps
+        z, _ = self.deq(self.cell, x, z0)
         return z
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -168,11 +167,13 @@ def flops_deq(d_in: int, width: int, iterations: int) -> int:
     return 2 * (d_in * width + iterations * width * width + width + d_in)
 
 
-def count_parameters(model: nn.Module) -> int:
+def free_parameters(model: nn.Module) -> int:
+    """The parameters of ``model`` that training can set: every one, less the ``w(w + 1)/2``
+    entries a strictly lower-triangular ``W`` of width ``w`` holds at 0."""
+    total = count_parameters(model, trainable_only=False)
     if isinstance(model, ReluDEQ) and model.structure == "lower":
-        w = model.width
-        return sum(p.numel() for p in model.parameters()) - w * (w + 1) // 2
-    return sum(p.numel() for p in model.parameters())
+        return total - model.width * (model.width + 1) // 2
+    return total
 
 
 def make_model(kind: str, d_in: int, width: int = 0, depth: int = 1, seed: int = 0,

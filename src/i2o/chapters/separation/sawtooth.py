@@ -156,7 +156,7 @@ def train_model(kind: str, width: int, depth: int, k: int, seed: int, train_size
              else nets.flops_fnn(1, width, depth))
     return {"train_mse": nets.mse(model, x, y), "test_mse": nets.mse(model, x_test, y_test),
             "target_variance": float(torch.var(y_test, unbiased=False)),
-            "parameters": nets.count_parameters(model), "flops": flops,
+            "parameters": nets.free_parameters(model), "flops": flops,
             "final_loss": losses[-1], "seconds": seconds}
 
 

@@ -25,13 +25,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from i2o import job, lineage, replicates, runtime
 from i2o.chapters.stability import FIGURE
-from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
+from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
-from i2o.models.mdeq import config, count_parameters
+from i2o.models.mdeq import config
+from i2o.models.parameters import count_parameters
 from i2o.train import health
 from i2o.train.classifier import ARMS, TrainSettings, build_and_train, epochs_used
 from i2o.train.evaluate import evaluate_iterations
@@ -41,23 +41,12 @@ from i2o.train.evaluate import evaluate_iterations
 SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
           "weight_decay", "pretrain_steps", "test_iters", "eval_batch", "clip", "fit_every",
           "extra_epochs", "fit_accuracy")
-#: Data subsets are drawn with this seed whatever the training seed, so seeds differ only in the
-#: network's initialisation, dropout masks and batch order; a replicate redraws it too
-#: (:func:`i2o.replicates.seed`), so replicate r > 0 also trains and tests on other images.
-DATA_SEED = 0
 NUM_CLASSES = 10
 
 
 def job_name(seed: int, arm: str, train_iter: int, replicate: int = 0) -> str:
     """The entry's readable name, e.g. ``ift-N18-seed0`` (``-r1`` … for replicates)."""
     return f"{arm}-N{train_iter}-seed{seed}{replicates.suffix(replicate)}"
-
-
-def load_split(split: str, size: int, replicate: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """A class-balanced subset of ``size`` images of a CIFAR-10 split, as normalised tensors."""
-    data = load_cifar10(split)
-    chosen = data.subset(balanced_subset(data.labels, size, replicates.seed(DATA_SEED, replicate)))
-    return to_tensor(chosen.images), torch.from_numpy(chosen.labels)
 
 
 @dataclasses.dataclass(frozen=True)
