@@ -112,10 +112,10 @@ def test_a_bundle_carries_the_entries_into_a_fresh_cache(observed):
     assert (bundle["files"], bundle["missing"]) == (2 * SEEDS, [])
     assert (bundle["written"], bundle["current"], bundle["written_again"]) == (SEEDS, SEEDS, 0)
     assert bundle["same_files"]
-    # today an export of a chapter whose entries are not computed writes an empty bundle and
-    # exits 0, naming what is missing (issue 51 asks for a refusal unless --partial)
-    assert bundle["partial_status"] == 0 and " 0 files of toy (quick" in bundle["partial_said"]
-    assert "not computed yet: residuals-seed0-" in bundle["partial_said"]
+    # an export that would leave entries out is refused, naming them
+    assert bundle["partial_status"] == 2
+    assert "are not computed yet" in bundle["partial_said"]
+    assert "residuals-seed0-" in bundle["partial_said"]
 
 
 def test_the_fingerprint_is_the_same_from_one_worker_and_from_two(observed):

@@ -54,7 +54,7 @@ def bundle_steps(work: Path, cache: Path) -> dict[str, Any]:
     a fresh cache (twice)."""
     manifest = bundles.export(FIGURE, PROFILE, work / "toy.tar")
     said = io.StringIO()
-    with contextlib.redirect_stdout(said):
+    with contextlib.redirect_stderr(said):
         status = bundles.export_main([FIGURE, "--profile", "quick", "-o", str(work / "q.tar")])
     use_cache(work / "imported")
     first, second = (bundles.import_bundle(work / "toy.tar") for _ in range(2))
