@@ -160,19 +160,19 @@ def test_the_published_notebook_time_is_the_latest_of_the_notebook_alone():
 
 def test_a_fresh_clone_plans_the_notebooks_from_their_published_times(monkeypatch, capsys,
                                                                        tmp_path):
-    """No executed notebook (a fresh clone): plan-a's notebook counts its published time and
-    the line says so; plan-b, never recorded, is still unknown."""
+    """No executed notebook (a fresh clone): the toy notebook counts its published time and
+    the line says so; toy-b's, never recorded, is still unknown."""
     monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)
     monkeypatch.setattr(plan, "notebook_path", lambda figure: tmp_path / f"{figure}.ipynb")
-    monkeypatch.setattr(plan.timings, "read_timings", lambda: [_timing("plan-a", 12.0)])
-    a, b = _Planned("fresh-a"), _PlannedB("fresh-b")
+    monkeypatch.setattr(plan.timings, "read_timings", lambda: [_timing("toy", 12.0)])
+    a, b = toy(1), other(1)
     _record(a, 100.0)
     _record(b, 30.0)
-    chapters = {"plan-a": _chapter("plan-a", [a]), "plan-b": _chapter("plan-b", [b])}
+    chapters = {"toy": _chapter("toy", [a]), "toy-b": _chapter("toy-b", [b])}
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
-    assert results.main(["plan", "plan-a", "plan-b", "--profile", "quick", "--cores", "2"]) == 0
+    assert results.main(["plan", "toy", "toy-b", "--profile", "quick", "--cores", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("then the notebooks one after the other, 12 s (from the latest "
                            "record of each notebook alone in published/timings.json "
-                           "(2026-11-28) for plan-a; unknown, counted 0, for plan-b)"), out[0]
+                           "(2026-11-28) for toy; unknown, counted 0, for toy-b)"), out[0]
     assert re.match(r"\s+2 cores: +112 s = jobs 100 s \+ notebooks 12 s;", out[1]), out[1]
