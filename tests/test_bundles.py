@@ -203,3 +203,32 @@ def test_an_export_that_would_leave_out_entries_is_refused_unless_partial(export
     with pytest.raises(bundles.IncompleteExport, match=f"^{total} of {total} entries"):
         bundles.export(FIGURE, PROFILE, tmp_path / "none.tar")
     assert not (tmp_path / "none.tar").exists()
+
+
+def test_a_partial_bundle_with_checkpoints_carries_the_unfinished_jobs_checkpoints(
+        exported, tmp_path, monkeypatch):
+    """A sweep in progress moves to another machine: an unfinished job's checkpoint travels
+    (a write in progress, a dot name, does not) and lands where that machine's job resumes."""
+    _, complete, _ = exported
+    theirs = tmp_path / "theirs"
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(theirs))
+    unfinished = complete["files"][0]["path"].split("/")[1]
+    for file in (theirs / FIGURE / unfinished).iterdir():
+        file.unlink()
+    (theirs / FIGURE / unfinished).rmdir()
+    checkpoint = theirs / FIGURE / f"{unfinished}.ckpt"
+    (checkpoint / "step").mkdir(parents=True)
+    (checkpoint / "step" / "state.pt").write_bytes(b"half-way")
+    (checkpoint / ".state.pt.tmp-1234").write_bytes(b"being written")
+    bundle = tmp_path / "moving.tar"
+
+    without = bundles.export(FIGURE, PROFILE, bundle, partial=True)
+    assert not any(".ckpt/" in f["path"] for f in without["files"])
+    manifest = bundles.export(FIGURE, PROFILE, bundle, partial=True, checkpoints=True)
+    carried = [f["path"] for f in manifest["files"] if ".ckpt/" in f["path"]]
+    assert carried == [f"{FIGURE}/{unfinished}.ckpt/step/state.pt"]
+
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "elsewhere"))
+    bundles.import_bundle(bundle)
+    landed = tmp_path / "elsewhere" / FIGURE / f"{unfinished}.ckpt"
+    assert _listing(landed) == {"step/state.pt": b"half-way"}

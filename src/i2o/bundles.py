@@ -13,7 +13,9 @@ was written (the archive's own SHA-256 changes with the manifest's date). A publ
 records it (:func:`describe_entries`), so that a reader can check that a downloaded bundle holds
 the published run. A chapter with entries not computed yet is exported only when asked
 (``--partial``): otherwise the export is refused (exit status 2) with the count and names of the
-missing entries, so that no bundle leaves out entries unnoticed.
+missing entries, so that no bundle leaves out entries unnoticed. ``--partial --checkpoints``
+carries a sweep in progress: the checkpoints of the jobs not finished travel too, and after the
+import ``make sweep`` on the other machine resumes them where they stopped.
 
 ``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
 anything: the manifest's format and figure, every member named in the manifest and nothing else,
@@ -102,15 +104,24 @@ def _chosen(figure: str, profile: str, replicate: int,
     files, missing = [], []
     entries = _entries(figure, profile, replicate)
     for name, entry in entries.items():
-        if not (entry / ENTRY_FILES[0]).exists():
+        if (entry / ENTRY_FILES[0]).exists():
+            results.load(entry)  # a corrupted entry is not published
+            files += [entry / f for f in ENTRY_FILES]
+        else:
             missing.append(name)
-            continue
-        results.load(entry)  # a corrupted entry is not published
-        files += [entry / f for f in ENTRY_FILES]
-        ckpt = entry.with_name(f"{entry.name}.ckpt")
-        if checkpoints and ckpt.is_dir():
-            files += sorted(p for p in ckpt.rglob("*") if p.is_file())
+        if checkpoints:
+            files += _checkpoint_files(entry.with_name(f"{entry.name}.ckpt"))
     return files, missing, len(entries)
+
+
+def _checkpoint_files(folder: Path) -> list[Path]:
+    """The files of a job's checkpoint folder (of a job not finished yet too, so that another
+    machine resumes it), without the temporary files of a write in progress (dot names)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and not any(part.startswith(".")
+                                             for part in p.relative_to(folder).parts))
 
 
 def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
@@ -295,7 +306,7 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("figure", metavar="FIG", help=", ".join(profiles.figures()))
     parser.add_argument("--profile", default="quick", help="smoke, quick (default) or paper")
     parser.add_argument("--replicate", type=int, default=0, help="default 0")
-    parser.add_argument("--checkpoints", action="store_true", help="include the checkpoints")
+    parser.add_argument("--checkpoints", action="store_true", help="include the checkpoints (of unfinished jobs too: they resume after an import)")
     parser.add_argument("--partial", action="store_true",
                         help="export the entries computed so far when some are not (the "
                              "manifest says the bundle is partial); without it such an export "
