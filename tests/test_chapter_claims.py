@@ -317,11 +317,11 @@ def test_regression_fit_criteria(task, fit):
     result = {"train_baseline_neg_psnr": -18.0}
     score = gaps_claims.fit_score(task, result, constant(-20.0), constant(fit), N_TRAIN)
     opened, mask = gaps_claims.fit_check(task, [score], GAPS_PARAMS)
-    assert opened[0] is True and mask.tolist() == [True]
+    assert opened.holds is True and mask.tolist() == [True]
     bad = dict(GAPS_PARAMS, lm_fit_nll=1.0, inv_fit_db=5.0)
-    assert gaps_claims.fit_check(task, [score], bad)[0][0] is None
+    assert gaps_claims.fit_check(task, [score], bad)[0].holds is None
     if task == "deq":
-        assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0][1]
+        assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0].reason
 
 
 def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():

@@ -42,7 +42,7 @@ intervals are over the evaluation examples (paired per-example differences), and
 that they *have learned* (training PSNR at least ``inv_fit_db`` above the initial guess ``A⁺y``) —
 which is not the overparametrized regime of Theorem 1: whether that regime was reached (training
 PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows
-(:attr:`i2o.gates.Facts.regime_reached`). A model whose training diverged
+(:attr:`i2o.decision.Facts.regime_reached`). A model whose training diverged
 (:mod:`i2o.train.health`) makes its task's claims undecided.
 """
 
@@ -59,6 +59,7 @@ from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.claims import Claims
+from i2o.decision import Over
 from i2o.diagnose.curves import Curves
 from i2o.diagnose.verdicts import RESIDUAL_FALL, Margin, Verdicts, decide
 from i2o.train import health
@@ -127,8 +128,8 @@ def regime_check(result: Mapping[str, Any], train_iters: int) -> tuple[bool, str
     column = list(np.asarray(result["test"]["iterations"])).index(int(train_iters))
     test = np.asarray(result["test"]["metrics"]["neg_psnr"], dtype=float)[:, column]
     train = np.asarray(result["train"]["metrics"]["neg_psnr"], dtype=float)[:, column]
-    ci = gates.difference(test, train, over="examples")  # −PSNR(test) − (−PSNR(train))
-    reached = gates.positive(ci)[0] is True
+    ci = gates.difference(test, train, over=Over.EXAMPLES)  # −PSNR(test) − (−PSNR(train))
+    reached = gates.positive(ci).holds is True
     return reached, ("overparametrized regime " + ("reached" if reached else "not reached")
                      + f": training − test PSNR at N {ci.describe(1, ' dB')}")
 
@@ -357,7 +358,8 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
         "gain less from extra iterations: the training-loss increase D(N, ΔN) at the largest ΔN "
         "falls with the training loss at N across training-set sizes (the paper's Figure 4 "
         "statement, asked of DEQs)",
-        gates.gated([gate, (True, regime)], decision, quote=True), text, "exact p ≤ 0.05",
+        gates.gated([gate, gates.Decision(True, regime)], decision, quote=True), text,
+        "exact p ≤ 0.05",
         id="overparam")
 
 

@@ -58,6 +58,7 @@ from i2o import deciding, gates
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
 from i2o.claims import Claims
+from i2o.decision import Over
 from i2o.diagnose.curves import from_evaluations
 from i2o.diagnose.verdicts import POWER_RATIO, RESIDUAL_FALL, Margin, decide
 
@@ -102,10 +103,10 @@ def paired_difference(every: Mapping[str, Mapping[str, Any]], masks: Mapping[str
     pairs = gates.enough(int(both.sum()), 2, f"{int(both.sum())} seed pairs fit in both arms",
                          f"{int(both.sum())} seed fits in both arms: an interval over seed "
                          "pairs needs ≥ 2")
-    if pairs[0] is not True:
+    if pairs.holds is not True:
         return None, pairs
     differences = 100 * (every["ift"]["deviation"][both] - every["unrolled"]["deviation"][both])
-    return gates.interval(differences, "seed pairs"), pairs
+    return gates.interval(differences, Over.SEED_PAIRS), pairs
 
 
 def _points(x: float) -> str:
@@ -261,7 +262,7 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         # the chapter's costs; quoted here they would differ between runs of the same results.
         table.decide(
             "Unrolled training needs more memory per step than IFT",
-            gates.Decision(more.holds, "one measurement per arm"),
+            more.with_reason("one measurement per arm"),
             "unrolled's peak " + ("above" if more.holds else "not above") + " IFT's (the "
             "measured peaks: the step costs)", id="memory")
     name_remedies(table, params, runs)
