@@ -29,6 +29,7 @@ from bank import (
 from i2o import gates
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
+from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
@@ -292,7 +293,7 @@ def test_gap_prose_follows_the_rows():
 
 def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep():
     table = Claims("deq_gaps", "quick")
-    for task in gaps_claims.NAMES:
+    for task in TASKS:
         table.add("gate", True, "fit", id=f"{task}_gate")
         for split in ("test", "train"):
             table.add("fewer", True, "v", id=f"{task}_{split}_fewer_hurt")
