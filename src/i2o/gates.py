@@ -464,7 +464,8 @@ class RankAssociation:
         return self.p_negative if direction < 0 else self.p_positive
 
 
-def kendall(x: Sequence[float], y: Sequence[float]) -> RankAssociation:
+def kendall(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+            ) -> RankAssociation:
     """:class:`RankAssociation` of ``x`` and ``y`` (finite, untied; scipy's exact method)."""
     less = stats.kendalltau(x, y, method="exact", alternative="less")
     greater = stats.kendalltau(x, y, method="exact", alternative="greater")

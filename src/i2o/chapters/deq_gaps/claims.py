@@ -120,7 +120,7 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
     losses = np.asarray(history.get("loss", []), dtype=float)
     chance = TASKS[task].chance
     stopped = np.asarray(history.get("nonfinite_step", []), dtype=float).ravel()
-    return health.diverged(losses, score if chance else None, chance,
+    return health.diverged(losses.tolist(), score if chance else None, chance,
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
 
 
