@@ -334,7 +334,7 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
         if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
             ci = _held_out_interval(per_task[test], 0, best + 1)
-            found = Decision(gates.positive(ci).holds, ci.describe(digits=4))
+            found = gates.positive(ci).with_reason(ci.describe(digits=4))
             if found.holds is None:
                 found = Decision(False, found.reason + "; k* is the sweep's last count, nearest "
                                  "convergence, and the converged solution is no worse")
