@@ -137,6 +137,7 @@ claims: $(INSTALLED)
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
 
 clean:
 	rm -rf _build

@@ -111,19 +111,20 @@ def test_jobs_are_keyed_by_the_parameters_they_use():
 
 
 def test_compare_holds_and_fails():
-    assert gates.compare(1e-12, "<", 1e-9) == (True, "1e-12 < 1e-09")
-    assert gates.compare(2e-9, "<", 1e-9) == (False, "2e-09 is not < 1e-09")
-    assert gates.compare(-1.0, ">=", -1.0)[0] is True
-    assert gates.compare(3, "==", 3)[0] is True and gates.compare(2, "==", 3)[0] is False
-    assert gates.compare(np.array([1.0, 2.0]), ">", 0.5) == (True, "all 2 values > 0.5")
-    assert gates.compare(np.array([1.0, 0.0, 0.2]), ">", 0.5) == (
+    assert gates.compare(1e-12, "<", 1e-9) == gates.Decision(True, "1e-12 < 1e-09")
+    assert gates.compare(2e-9, "<", 1e-9) == gates.Decision(False, "2e-09 is not < 1e-09")
+    assert gates.compare(-1.0, ">=", -1.0).holds is True
+    assert gates.compare(3, "==", 3).holds is True and gates.compare(2, "==", 3).holds is False
+    assert gates.compare(np.array([1.0, 2.0]), ">", 0.5) == gates.Decision(
+        True, "all 2 values > 0.5")
+    assert gates.compare(np.array([1.0, 0.0, 0.2]), ">", 0.5) == gates.Decision(
         False, "2 of 3 values not > 0.5")
-    assert gates.compare(np.zeros((2, 0)), ">", 1.0)[0] is True  # nothing to violate it
-    assert gates.compare(float("nan"), "<", 1.0)[0] is False  # NaN satisfies no relation
-    assert gates.compare(np.array([1.0, np.nan]), "<=", 2.0)[0] is False
+    assert gates.compare(np.zeros((2, 0)), ">", 1.0).holds is True  # nothing to violate it
+    assert gates.compare(float("nan"), "<", 1.0).holds is False  # NaN satisfies no relation
+    assert gates.compare(np.array([1.0, np.nan]), "<=", 2.0).holds is False
     # as a gate: a failed comparison closes it
-    assert gates.gated([gates.compare(2, "==", 3)], (True, "ok"), quote=True) == (
-        None, "2 is not = 3")
+    assert gates.gated([gates.compare(2, "==", 3)], gates.Decision(True, "ok"), quote=True) == (
+        gates.Decision(None, "2 is not = 3"))
     with pytest.raises(ValueError, match="relation"):
         gates.compare(1.0, "≤", 2.0)
 

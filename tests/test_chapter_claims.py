@@ -29,6 +29,7 @@ from bank import (
 from i2o import gates
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
+from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.claims import Claims
@@ -292,7 +293,7 @@ def test_gap_prose_follows_the_rows():
 
 def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep():
     table = Claims("deq_gaps", "quick")
-    for task in gaps_claims.NAMES:
+    for task in TASKS:
         table.add("gate", True, "fit", id=f"{task}_gate")
         for split in ("test", "train"):
             table.add("fewer", True, "v", id=f"{task}_{split}_fewer_hurt")
@@ -317,11 +318,11 @@ def test_regression_fit_criteria(task, fit):
     result = {"train_baseline_neg_psnr": -18.0}
     score = gaps_claims.fit_score(task, result, constant(-20.0), constant(fit), N_TRAIN)
     opened, mask = gaps_claims.fit_check(task, [score], GAPS_PARAMS)
-    assert opened[0] is True and mask.tolist() == [True]
+    assert opened.holds is True and mask.tolist() == [True]
     bad = dict(GAPS_PARAMS, lm_fit_nll=1.0, inv_fit_db=5.0)
-    assert gaps_claims.fit_check(task, [score], bad)[0][0] is None
+    assert gaps_claims.fit_check(task, [score], bad)[0].holds is None
     if task == "deq":
-        assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0][1]
+        assert "has learned" in gaps_claims.fit_check(task, [score], GAPS_PARAMS)[0].reason
 
 
 def test_inverse_gate_says_has_learned_and_whether_the_regime_was_reached():

@@ -13,7 +13,7 @@ from bank import DROPPING, STABILITY_PARAMS, gap_results, gap_table, stability_r
 
 from i2o import deciding, door, profiles
 from i2o.book import _parse_overrides
-from i2o.gates import Needs
+from i2o.decision import Needs, Over
 from i2o.prose import conclusions
 
 
@@ -89,6 +89,22 @@ def test_remedies_refused_by_the_manifest_or_not_about_counts_give_no_command():
     assert found.seconds == pytest.approx(100.0 + 20.0 * (2000 / 1000 - 1))
     assert math.isnan(deciding.more_examples("stability", params, Needs(1600, "examples"),
                                              "test_size").seconds)
+
+
+def test_what_an_interval_is_over_names_the_parameter_that_decides_it():
+    """More seeds decide a count of seeds, seed pairs or models; an evaluation set decides a count
+    of examples; a count of evaluation batches names no parameter, so no remedy."""
+    params = {**STABILITY_PARAMS}
+    for over in (Over.SEEDS, Over.SEED_PAIRS, Over.MODELS):
+        found = deciding.more_seeds("stability", params, Needs(8, over), 1.0)
+        assert found is not None and len(dict(found.overrides)["seeds"]) == 10  # 1.25 × 8
+        assert deciding.more_examples("stability", params, Needs(1600, over), "test_size") is None
+    assert deciding.more_examples("stability", params, Needs(1600, Over.EVALUATION_BATCHES),
+                                  "test_size") is None
+    assert deciding.more_seeds("stability", params, Needs(8, Over.EVALUATION_BATCHES), 1.0) is None
+    # units a parameter raises in every chapter are remedied by that parameter only
+    assert deciding.more_examples("stability", params, Needs(1600, Over.HELD_OUT_TASKS),
+                                  "test_size") is None
 
 
 def test_a_remedy_that_is_another_profile_names_it_and_its_cost():

@@ -115,7 +115,7 @@ def test_plain_and_book_deq_adapters_on_models_trained_here(data):
                      progress=False)
         b = diagnose(book, test, train_iters=5, metric="accuracy", progress=False)
         c = diagnose(book, test, train_iters=5, metric="accuracy", shared=False, progress=False)
-    assert a.train_at_n > 0.5 and a.verdicts.gate[0] is True
+    assert a.train_at_n > 0.5 and a.verdicts.gate.holds is True
     np.testing.assert_array_equal(a.test.values, b.test.values)  # unrolled: last iterate
     np.testing.assert_array_equal(b.test.values, c.test.values)
     assert a.test.residual_mean()[-1] < a.test.residual_mean()[0]
@@ -173,28 +173,29 @@ def test_every_branch_of_more_iterations(shift, label, help_, hurt, same):
     noise = 0.002 if label != "undecided" else 0.3
     v, _ = verdicts.decide(doctored(shift, noise=noise), N, margin=0.01)
     assert v.more == label
-    assert (v.help[0], v.hurt[0], v.same[0]) == (help_, hurt, same)
+    assert (v.help.holds, v.hurt.holds, v.same.holds) == (help_, hurt, same)
 
 
 def test_fewer_hurt_holds_and_fails():
-    assert verdicts.decide(doctored(0.0, shift_below=-0.1), N, 0.01)[0].fewer[0] is True
-    assert verdicts.decide(doctored(0.0, shift_below=+0.1), N, 0.01)[0].fewer[0] is False
+    assert verdicts.decide(doctored(0.0, shift_below=-0.1), N, 0.01)[0].fewer.holds is True
+    assert verdicts.decide(doctored(0.0, shift_below=+0.1), N, 0.01)[0].fewer.holds is False
     above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
                         residual=np.ones((1, 3, 2)), sign=1.0)
-    assert verdicts.decide(above_only, 5, 0.01)[0].fewer[0] is None
+    assert verdicts.decide(above_only, 5, 0.01)[0].fewer.holds is None
 
 
 def test_a_closed_fit_gate_makes_every_verdict_undecided():
-    v, _ = verdicts.decide(doctored(+0.05), N, 0.01, gate=(None, "does not fit"))
+    v, _ = verdicts.decide(doctored(+0.05), N, 0.01, gate=gates.Decision(None, "does not fit"))
     assert v.more == "undecided"
-    assert all(d == (None, "does not fit") for d in (v.help, v.hurt, v.same, v.fewer))
+    assert all((d.holds, d.reason) == (None, "does not fit")
+               for d in (v.help, v.hurt, v.same, v.fewer))
 
 
 def test_predicates_hold_and_fail_at_the_margin():
     ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
 
     def one(rule, lo, hi):
-        return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01)[0]
+        return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01).holds
 
     assert one(verdicts.help_beyond, 0.02, 0.03) is True
     assert one(verdicts.help_beyond, -0.02, 0.005) is False
@@ -206,7 +207,7 @@ def test_predicates_hold_and_fail_at_the_margin():
     assert one(verdicts.no_difference, 0.02, 0.03) is False
     assert one(verdicts.no_difference, 0.0, 0.02) is None
     fewer = lambda cost, lo, hi: verdicts.fewer_hurt(  # noqa: E731
-        cost, [ci(lo, hi)], [ci(lo, hi)], [1], 0.01)[0]
+        cost, [ci(lo, hi)], [ci(lo, hi)], [1], 0.01).holds
     assert fewer(ci(0.1, 0.2), -0.2, -0.1) is True
     assert fewer(ci(-0.1, 0.0), 0.0, 0.1) is False  # the fewest cost nothing
     assert fewer(ci(0.1, 0.2), 0.02, 0.03) is False  # a count below N helps by more than δ

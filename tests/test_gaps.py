@@ -426,3 +426,24 @@ def test_language_job_refuses_a_warm_up_or_text_it_cannot_train(change, message)
     _language_job(context=8, steps=4, pretrain_steps=3, train_chars=9)  # the limits themselves
     with pytest.raises(ValueError, match=message):
         _language_job(**{"context": 8, "steps": 4, **change})
+
+
+def test_every_task_spec_names_a_job_role_and_parameters_of_the_manifest():
+    """The registry of tasks is the chapter's one table: each spec's name is a role of the
+    chapter's jobs, its fit threshold and evaluation set are manifest parameters, and its
+    metrics are curves the sweep can draw."""
+    from dataclasses import fields
+
+    from i2o import profiles
+    from i2o.chapters.deq_gaps.runs import ChapterJobs
+    from i2o.chapters.deq_gaps.tasks import TASKS
+    from i2o.diagnose.curves import TRANSFORMS
+
+    roles = {f.name for f in fields(ChapterJobs)}
+    parameters = profiles.entry("deq_gaps")["parameters"]
+    assert list(TASKS) == ["classification", "language", "deq", "elder"]
+    for name, task in TASKS.items():
+        assert task.name == name and name in roles
+        assert task.fit.threshold in parameters and task.eval_size in parameters
+        assert task.transform in TRANSFORMS
+        assert task.inverse == (task.appendix_g4 is not None)

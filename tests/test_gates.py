@@ -6,6 +6,12 @@ import numpy as np
 import pytest
 
 from i2o import claims, gates
+from i2o.decision import Decision, Facts, Gate, Needs, Over
+
+
+def pair(decision: Decision) -> tuple[bool | None, str]:
+    """A decision's verdict and reason (its facts aside)."""
+    return decision.holds, decision.reason
 
 
 def ci(lo: float, hi: float, n: int = 5) -> gates.Interval:
@@ -40,50 +46,49 @@ def test_interval_refuses_too_few_or_nonfinite():
 @pytest.mark.parametrize("predicate, holding, failing, straddling", [
     (lambda c: gates.equivalent(c, 1.0), ci(-0.5, 0.5), ci(1.2, 3.0), ci(0.5, 1.5)),
     (lambda c: gates.above(c, 1.0), ci(1.1, 2.0), ci(-3.0, 0.9), ci(0.5, 1.5)),
-    (lambda c: gates.not_above(c, 1.0), ci(-3.0, 0.9), ci(1.1, 2.0), ci(0.5, 1.5)),
     (lambda c: gates.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
     (gates.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),
     (gates.negative, ci(-2.0, -0.1), ci(0.0, 2.0), ci(-0.1, 0.1)),
 ])
 def test_predicates_hold_fail_and_refuse(predicate, holding, failing, straddling):
-    assert predicate(holding)[0] is True
-    assert predicate(failing)[0] is False
-    verdict, reason = predicate(straddling)
-    assert verdict is None and "too little power" in reason
+    assert predicate(holding).holds is True
+    assert predicate(failing).holds is False
+    straddled = predicate(straddling)
+    assert straddled.holds is None and "too little power" in straddled.reason
 
 
 def test_equivalence_fails_on_either_side():
-    assert gates.equivalent(ci(-3.0, -1.5), 1.0)[0] is False
+    assert gates.equivalent(ci(-3.0, -1.5), 1.0).holds is False
 
 
 def test_margin_must_be_positive():
     with pytest.raises(ValueError, match="margin"):
-        gates.not_above(ci(0, 1), 0.0)
+        gates.above(ci(0, 1), 0.0)
 
 
 def test_fit_gate_opens_and_closes():
-    opened, reason = gates.fit_gate({"IFT": [0.95, 0.99], "unrolled": [1.0]}, 0.9)
-    assert opened is True and "≥ 90%" in reason
-    closed, reason = gates.fit_gate({"IFT": [0.41, 0.99], "unrolled": [1.0]}, 0.9)
-    assert closed is None
-    assert "does not fit its training set" in reason and "41.0" in reason and "IFT" in reason
-    lower, _ = gates.fit_gate({"lm": [1.2]}, 1.5, "training loss", higher_is_better=False,
-                              unit="", scale=1.0)
-    assert lower is True
+    opened = gates.fit_gate({"IFT": [0.95, 0.99], "unrolled": [1.0]}, 0.9)
+    assert opened.holds is True and "≥ 90%" in opened.reason
+    closed = gates.fit_gate({"IFT": [0.41, 0.99], "unrolled": [1.0]}, 0.9)
+    assert closed.holds is None and closed.facts.closed_by is Gate.FIT
+    assert all(text in closed.reason for text in ("does not fit its training set", "41.0", "IFT"))
+    lower = gates.fit_gate({"lm": [1.2]}, 1.5, "training loss", higher_is_better=False,
+                           unit="", scale=1.0)
+    assert lower.holds is True
     assert gates.fit_gate({"lm": [1.7]}, 1.5, "training loss", higher_is_better=False,
-                          unit="", scale=1.0)[0] is None
-    assert gates.fit_gate({"IFT": [float("nan")]}, 0.9)[0] is None
+                          unit="", scale=1.0).holds is None
+    assert gates.fit_gate({"IFT": [float("nan")]}, 0.9).holds is None
 
 
 def test_health_gate_and_decide():
-    assert gates.health_gate({"IFT": ["", None]})[0] is True
+    assert gates.health_gate({"IFT": ["", None]}).holds is True
     closed = gates.health_gate({"IFT": ["", "loss became non-finite at step 3"]})
-    assert closed[0] is None and "non-finite" in closed[1]
-    # a closed gate makes even a predicate that holds undecided, with the gate's reason
-    assert gates.gated([closed], (True, "CI below +1"), quote=True) == closed
-    opened = gates.combine((True, "fit"), (True, "healthy"))
-    assert gates.gated([opened], (False, "CI above +1"), quote=True)[0] is False
-    assert gates.combine((True, "fit"), closed) == closed
+    assert closed.holds is None and "non-finite" in closed.reason
+    # a closed gate makes even a predicate that holds undecided, with the gate's reason and facts
+    assert gates.gated([closed], Decision(True, "CI below +1"), quote=True) == closed
+    opened = gates.combine(Decision(True, "fit"), Decision(True, "healthy"))
+    assert gates.gated([opened], Decision(False, "CI above +1"), quote=True).holds is False
+    assert gates.combine(Decision(True, "fit"), closed) == closed
 
 
 def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypatch):
@@ -91,51 +96,56 @@ def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypa
     table = claims.Claims("figure", "smoke")
     table.add("old style", True, "1.0")
     table.add("old style, undecided", None, "n/a", "paper")
-    table.decide("gated", (None, "model does not fit its training set"), "41 %", margin="±1 point")
+    table.decide("gated", gates.undecided("model does not fit its training set", Gate.FIT),
+                 "41 %", margin="±1 point")
     rows = [r.__dict__ for r in table.rows]
     assert rows[0]["check"] == "" and rows[2]["margin"] == "±1 point"
     assert "does not fit" in table.to_text() and "Margin" in table.to_html()
     table.write()
-    assert claims.read_all()["figure"][2]["check"] == "model does not fit its training set"
+    written = claims.read_all()["figure"]
+    assert written[2]["check"] == "model does not fit its training set"
+    assert written[2]["facts"]["closed_by"] == "fit" and written[0]["facts"]["closed_by"] == ""
 
 
 def test_an_undecided_interval_says_how_many_values_would_decide_it():
     ci = gates.Interval(mean=-0.7, lo=-1.5, hi=0.1, n=10, over="seeds")
-    verdict, why = gates.not_below(ci, 1.0)
-    assert verdict is None
+    found = gates.not_below(ci, 1.0)
+    assert found.holds is None and found.facts.needs == Needs(72, Over.SEEDS)
     # half-width 0.8, distance to the boundary −1.0 is 0.3: 10 × (0.8 / 0.3)² = 71.1 → 72
-    assert "about 72 seeds (now 10) would decide it" in why
+    assert "about 72 seeds (now 10) would decide it" in found.reason
     on_boundary = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=5, over="examples")
-    assert "no number of examples would decide it" in gates.positive(on_boundary)[1]
+    assert "no number of examples would decide it" in gates.positive(on_boundary).reason
 
 
 def test_a_decided_interval_carries_no_power_note():
     ci = gates.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
-    assert gates.positive(ci) == (True, "CI above 0")
+    assert gates.positive(ci) == Decision(True, "CI above 0")
 
 
 def test_powered_opens_with_headroom_and_names_the_seeds_it_needs():
     wide = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=10, over="seeds")
-    verdict, why = gates.powered(wide, margin=1.0)
-    assert verdict is None and "about 40 seeds would give it" in why  # 10 × (1 / 0.5)²
+    found = gates.powered(wide, margin=1.0)
+    assert found.holds is None and "about 40 seeds would give it" in found.reason  # 10 × (1/0.5)²
+    assert found.facts == Facts(closed_by=Gate.POWER, needs=Needs(40, Over.SEEDS))
     narrow = gates.Interval(mean=0.9, lo=0.5, hi=1.3, n=10, over="seeds")
-    assert gates.powered(narrow, margin=1.0)[0] is True
+    assert gates.powered(narrow, margin=1.0).holds is True
     with pytest.raises(ValueError):
         gates.powered(narrow, margin=0.0)
 
 
 def test_enough_opens_at_the_count_needed_and_stays_closed_below():
-    assert gates.enough(2, 2, "2 seeds", "1 seed: needs ≥ 2") == (True, "2 seeds")
-    assert gates.enough(5, 2, "5 seeds", "") == (True, "5 seeds")
-    assert gates.enough(1, 2, "1 seed", "1 seed: needs ≥ 2") == (None, "1 seed: needs ≥ 2")
-    assert gates.enough(0, 2, "", "none")[0] is None
+    assert gates.enough(2, 2, "2 seeds", "1 seed: needs ≥ 2") == Decision(True, "2 seeds")
+    assert gates.enough(5, 2, "5 seeds", "") == Decision(True, "5 seeds")
+    assert gates.enough(1, 2, "1 seed", "1 seed: needs ≥ 2") == Decision(
+        None, "1 seed: needs ≥ 2", Facts(closed_by=Gate.COUNT))
+    assert gates.enough(0, 2, "", "none").holds is None
 
 
 def test_condition_opens_on_the_callers_criterion_and_closes_with_its_reason():
-    assert gates.condition(3 >= 2, "trained too little") == (True, "")
-    assert gates.condition(np.bool_(True), "x", "enough steps") == (True, "enough steps")
-    assert gates.condition(1 >= 2, "trained too little") == (None, "trained too little")
-    assert gates.condition(np.bool_(False), "no reference")[0] is None
+    assert gates.condition(3 >= 2, "trained too little") == Decision(True, "")
+    assert gates.condition(np.bool_(True), "x", "enough steps") == Decision(True, "enough steps")
+    assert pair(gates.condition(1 >= 2, "trained too little")) == (None, "trained too little")
+    assert gates.condition(np.bool_(False), "no reference").holds is None
 
 
 def test_gated_returns_the_first_closed_gate_or_the_predicate_as_it_is():
@@ -143,17 +153,19 @@ def test_gated_returns_the_first_closed_gate_or_the_predicate_as_it_is():
 
     def predicate():
         calls.append(1)
-        return True, "measured"
+        return Decision(True, "measured")
 
-    assert gates.gated([(True, "open"), (True, "")], predicate) == (True, "measured")
-    assert gates.gated([], lambda: (False, "CI at or below 0")) == (False, "CI at or below 0")
+    assert pair(gates.gated([Decision(True, "open"), Decision(True, "")], predicate)) == (
+        True, "measured")
+    assert gates.gated([], lambda: Decision(False, "CI at or below 0")) == Decision(
+        False, "CI at or below 0")
     calls.clear()
 
     def checks():
-        yield None, "too few seeds"
+        yield gates.undecided("too few seeds", Gate.COUNT)
         raise AssertionError("a gate after a closed one is not evaluated")
 
-    assert gates.gated(checks(), predicate) == (None, "too few seeds") and not calls
+    assert pair(gates.gated(checks(), predicate)) == (None, "too few seeds") and not calls
 
 
 def test_symmetric_gate_decides_when_both_qualify_and_fails_a_subject_that_cannot():
@@ -161,27 +173,28 @@ def test_symmetric_gate_decides_when_both_qualify_and_fails_a_subject_that_canno
 
     def predicate():
         calls.append(1)
-        return True, "CI above +0.04"
+        return Decision(True, "CI above +0.04")
 
     texts = {"fails": "not trainable", "closed": "reference does not fit", "neither": "neither"}
-    assert gates.symmetric_gate(True, True, predicate, **texts) == (True, "CI above +0.04")
-    assert gates.symmetric_gate(True, True, lambda: (False, "CI below +0.04"), **texts) == (
-        False, "CI below +0.04")
+    assert gates.symmetric_gate(True, True, predicate, **texts) == Decision(True, "CI above +0.04")
+    below = Decision(False, "CI below +0.04")
+    assert gates.symmetric_gate(True, True, lambda: below, **texts) == below
     calls.clear()
     # the subject cannot qualify while the reference does: the claim fails, undecided otherwise
-    assert gates.symmetric_gate(False, True, predicate, **texts) == (False, "not trainable")
-    assert gates.symmetric_gate(True, False, predicate, **texts) == (
+    assert gates.symmetric_gate(False, True, predicate, **texts) == Decision(False, "not trainable")
+    assert pair(gates.symmetric_gate(True, False, predicate, **texts)) == (
         None, "reference does not fit")
-    assert gates.symmetric_gate(False, False, predicate, **texts) == (None, "neither")
+    assert pair(gates.symmetric_gate(False, False, predicate, **texts)) == (None, "neither")
     assert not calls  # the predicate runs only when both qualify
 
 
 def test_all_of_holds_when_every_part_holds_and_fails_when_one_fails():
-    assert gates.all_of([(True, "a"), (True, "b")]) == (True, "a; b")
-    assert gates.all_of([(True, "a"), (False, "b"), (None, "c")]) == (False, "a; b; c")
-    assert gates.all_of([(True, "a"), (None, "b")]) == (None, "a; b")
-    assert gates.all_of(iter([(True, "a"), (None, "b")]), ", ") == (None, "a, b")
-    assert gates.all_of([]) == (True, "")
+    a, b, c = Decision(True, "a"), Decision(False, "b"), Decision(None, "c")
+    assert gates.all_of([a, Decision(True, "b")]) == Decision(True, "a; b")
+    assert gates.all_of([a, b, c]) == Decision(False, "a; b; c")
+    assert gates.all_of([a, Decision(None, "b")]) == Decision(None, "a; b")
+    assert gates.all_of(iter([a, Decision(None, "b")]), ", ") == Decision(None, "a, b")
+    assert gates.all_of([]) == Decision(True, "")
 
 
 def test_rank_association_holds_fails_and_stays_undecided_with_its_exact_p():
@@ -197,3 +210,27 @@ def test_rank_association_holds_fails_and_stays_undecided_with_its_exact_p():
     with pytest.raises(ValueError, match="direction"):
         gates.rank_association(x, x, direction=0)
 
+
+
+def test_a_decision_is_a_value_whose_facts_take_part_in_equality():
+    plain = Decision(None, "too few seeds")
+    counted = gates.undecided("too few seeds", Gate.COUNT)
+    assert plain != counted and counted == Decision(None, "too few seeds",
+                                                    Facts(closed_by=Gate.COUNT))
+    assert Decision(np.bool_(True), "x").holds is True  # a numpy verdict becomes a bool
+    with pytest.raises(AttributeError):
+        counted.holds = True  # type: ignore[misc]
+    reworded = counted.with_reason("needs more seeds")
+    assert reworded.facts == counted.facts and reworded.reason == "needs more seeds"
+
+
+def test_the_vocabularies_refuse_a_word_outside_them():
+    assert gates.Interval(1.0, 0.0, 2.0, 3, "seed pairs").over is Over.SEED_PAIRS
+    assert Needs(4, "examples").of is Over.EXAMPLES and f"{Over.HELD_OUT_TASKS}" == "held-out tasks"
+    with pytest.raises(ValueError, match="seeds"):
+        gates.Interval(1.0, 0.0, 2.0, 3, "sedes")
+    with pytest.raises(ValueError):
+        Facts(closed_by="powre")
+    # what raises each count: seeds for models and pairs, the chapter's evaluation set for examples
+    assert {Over.SEEDS.raises, Over.SEED_PAIRS.raises, Over.MODELS.raises} == {"seeds"}
+    assert Over.HELD_OUT_TASKS.raises == "n_test_tasks" and Over.EVALUATION_BATCHES.raises is None

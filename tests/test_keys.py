@@ -24,7 +24,8 @@ PRESENTING_FACES = ("claims", "prose", "figures", "runs", "plot", "verdicts", "r
                     "curves")
 MACHINERY = {"i2o.gates", "i2o.claims", "i2o.prose", "i2o.plotting", "i2o.book", "i2o.site",
              "i2o.robustness", "i2o.numbers", "i2o.sweep", "i2o.chapter", "i2o.profiles",
-             "i2o.compare", "i2o.fingerprint", "i2o.golden", "i2o.preflight", "i2o.diagnose.run"}
+             "i2o.compare", "i2o.fingerprint", "i2o.golden", "i2o.preflight", "i2o.diagnose.run",
+             "i2o.decision"}
 
 
 def presenting(root: Path = PACKAGE) -> set[str]:

@@ -49,15 +49,15 @@ def _association(n, slope, seed=0, spread=0.05):
 @pytest.mark.parametrize("n", [10, 15])
 def test_fit_ordering_holds_over_every_model_when_lower_loss_means_higher_d(n):
     verdict = claims.fit_ordering(_models(*_association(n, slope=-1.0)), LIMITS)
-    assert verdict[0] is True
-    assert f"over {n} models" in verdict[1] and "every model counts" in verdict[1]
-    assert verdict[1].count("B = ") == n
+    assert verdict.holds is True
+    assert f"over {n} models" in verdict.reason and "every model counts" in verdict.reason
+    assert verdict.reason.count("B = ") == n
 
 
 @pytest.mark.parametrize("n", [10, 15])
 def test_fit_ordering_fails_when_lower_loss_means_lower_d(n):
     verdict = claims.fit_ordering(_models(*_association(n, slope=+1.0)), LIMITS)
-    assert verdict[0] is False
+    assert verdict.holds is False
 
 
 def test_fit_ordering_is_undecided_without_an_association():
@@ -66,10 +66,10 @@ def test_fit_ordering_is_undecided_without_an_association():
     found = gates.kendall(losses, finals)
     assert abs(found.tau) < 0.2
     verdict = claims.fit_ordering(_models(losses, finals), LIMITS)
-    assert verdict[0] is None and verdict.facts.closed_by == "power"
-    assert "more models (seeds per size) would decide it" in verdict[1]
-    assert f"τ = {found.tau:+.3f}" in verdict[1] and "over 10 models" in verdict[1]
-    assert f"{found.p_negative:.3g}" in verdict[1]
+    assert verdict.holds is None and verdict.facts.closed_by == "power"
+    assert "more models (seeds per size) would decide it" in verdict.reason
+    assert f"τ = {found.tau:+.3f}" in verdict.reason and "over 10 models" in verdict.reason
+    assert f"{found.p_negative:.3g}" in verdict.reason
 
 
 def test_a_non_finite_model_leaves_it_undecided_naming_it():
@@ -77,11 +77,12 @@ def test_a_non_finite_model_leaves_it_undecided_naming_it():
     per_set = _models(losses, finals)
     per_set["imaml-N16-lam8-set5-seed1"]["loss_at_n"] = float("nan")
     verdict = claims.fit_ordering(per_set, LIMITS)
-    assert verdict[0] is None and "B = 5, seed 1" in verdict[1] and "non-finite" in verdict[1]
+    assert verdict.holds is None
+    assert "B = 5, seed 1" in verdict.reason and "non-finite" in verdict.reason
     per_set = _models(losses, finals)
     per_set["imaml-N16-lam8-set2-seed0"]["increase"][-1] = np.inf
     verdict = claims.fit_ordering(per_set, LIMITS)
-    assert verdict[0] is None and "B = 2, seed 0" in verdict[1]
+    assert verdict.holds is None and "B = 2, seed 0" in verdict.reason
 
 
 def test_every_model_counts_whatever_it_learned_or_its_outer_loss_did():
@@ -96,11 +97,11 @@ def test_every_model_counts_whatever_it_learned_or_its_outer_loss_did():
         train_losses=spiked, selection="best", best_step=2000, best_loss=0.09, final_loss=41.0,
         peak_after_best=45.0)
     verdict = claims.fit_ordering(per_set, LIMITS)
-    assert verdict[0] is True and "over 10 models" in verdict[1]
-    assert "B = 1, seed 0: ℓ = 0.01" in verdict[1]
-    assert "outer loss rose 0.1 → 40" in verdict[1]
+    assert verdict.holds is True and "over 10 models" in verdict.reason
+    assert "B = 1, seed 0: ℓ = 0.01" in verdict.reason
+    assert "outer loss rose 0.1 → 40" in verdict.reason
     assert "kept step 2,000, training loss there 0.09, at the end 41, highest later 45" in \
-        verdict[1]
+        verdict.reason
     table = claims.figure4_table(per_set)
     assert table.count("\n") == 11 and "outer loss rose 0.1 → 40" in table
 
@@ -121,18 +122,18 @@ def test_d_is_read_at_the_largest_delta_and_reported_near_n():
 def test_fit_ordering_gates():
     losses, finals = _association(10, slope=-1.0)
     short = claims.fit_ordering(_models(losses, finals, outer_steps=5), LIMITS)
-    assert short[0] is None and "outer steps" in short[1]
+    assert short.holds is None and "outer steps" in short.reason
     three = claims.fit_ordering(_models(losses[:3], finals[:3]), LIMITS)
-    assert three[0] is None and "1/3!" in three[1] and "more models" in three[1]
+    assert three.holds is None and "1/3!" in three.reason and "more models" in three.reason
     four = claims.fit_ordering(_models([0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]), LIMITS)
-    assert four[0] is True  # p = 1/4! = 0.042
+    assert four.holds is True  # p = 1/4! = 0.042
     tied = claims.fit_ordering(_models([0.1, 0.1, 0.3, 0.4, 0.5], [0.5, 0.4, 0.3, 0.2, 0.1]),
                                LIMITS)
-    assert tied[0] is None and "tied" in tied[1] and "B = 1, seed 0" in tied[1]
+    assert tied.holds is None and "tied" in tied.reason and "B = 1, seed 0" in tied.reason
     diverging = _models(losses, finals)
     for curves in diverging.values():
         curves["n_diverged"] = 25 * curves["n_meta_batches"]  # every training task
-    assert claims.fit_ordering(diverging, LIMITS)[0] is None
+    assert claims.fit_ordering(diverging, LIMITS).holds is None
 
 
 def _brute_force(x, y):

@@ -70,13 +70,18 @@ def _noise(imaml_noise, maml_noise=0.01, lam=8.0):
 
 
 def test_usable_meta_gradient_holds_fails_and_needs_its_rows():
-    assert claims.usable_meta_gradient(_noise(0.015), 8.0, 2.0)[0] is True
-    holds, value = claims.usable_meta_gradient(_noise(0.25), 8.0, 2.0)
+    assert claims.usable_meta_gradient(_noise(0.015), 8.0, 2.0).holds is True
+    holds, value = pair(claims.usable_meta_gradient(_noise(0.25), 8.0, 2.0))
     assert holds is False and "25.00×" in value
-    holds, value = claims.usable_meta_gradient(_noise(0.015), 2.0, 2.0)
+    holds, value = pair(claims.usable_meta_gradient(_noise(0.015), 2.0, 2.0))
     assert holds is None and "not measured" in value
 
 
 def test_noise_table_lists_every_row_against_maml():
     table = claims.noise_table(_noise(0.02))
     assert table.count("\n") == 4 and "| imaml-lam8 |" in table and "| 2.00 |" in table
+
+
+def pair(decision):
+    """A decision's verdict and reason."""
+    return decision.holds, decision.reason

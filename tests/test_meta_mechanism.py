@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from i2o import profiles
+from i2o import gates, profiles
 from i2o.chapters.meta import checkpoint, descent, imaml, mechanism, mlp, outer, runs, tasks
 from i2o.chapters.meta import mechanism_probe as probing
 from i2o.chapters.meta.evaluate import Evaluation
@@ -239,7 +239,7 @@ def test_intervals_are_rises_and_calms_after_the_first_tenth():
 def test_no_rise_leaves_the_mechanism_undecided():
     verdict = mechanism.name([_run([1.0, 0.9, 0.8, 0.8, 1.5])])
     assert verdict.holds is None and "no probed model's loss rose" in verdict.reason
-    assert verdict.decision() == (None, verdict.reason)
+    assert verdict.decision() == gates.Decision(None, verdict.reason)
     assert "No probed model" in mechanism.describe(verdict)
 
 

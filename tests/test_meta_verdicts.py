@@ -21,11 +21,11 @@ RISING = np.geomspace(0.6, 1.2, len(GRID))
 
 
 def test_more_steps_help_holds_and_fails():
-    assert claims.more_steps_help(_curves(DECREASING), LIMITS)[0] is True
-    assert claims.more_steps_help(_curves(RISING), LIMITS)[0] is False
+    assert claims.more_steps_help(_curves(DECREASING), LIMITS).holds is True
+    assert claims.more_steps_help(_curves(RISING), LIMITS).holds is False
     flat = _curves(np.full(len(GRID), 0.5), noise=0.05)
     verdict = claims.more_steps_help(flat, LIMITS)
-    assert verdict[0] is None and "would decide it" in verdict[1]  # no power is not a fail
+    assert verdict.holds is None and "would decide it" in verdict.reason  # no power is not a fail
 
 
 def test_a_gain_below_the_noise_is_undecided_not_false():
@@ -33,9 +33,9 @@ def test_a_gain_below_the_noise_is_undecided_not_false():
     interval contains 0; with 50 times the tasks it is decided."""
     small = np.r_[np.full(1, 0.5), np.full(len(GRID) - 1, 0.495)]
     verdict = claims.more_steps_help(_curves(small, noise=0.05, seed=1), LIMITS)
-    assert verdict[0] is None and "contains 0" in verdict[1]
+    assert verdict.holds is None and "contains 0" in verdict.reason
     many = claims.more_steps_help(_curves(small, noise=0.05, seed=1, n_tasks=10000), LIMITS)
-    assert many[0] is True
+    assert many.holds is True
 
 
 SETTLING = np.array([0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.2, 0.25, 0.25, 0.25])  # dips, settles
@@ -72,8 +72,8 @@ def test_maml_best_before_convergence_holds_when_the_curve_dips_then_settles_abo
     """The paper's picture: the MSE falls to a minimum at k* = 100, rises and settles at 0.25
     from k_conv = 1,000 on; the settled MSE is higher than at k* on the held-out tasks."""
     verdict = claims.best_before_convergence(_curves(SETTLING), LIMITS)
-    assert verdict[0] is True
-    assert "k* = 100" in verdict[1] and "k_conv = 1000" in verdict[1] and "held-out" in verdict[1]
+    assert verdict.holds is True
+    assert all(text in verdict.reason for text in ("k* = 100", "k_conv = 1000", "held-out"))
 
 
 def test_maml_best_before_convergence_fails_when_the_best_is_at_the_end():
@@ -81,8 +81,8 @@ def test_maml_best_before_convergence_fails_when_the_best_is_at_the_end():
     k* = k_last, after k_conv = 300, whatever the difference."""
     curves = _tail_within_noise(_curves(FALLING_THEN_FLAT, noise=0.0), start=6)
     verdict = claims.best_before_convergence(curves, LIMITS)
-    assert verdict[0] is False
-    assert "k* = 10000" in verdict[1] and "k_conv = 300" in verdict[1]
+    assert verdict.holds is False
+    assert "k* = 10000" in verdict.reason and "k_conv = 300" in verdict.reason
 
 
 def test_maml_best_before_convergence_fails_when_the_held_out_tasks_reach_lower_at_convergence():
@@ -92,15 +92,16 @@ def test_maml_best_before_convergence_fails_when_the_held_out_tasks_reach_lower_
     held_out = _curves(FALLING_THEN_FLAT, noise=0.0)["query"]
     curves["query"][1::2] = held_out[1::2]
     verdict = claims.best_before_convergence(curves, LIMITS)
-    assert verdict[0] is False and "k* = 100" in verdict[1] and "k_conv = 1000" in verdict[1]
-    assert "CI [-" in verdict[1] or "[-0." in verdict[1]
+    assert verdict.holds is False
+    assert "k* = 100" in verdict.reason and "k_conv = 1000" in verdict.reason
+    assert "CI [-" in verdict.reason or "[-0." in verdict.reason
 
 
 def test_maml_best_before_convergence_is_undecided_while_the_curve_still_moves():
     """The MSE still falls at the last counts: no count is converged within the sweep."""
     verdict = claims.best_before_convergence(_curves(DECREASING), LIMITS)
-    assert verdict[0] is None and "still moving" in verdict[1]
-    assert "a longer sweep would decide it" in verdict[1]
+    assert verdict.holds is None and "still moving" in verdict.reason
+    assert "a longer sweep would decide it" in verdict.reason
     assert verdict.facts.needs is None
 
 
@@ -113,8 +114,8 @@ def test_best_before_convergence_is_undecided_when_the_rise_is_within_the_noise(
     held_out = np.arange(len(curves["query"])) % 2 == 1
     curves["query"][held_out] += np.random.default_rng(0).normal(0, 0.05, (held_out.sum(), 10))
     verdict = claims.best_before_convergence(curves, LIMITS)
-    assert verdict[0] is None and "k* = 100" in verdict[1] and "contains 0" in verdict[1]
-    assert "k_conv = 300" in verdict[1]
+    assert verdict.holds is None and "k* = 100" in verdict.reason and "contains 0" in verdict.reason
+    assert "k_conv = 300" in verdict.reason
     assert verdict.facts.needs is not None and verdict.facts.needs.of == "held-out tasks"
 
 
@@ -132,57 +133,57 @@ def _imaml(converged_query):
 
 def test_imaml_best_before_convergence_compares_with_the_converged_solution():
     verdict = claims.best_before_convergence(_imaml(0.45), LIMITS)  # rises to convergence
-    assert verdict[0] is True and "MSE(converged)" in verdict[1]
-    assert "5.0e-04 (relative)" in verdict[1]  # how far k* is from convergence, reported
+    assert verdict.holds is True and "MSE(converged)" in verdict.reason
+    assert "5.0e-04 (relative)" in verdict.reason  # how far k* is from convergence, reported
     verdict = claims.best_before_convergence(_imaml(0.05), LIMITS)  # converged is better
-    assert verdict[0] is False
+    assert verdict.holds is False
     rising = _imaml(0.45)
     rising["query"][:, -1] = 0.05 * rising["query"][:, 5] / U_SHAPE[5]  # the best count is k_max
     rising["query_reference"] = rising["query"][:, -1:].repeat(len(GRID), axis=1) + np.random.\
         default_rng(1).normal(0, 0.05, (len(rising["query"]), 1))  # converged: no worse
     verdict = claims.best_before_convergence(rising, LIMITS)
-    assert verdict[0] is False and "k* = 10000" in verdict[1]
-    assert "nearest convergence" in verdict[1]
+    assert verdict.holds is False and "k* = 10000" in verdict.reason
+    assert "nearest convergence" in verdict.reason
     early = _imaml(0.45)  # k* = 100, and the converged MSE within the noise of it
     early["query_reference"] = early["query"][:, 5:6].repeat(len(GRID), axis=1) + np.random.\
         default_rng(2).normal(0, 0.05, (len(early["query"]), 1))
     verdict = claims.best_before_convergence(early, LIMITS)
-    assert verdict[0] is None and "k* = 100" in verdict[1] and "contains 0" in verdict[1]
+    assert verdict.holds is None and "k* = 100" in verdict.reason and "contains 0" in verdict.reason
     missing = _imaml(0.45)
     missing["query_reference"][:] = np.nan
     verdict = claims.best_before_convergence(missing, LIMITS)
-    assert verdict[0] is None and "reference_iters = 0" in verdict[1]
+    assert verdict.holds is None and "reference_iters = 0" in verdict.reason
 
 
 @pytest.mark.parametrize("predicate", [claims.more_steps_help,
                                        claims.best_before_convergence])
 def test_gates_leave_claims_undecided(predicate):
     short = predicate(_curves(SETTLING, outer_steps=10), LIMITS)
-    assert short[0] is None and "outer steps" in short[1]
+    assert short.holds is None and "outer steps" in short.reason
     unlearned = predicate(_curves(SETTLING * 10), LIMITS)
-    assert unlearned[0] is None and "not learned" in unlearned[1]
+    assert unlearned.holds is None and "not learned" in unlearned.reason
     diverging = _curves(SETTLING)
     diverging["query"][:20, -1] = np.nan  # 10 % of the tasks
     verdict = predicate(diverging, LIMITS)
-    assert verdict[0] is None and "diverged" in verdict[1]
+    assert verdict.holds is None and "diverged" in verdict.reason
     few = _curves(SETTLING)
     few["query"][:3, -1] = np.inf  # 1.5 %: excluded and reported, still decided
     verdict = predicate(few, LIMITS)
-    assert verdict[0] is not None and "3 of 200 tasks diverged" in verdict[1]
+    assert verdict.holds is not None and "3 of 200 tasks diverged" in verdict.reason
 
 
 def test_held_out_choice_is_not_fooled_by_noise():
     """A flat curve with large noise: picking k* on the same tasks would often find a 'gain';
     picking it on the other half rarely does."""
     decided = [claims.more_steps_help(_curves(np.full(len(GRID), 0.5), noise=0.2, seed=s),
-                                        LIMITS)[0] for s in range(20)]
+                                        LIMITS).holds for s in range(20)]
     assert sum(v is True for v in decided) <= 3
 
 
 def test_above_floor_holds_and_fails():
     curves = _curves(U_SHAPE + 2.0)
-    assert claims.above_floor(curves, floor=1.7, floor_se=0.02)[0] is True
-    assert claims.above_floor(curves, floor=2.5, floor_se=0.02)[0] is False
+    assert claims.above_floor(curves, floor=1.7, floor_se=0.02).holds is True
+    assert claims.above_floor(curves, floor=2.5, floor_se=0.02).holds is False
 
 
 def test_uniform_moments_match_quadrature():
@@ -227,13 +228,13 @@ def test_a_model_is_judged_only_once_its_outer_loss_has_settled():
     settled = _curves(SETTLING)
     settled["train_losses"] = np.r_[np.linspace(4.0, 0.5, 4000), np.full(1000, 0.5)]
     assert claims.plateau(settled["train_losses"], 0.1) == pytest.approx(0.0)
-    assert claims.best_before_convergence(settled, limits)[0] is True
+    assert claims.best_before_convergence(settled, limits).holds is True
     moving = _curves(SETTLING)
     moving["train_losses"] = np.linspace(4.0, 0.5, 5000)  # a tenth of its fall in each tenth
     assert claims.plateau(moving["train_losses"], 0.1) == pytest.approx(0.111, abs=1e-3)
     verdict = claims.best_before_convergence(moving, limits)
-    assert verdict[0] is None and "has not settled" in verdict[1]
-    assert "more outer steps would decide it" in verdict[1]
+    assert verdict.holds is None and "has not settled" in verdict.reason
+    assert "more outer steps would decide it" in verdict.reason
 
 
 def test_a_loss_falling_towards_zero_along_a_power_law_settles():

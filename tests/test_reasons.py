@@ -45,7 +45,7 @@ def _reword(decision: object) -> object:
 
 
 #: the functions that write a reason (the combinators only join them)
-WRITERS = {gates: ("equivalent", "above", "not_above", "not_below", "positive", "negative",
+WRITERS = {gates: ("equivalent", "above", "not_below", "positive", "negative",
                    "fit_gate", "fit_quorum", "resolves", "powered", "health_gate", "compare",
                    "lower_than", "condition", "rank_association", "symmetric_gate", "undecided"),
            verdicts: ("help_beyond", "hurt_beyond", "no_difference", "fewer_hurt")}

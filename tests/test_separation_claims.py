@@ -16,25 +16,30 @@ def p():
     return profiles.resolve("separation", "quick")
 
 
+def _lower_than(a, b):
+    found = gates.lower_than(a, b, claims.MARGIN)
+    return found.holds, found.reason
+
+
 def test_lower_than_holds_fails_and_needs_power():
     """The chapter's "A is lower than B" (:func:`i2o.gates.lower_than`, margin ``MARGIN``); the
     texts are those of the chapter's own rule before it moved to :mod:`i2o.gates`."""
     lower, higher = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
-    assert gates.lower_than(lower, higher, claims.MARGIN) == (
+    assert _lower_than(lower, higher) == (
         True, "1 vs 2 (difference +1.000, 90 % CI [+0.826, +1.174] over 3 seeds, margin 0.04)")
-    assert gates.lower_than(higher, lower, claims.MARGIN) == (
+    assert _lower_than(higher, lower) == (
         False, "2 vs 1 (difference -1.000, 90 % CI [-1.174, -0.826] over 3 seeds, margin 0.04)")
-    assert gates.lower_than([5.0, 5.0], [5.0, 5.0], claims.MARGIN) == (  # equal: not lower
+    assert _lower_than([5.0, 5.0], [5.0, 5.0]) == (  # equal: not lower
         False, "5 vs 5 (difference +0.00, 90 % CI [+0.00, +0.00] over 2 seeds, margin 0.1)")
-    assert gates.lower_than([1.0, 3.0], [1.5, 3.5], claims.MARGIN) == (  # too noisy
+    assert _lower_than([1.0, 3.0], [1.5, 3.5]) == (  # too noisy
         None, "2 vs 2.5 (difference +0.50, 90 % CI [-3.63, +4.63] over 2 seeds, margin 0.05); "
               "too little power: CI [-3.63, +4.63] contains +0.05; at this spread about 169 "
               "seeds (now 2) would decide it")
-    assert gates.lower_than([1.0], [2.0], claims.MARGIN) == (None, "1 vs 2; needs ≥ 2 seeds")
+    assert _lower_than([1.0], [2.0]) == (None, "1 vs 2; needs ≥ 2 seeds")
     # both means 0: no relative margin, the interval must lie above 0
-    assert gates.lower_than([0.0, 0.0], [0.0, 0.0], claims.MARGIN) == (
+    assert _lower_than([0.0, 0.0], [0.0, 0.0]) == (
         False, "0 vs 0 (difference +0.00, 90 % CI [+0.00, +0.00] over 2 seeds, margin 0)")
-    assert gates.lower_than([-1.0, 1.0], [1.0, -1.0], claims.MARGIN)[0] is None
+    assert gates.lower_than([-1.0, 1.0], [1.0, -1.0], claims.MARGIN).holds is None
 
 
 def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
@@ -49,9 +54,9 @@ def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
 
 def test_the_prose_gives_each_section_its_claims_as_bullets():
     table = Claims("separation", "quick")
-    table.decide("A", (True, "1 vs 2"), "", id="sawtooth/a", section="sawtooth")
-    table.decide("B", (None, "too noisy"), "", id="sawtooth/b", section="sawtooth")
-    table.decide("C", (False, "3 vs 1"), "", id="gotu/c", section="gotu")
+    table.decide("A", gates.Decision(True, "1 vs 2"), "", id="sawtooth/a", section="sawtooth")
+    table.decide("B", gates.Decision(None, "too noisy"), "", id="sawtooth/b", section="sawtooth")
+    table.decide("C", gates.Decision(False, "3 vs 1"), "", id="gotu/c", section="gotu")
     assert prose.paragraphs(table, "sawtooth") == [
         "- *A*: **holds** — 1 vs 2.\n- *B*: is **undecided** — too noisy."]
     assert prose.paragraphs(table, "gotu") == ["- *C*: **fails** — 3 vs 1."]
@@ -64,11 +69,11 @@ def test_the_prose_gives_each_section_its_claims_as_bullets():
 def test_construction_claim(p):
     good = {"m": np.arange(1, 6), "pieces": 2 ** np.arange(1, 6), "max_error": np.zeros(5),
             "n_steps": np.arange(1, 6)}
-    assert claims.construction_claim(good)[0] is True
+    assert claims.construction_claim(good).holds is True
     bad = {**good, "pieces": np.array([2, 4, 8, 16, 31])}
-    assert claims.construction_claim(bad)[0] is False
-    assert claims.construction_claim({**good, "max_error": np.full(5, 2e-9)})[0] is False
-    holds, value = claims.construction_claim({**good, "n_steps": np.array([1, 2, 3, 4, 6])})
+    assert claims.construction_claim(bad).holds is False
+    assert claims.construction_claim({**good, "max_error": np.full(5, 2e-9)}).holds is False
+    holds, value = pair(claims.construction_claim({**good, "n_steps": np.array([1, 2, 3, 4, 6])}))
     assert holds is False and "solver steps = m: False" in value
 
 
@@ -89,15 +94,15 @@ def _saw(p, deq_train, deq_test, fnn_train, fnn_test):
 
 
 def test_flops_claim_holds_fails_and_gates_symmetrically(p):
-    assert claims.flops_claim(_saw(p, 0.001, 0.002, 0.001, 0.05), 5, p)[0] is True
-    assert claims.flops_claim(_saw(p, 0.001, 0.05, 0.001, 0.002), 5, p)[0] is False
+    assert claims.flops_claim(_saw(p, 0.001, 0.002, 0.001, 0.05), 5, p).holds is True
+    assert claims.flops_claim(_saw(p, 0.001, 0.05, 0.001, 0.002), 5, p).holds is False
     # the FNNs fit and the DEQ does not: a DEQ the recipe cannot train counts against the claim
-    holds, value = claims.flops_claim(_saw(p, 0.08, 0.002, 0.001, 0.05), 5, p)
+    holds, value = pair(claims.flops_claim(_saw(p, 0.08, 0.002, 0.001, 0.05), 5, p))
     assert holds is False and claims.UNTRAINABLE in value
     # the DEQ fits and the FNNs do not: undecided
-    holds, value = claims.flops_claim(_saw(p, 0.001, 0.002, 0.08, 0.05), 5, p)
+    holds, value = pair(claims.flops_claim(_saw(p, 0.001, 0.002, 0.08, 0.05), 5, p))
     assert holds is None and "does not fit" in value
-    holds, value = claims.flops_claim(_saw(p, 0.08, 0.002, 0.08, 0.05), 5, p)
+    holds, value = pair(claims.flops_claim(_saw(p, 0.08, 0.002, 0.08, 0.05), 5, p))
     assert holds is None and "neither fits" in value
 
 
@@ -114,11 +119,11 @@ def _best_of_r(p, deq_train, deq_test, fnn_train, fnn_test):
 
 
 def test_flops_best_of_r_claim_every_branch(p):
-    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 1e-4, 0.05), 5, p)[0] is True
-    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.05, 1e-4, 0.002), 5, p)[0] is False
-    holds, value = claims.flops_best_of_r_claim(_best_of_r(p, 0.08, 0.05, 1e-4, 0.002), 5, p)
+    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 1e-4, 0.05), 5, p).holds is True
+    assert claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.05, 1e-4, 0.002), 5, p).holds is False
+    holds, value = pair(claims.flops_best_of_r_claim(_best_of_r(p, 0.08, 0.05, 1e-4, 0.002), 5, p))
     assert holds is False and claims.UNTRAINABLE in value
-    holds, value = claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 0.08, 0.05), 5, p)
+    holds, value = pair(claims.flops_best_of_r_claim(_best_of_r(p, 1e-4, 0.002, 0.08, 0.05), 5, p))
     assert holds is None and "does not fit" in value
 
 
@@ -139,8 +144,8 @@ def test_lbfgs_restarts_fit_a_small_sawtooth():
     (False, False, (None, "neither fits: the DEQ's a; the FNN's b"))])
 def test_symmetric_gate_every_branch(deq_fits, other_fits, expected):
     gated = claims.symmetric_gate((deq_fits, "a"), (other_fits, "b"), "the FNN",
-                                  lambda: (False, "measured"))
-    assert gated == expected
+                                  lambda: gates.Decision(False, "measured"))
+    assert (gated.holds, gated.reason) == expected
 
 
 def test_fit_gate_holds_at_the_fraction_of_the_variance_and_fails_above_it():
@@ -162,26 +167,26 @@ def _diag(distance, stationarity=1e-15, found=True, residual=1e-14):
 
 
 def test_argmin_claim(p):
-    assert claims.argmin_claim(_diag(1e-11), "plus", p)[0] is True
-    assert claims.argmin_claim(_diag(0.5), "plus", p)[0] is False
-    assert claims.argmin_claim(_diag(np.inf, 0.6, found=False), "plus", p)[0] is False
-    assert claims.argmin_claim(_diag(np.inf, 1e-12, found=False), "plus", p)[0] is None
+    assert claims.argmin_claim(_diag(1e-11), "plus", p).holds is True
+    assert claims.argmin_claim(_diag(0.5), "plus", p).holds is False
+    assert claims.argmin_claim(_diag(np.inf, 0.6, found=False), "plus", p).holds is False
+    assert claims.argmin_claim(_diag(np.inf, 1e-12, found=False), "plus", p).holds is None
     one_unfound = _diag(1e-11)  # a problem without minimizer whose limit is a KKT point
     one_unfound["s1"] = {**one_unfound["s1"], "plus": {**one_unfound["s1"]["plus"],
                                                        "found": False, "stationarity": 1e-12}}
-    holds, value = claims.argmin_claim(one_unfound, "plus", p)
+    holds, value = pair(claims.argmin_claim(one_unfound, "plus", p))
     assert holds is None and value.startswith("s0: distance 1.0e-11")
-    holds, value = claims.argmin_claim(_diag(1e-11, residual=1e-3), "plus", p)
+    holds, value = pair(claims.argmin_claim(_diag(1e-11, residual=1e-3), "plus", p))
     assert holds is None and "did not interpolate" in value
 
 
 def test_density_claim(p):
-    assert claims.density_claim(_diag(0.0), p)[0] is True
+    assert claims.density_claim(_diag(0.0), p).holds is True
     doctored = _diag(0.0)
     doctored["s1"] = {**doctored["s1"], "density_deq": 0.1}
-    assert claims.density_claim(doctored, p)[0] is False
+    assert claims.density_claim(doctored, p).holds is False
     doctored["s1"] = {**doctored["s1"], "density_deq": 0.3}  # as dense as the DLN: not denser
-    assert claims.density_claim(doctored, p)[0] is False
+    assert claims.density_claim(doctored, p).holds is False
 
 
 def _gotu(unseen, train=(0.0, 0.0, 0.0), interpolates=True, unique=True, trains=None):
@@ -198,57 +203,57 @@ def _gotu(unseen, train=(0.0, 0.0, 0.0), interpolates=True, unique=True, trains=
 
 def test_prediction_claim(p):
     at = {"linear_deq": [19.2, 19.3, 19.25]}
-    assert claims.prediction_claim(_gotu(at), "f1", "linear_deq", p)[0] is True
+    assert claims.prediction_claim(_gotu(at), "f1", "linear_deq", p).holds is True
     off = {"linear_deq": [10.0, 11.0, 10.5]}
-    assert claims.prediction_claim(_gotu(off), "f1", "linear_deq", p)[0] is False
+    assert claims.prediction_claim(_gotu(off), "f1", "linear_deq", p).holds is False
     at_tolerance = {"linear_deq": [19.25 * (1 + claims.PREDICTION_RTOL) - 1e-9] * 3}
-    assert claims.prediction_claim(_gotu(at_tolerance), "f1", "linear_deq", p)[0] is True
+    assert claims.prediction_claim(_gotu(at_tolerance), "f1", "linear_deq", p).holds is True
     beyond = {"linear_deq": [19.25 * (1 + claims.PREDICTION_RTOL) + 1e-9] * 3}
-    assert claims.prediction_claim(_gotu(beyond), "f1", "linear_deq", p)[0] is False
+    assert claims.prediction_claim(_gotu(beyond), "f1", "linear_deq", p).holds is False
     unfit = _gotu(at, train=(3.0, 3.0, 3.0))
-    assert claims.prediction_claim(unfit, "f1", "linear_deq", p)[0] is None
+    assert claims.prediction_claim(unfit, "f1", "linear_deq", p).holds is None
     none = _gotu(at, interpolates=False)
-    holds, value = claims.prediction_claim(none, "f1", "linear_deq", p)
+    holds, value = pair(claims.prediction_claim(none, "f1", "linear_deq", p))
     assert holds is None and "no value" in value
 
 
 def test_gotu_comparison_and_feature_density(p):
     better = {"deq_contractive": [1.0, 1.1, 0.9], "fnn": [3.0, 3.1, 2.9]}
-    assert claims.gotu_comparison(_gotu(better), "f1", "deq_contractive", "fnn", p)[0] is True
+    assert claims.gotu_comparison(_gotu(better), "f1", "deq_contractive", "fnn", p).holds is True
     worse = {"deq_contractive": [3.0, 3.1, 2.9], "fnn": [1.0, 1.1, 0.9]}
-    assert claims.gotu_comparison(_gotu(worse), "f1", "deq_contractive", "fnn", p)[0] is False
+    assert claims.gotu_comparison(_gotu(worse), "f1", "deq_contractive", "fnn", p).holds is False
     # feature density: the doctored densities are unseen/100, so "better" has the sparser DEQ
-    assert claims.feature_density_claim(_gotu(worse), p, "f1")[0] is True
-    assert claims.feature_density_claim(_gotu(better), p, "f1")[0] is False
+    assert claims.feature_density_claim(_gotu(worse), p, "f1").holds is True
+    assert claims.feature_density_claim(_gotu(better), p, "f1").holds is False
     unfit = _gotu(better, train=(3.0, 3.0, 3.0))
-    holds, value = claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p)
+    holds, value = pair(claims.gotu_comparison(unfit, "f1", "deq_contractive", "fnn", p))
     assert holds is None and "neither fits" in value
     deq_unfit = _gotu(better, trains={"deq_contractive": (3.0, 3.0, 3.0)})
-    holds, value = claims.gotu_comparison(deq_unfit, "f1", "deq_contractive", "fnn", p)
+    holds, value = pair(claims.gotu_comparison(deq_unfit, "f1", "deq_contractive", "fnn", p))
     assert holds is False and claims.UNTRAINABLE in value
     fnn_unfit = _gotu(better, trains={"fnn": (3.0, 3.0, 3.0)})
-    holds, value = claims.gotu_comparison(fnn_unfit, "f1", "deq_contractive", "fnn", p)
+    holds, value = pair(claims.gotu_comparison(fnn_unfit, "f1", "deq_contractive", "fnn", p))
     assert holds is None and "the FNN does not fit" in value
     # the feature density claim, gated the same way
-    assert claims.feature_density_claim(deq_unfit, p, "f1")[0] is False
-    assert claims.feature_density_claim(fnn_unfit, p, "f1")[0] is None
+    assert claims.feature_density_claim(deq_unfit, p, "f1").holds is False
+    assert claims.feature_density_claim(fnn_unfit, p, "f1").holds is None
 
 
 def test_two_affine_models_forced_equal_are_not_testable(p):
     apart = {"linear_deq": [1.0, 1.1, 0.9], "dln": [3.0, 3.1, 2.9]}
-    holds, value = claims.gotu_comparison(_gotu(apart), "f1", "linear_deq", "dln", p)
+    holds, value = pair(claims.gotu_comparison(_gotu(apart), "f1", "linear_deq", "dln", p))
     assert holds is None and "not testable here" in value
     # several interpolants: the implicit bias can choose, so the comparison is made
     assert claims.gotu_comparison(_gotu(apart, unique=False), "f1", "linear_deq", "dln",
-                                  p)[0] is True
-    holds, value = claims.prediction_claim(_gotu(apart, unique=False), "f1", "linear_deq", p)
+                                  p).holds is True
+    holds, value = pair(claims.prediction_claim(_gotu(apart, unique=False), "f1", "linear_deq", p))
     assert holds is None and "several interpolants" in value
 
 
 def test_density_claim_is_undecided_when_a_model_does_not_interpolate(p):
     doctored = _diag(0.0)
     doctored["s1"] = {**doctored["s1"], "dln": {"relative_residual": 1e-3}}
-    holds, value = claims.density_claim(doctored, p)
+    holds, value = pair(claims.density_claim(doctored, p))
     assert holds is None and "did not interpolate" in value
 
 
@@ -265,24 +270,29 @@ def _steep(fnn_growth, reached=1, deq_reached=None, seeds=3):
 
 
 def test_steep_claim_every_branch():
-    assert claims.steep_claim(_steep(0.5))[0] is True
-    assert claims.steep_claim(_steep(0.0))[0] is False
-    holds, value = claims.steep_claim(_steep(0.5, reached=0))
+    assert claims.steep_claim(_steep(0.5)).holds is True
+    assert claims.steep_claim(_steep(0.0)).holds is False
+    holds, value = pair(claims.steep_claim(_steep(0.5, reached=0)))
     assert holds is None and "neither fits" in value
-    holds, value = claims.steep_claim(_steep(0.5, reached=1, deq_reached=0))
+    holds, value = pair(claims.steep_claim(_steep(0.5, reached=1, deq_reached=0)))
     assert holds is False and claims.UNTRAINABLE in value
-    holds, value = claims.steep_claim(_steep(0.5, reached=0, deq_reached=1))
+    holds, value = pair(claims.steep_claim(_steep(0.5, reached=0, deq_reached=1)))
     assert holds is None and "the FNN does not fit" in value
-    holds, value = claims.steep_claim(_steep(0.5, seeds=1))
+    holds, value = pair(claims.steep_claim(_steep(0.5, seeds=1)))
     assert holds is None and "needs ≥ 2" in value
 
 
 def test_steep_claim_drops_a_seed_that_missed_the_level_at_one_d():
     one_miss = np.ones((4, 3), dtype=int)
     one_miss[3, 2] = 0  # the DEQ of seed 2 never reached the level at d = 12
-    holds, value = claims.steep_claim(_steep(0.5, deq_reached=one_miss))
+    holds, value = pair(claims.steep_claim(_steep(0.5, deq_reached=one_miss)))
     assert holds is True and "over 3 and 2 seeds" in value
     two_miss = one_miss.copy()
     two_miss[0, 1] = 0
-    holds, value = claims.steep_claim(_steep(0.5, deq_reached=two_miss))
+    holds, value = pair(claims.steep_claim(_steep(0.5, deq_reached=two_miss)))
     assert holds is False and claims.UNTRAINABLE in value
+
+
+def pair(decision):
+    """A decision's verdict and reason."""
+    return decision.holds, decision.reason

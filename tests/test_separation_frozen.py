@@ -59,23 +59,22 @@ def _entry(mean, deq, dln, deq_train=0.0, dln_train=0.0):
 
 
 def test_frozen_comparison_holds_fails_and_is_gated(p):
-    assert claims.frozen_comparison(_entry(2.0, [12.0, 12.01, 11.99], [16.0] * 3), p)[0] is True
-    assert claims.frozen_comparison(_entry(0.5, [2.6, 2.59, 2.61], [1.0] * 3), p)[0] is False
-    holds, value = claims.frozen_comparison(_entry(2.0, [12.0] * 3, [16.0] * 3, deq_train=3.0),
-                                            p)
-    assert holds is False and claims.UNTRAINABLE in value
-    holds, value = claims.frozen_comparison(_entry(2.0, [12.0] * 3, [16.0] * 3, dln_train=3.0),
-                                            p)
-    assert holds is None and "does not fit" in value
+    assert claims.frozen_comparison(_entry(2.0, [12.0, 12.01, 11.99], [16.0] * 3), p).holds is True
+    assert claims.frozen_comparison(_entry(0.5, [2.6, 2.59, 2.61], [1.0] * 3), p).holds is False
+    found = claims.frozen_comparison(_entry(2.0, [12.0] * 3, [16.0] * 3, deq_train=3.0), p)
+    assert found.holds is False and claims.UNTRAINABLE in found.reason
+    found = claims.frozen_comparison(_entry(2.0, [12.0] * 3, [16.0] * 3, dln_train=3.0), p)
+    assert found.holds is None and "does not fit" in found.reason
+    assert found.facts.closed_by == "fit"  # the symmetric gate's facts reach the row
 
 
 def test_frozen_prediction_claim_holds_fails_and_needs_a_fit(p):
     low, high = frozen.predictions(0.5), frozen.predictions(2.0)
     good = {"c0": _entry(0.5, [low["linear_deq"]] * 3, [1.0] * 3),
             "c1": _entry(2.0, [high["linear_deq"]] * 3, [16.0] * 3)}
-    assert claims.frozen_prediction_claim(good, "linear_deq", p)[0] is True
-    assert claims.frozen_prediction_claim(good, "dln", p)[0] is True
+    assert claims.frozen_prediction_claim(good, "linear_deq", p).holds is True
+    assert claims.frozen_prediction_claim(good, "dln", p).holds is True
     off = {**good, "c1": _entry(2.0, [16.0] * 3, [16.0] * 3)}  # no implicit bias at work
-    assert claims.frozen_prediction_claim(off, "linear_deq", p)[0] is False
+    assert claims.frozen_prediction_claim(off, "linear_deq", p).holds is False
     unfit = {**good, "c1": _entry(2.0, [high["linear_deq"]] * 3, [16.0] * 3, deq_train=3.0)}
-    assert claims.frozen_prediction_claim(unfit, "linear_deq", p)[0] is None
+    assert claims.frozen_prediction_claim(unfit, "linear_deq", p).holds is None

@@ -12,7 +12,9 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
   its module's import closure, :mod:`i2o.import_graph`), :mod:`i2o.chapter` (the base of every
   chapter's results: parameters, cost, provenance),
   :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
-  equivalence margins, fit and health gates), :mod:`i2o.prose` (conclusions written from claims),
+  equivalence margins, fit and health gates), :mod:`i2o.decision` (a verdict with its typed
+  facts: the gate that closed it, what more of would decide it), :mod:`i2o.prose` (conclusions
+  written from claims),
   :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
   :mod:`i2o.pool` (``make book``'s one job pool for every chapter), :mod:`i2o.schedule` (the
   longest-first scheduler) and :mod:`i2o.plan` (the wall time on K cores from recorded costs,

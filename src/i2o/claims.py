@@ -10,7 +10,7 @@ predicate used (:mod:`i2o.gates`). The same rows are written to ``_build/claims/
 One writer records every row, :meth:`Claims.decide`: the reason of the verdict always goes to
 ``check``, the measurement to ``value``, the section of the chapter to ``section`` (so that
 ``robustness`` and ``compare`` can group rows), and the decision's typed facts
-(:class:`i2o.gates.Facts`: which gate closed, the models set aside, whether the regime was
+(:class:`i2o.decision.Facts`: which gate closed, the models set aside, whether the regime was
 reached, what would decide it) to ``facts``, which is what the prose reads: no prose reads a
 reason's wording.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from i2o import locations
-from i2o.gates import Decision, Facts, as_decision
+from i2o.decision import Decision, Facts
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,10 @@ class Claim:
     @property
     def decision(self) -> Decision:
         return Decision(self.holds, self.check, self.facts)
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as the claims JSON writes it."""
+        return {**asdict(self), "facts": self.facts.as_json()}
 
     def verdict(self) -> str:
         if self.holds is None:
@@ -65,14 +69,13 @@ class Claims:
     #: row id → the run that would decide that undecided row (:mod:`i2o.deciding`)
     remedies: dict[str, Any] = field(default_factory=dict)
 
-    def decide(self, claim: str, decision: tuple[bool | None, str], value: str,
+    def decide(self, claim: str, decision: Decision, value: str,
                margin: str = "", decided_by: str = "", id: str = "", section: str = ""
                ) -> Claim:
-        """Record a claim from a :class:`i2o.gates.Decision` (or a ``(verdict, reason)`` pair):
+        """Record a claim from a :class:`i2o.decision.Decision`:
         its verdict, its reason in ``check``, its facts; the measurement in ``value``. An
         undecided row names the profile that decides it in ``decided_by`` when one does. ``id``
         names the row for the prose (``claims[id]``); ``section`` the part of the chapter."""
-        decision = as_decision(decision)
         row = Claim(
             claim, decision.holds, str(value), self.profile, decided_by, decision.reason,
             str(margin), id, section, decision.facts)
@@ -120,7 +123,7 @@ class Claims:
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps([asdict(r) for r in self.rows], indent=1))
+        tmp.write_text(json.dumps([row.as_json() for row in self.rows], indent=1))
         tmp.replace(path)
         return path
 

@@ -1,10 +1,11 @@
 """What would decide an undecided claim: the one command that runs it, with its cost measured in
 this run.
 
-A row left undecided for want of power carries, in its typed facts (:class:`i2o.gates.Needs`),
+A row left undecided for want of power carries, in its typed facts (:class:`i2o.decision.Needs`),
 about how many independent values (seeds, seed pairs, examples) of the spread it measured would
-decide it. The chapter turns that into a :class:`Remedy`: the parameters to raise (its seeds, or
-the size of an evaluation set), the command that runs the chapter with them, and what the extra
+decide it, and what they are (:class:`i2o.decision.Over`, which names the parameter raising them).
+The chapter turns that into a :class:`Remedy`: the parameters to raise (its seeds, or the size of
+an evaluation set), the command that runs the chapter with them, and what the extra
 work costs at the rate this run measured (training seconds per seed, for instance). The command's
 parameters pass the chapter's own checks (:func:`i2o.door.enter`) before it is printed; a count
 beyond what the manifest allows gives no command.
@@ -20,10 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from i2o import door, profiles
-from i2o.gates import Needs
+from i2o.decision import EVALUATION_SET, Needs, Over
 
-#: what a :class:`i2o.gates.Needs` counts when it counts seeds
-SEEDS = ("seeds", "seed pairs", "models")
 #: a remedy asks for this many times the count its row needs: the count is estimated from one
 #: draw of the spread, and a new draw of it should not leave the row undecided again
 HEADROOM = 1.25
@@ -85,17 +84,18 @@ def _checked(remedy: Remedy) -> Remedy | None:
 def more_seeds(figure: str, params: Mapping[str, Any], needs: Needs | None,
                seconds_per_seed: float) -> Remedy | None:
     """The seeds list raised to :data:`HEADROOM` × ``needs.count`` (new seeds after the largest
-    one; the cached seeds are not recomputed), when ``needs`` counts seeds; ``None`` otherwise or
-    when the manifest refuses it."""
-    if needs is None or needs.of not in SEEDS:
+    one; the cached seeds are not recomputed), when more seeds raise what ``needs`` counts;
+    ``None`` otherwise or when the manifest refuses it."""
+    parameter = Over.SEEDS.raises
+    if needs is None or parameter is None or needs.of.raises != parameter:
         return None
-    seeds: Sequence[int] = list(params["seeds"])
+    seeds: Sequence[int] = list(params[parameter])
     extra = max(0, math.ceil(HEADROOM * needs.count) - len(seeds))
     if extra == 0:
         return None
     start = max(seeds) + 1 if seeds else 0
     chosen = [*seeds, *range(start, start + extra)]
-    return _checked(Remedy(figure, _profile(params), (("seeds", chosen),),
+    return _checked(Remedy(figure, _profile(params), ((parameter, chosen),),
                            extra * float(seconds_per_seed)))
 
 
@@ -103,10 +103,12 @@ def more_examples(figure: str, params: Mapping[str, Any], needs: Needs | None, p
                   rerun_seconds: float = math.nan, eval_seconds: float = math.nan
                   ) -> Remedy | None:
     """The evaluation set ``parameter`` raised to :data:`HEADROOM` × ``needs.count``, when
-    ``needs`` counts examples; ``None`` otherwise or when the manifest refuses it. The size is
-    part of every job's key, so the whole chapter recomputes: ``rerun_seconds`` (this run's
-    measured total) plus ``eval_seconds`` (its evaluation part) scaled to the new size."""
-    if needs is None or needs.of not in ("examples", "test images"):
+    ``needs`` counts what that parameter raises (an evaluation set's examples, or units whose
+    :attr:`~i2o.decision.Over.raises` is ``parameter``); ``None`` otherwise or when the manifest
+    refuses it. The size is part of every job's key, so the whole chapter recomputes:
+    ``rerun_seconds`` (this run's measured total) plus ``eval_seconds`` (its evaluation part)
+    scaled to the new size."""
+    if needs is None or needs.of.raises not in (EVALUATION_SET, parameter):
         return None
     now = int(params[parameter])
     target = math.ceil(HEADROOM * needs.count)

@@ -8,8 +8,8 @@ A paper claim about trained DEQs is decided here in two stages:
    decided on those models only (the others are named); :func:`health_gate` requires that none of
    them diverged (:mod:`i2o.train.health`); :func:`resolves` requires a margin to be at least the
    resolution of the measurement it is applied to (a comparison whose margin is below what the
-   measurement can tell apart cannot fail). A closed gate returns ``(None, reason)`` and the claim
-   is ``null`` with that reason.
+   measurement can tell apart cannot fail). A closed gate returns an undecided
+   :class:`~i2o.decision.Decision` and the claim is ``null`` with its reason.
 2. **Predicates** decide the claim from a two-sided confidence interval ``[lo, hi]`` of the measured
    quantity at level ``1 − α`` (90 % by default, i.e. two one-sided tests at 5 %), against a margin
    ``δ > 0`` stated per task. Every predicate is three-valued: ``True`` / ``False`` when the
@@ -18,7 +18,6 @@ A paper claim about trained DEQs is decided here in two stages:
    - :func:`equivalent`: ``−δ < lo`` and ``hi < δ`` (TOST equivalence); fails when the interval
      lies entirely outside ``(−δ, δ)``;
    - :func:`above`: ``lo > δ`` (exceeds the margin); fails when ``hi < δ``;
-   - :func:`not_above`: ``hi < δ``; fails when ``lo > δ``;
    - :func:`not_below`: ``lo > −δ``; fails when ``hi < −δ``;
    - :func:`positive`: ``lo > 0``; fails when ``hi ≤ 0``;
    - :func:`negative`: ``hi < 0``; fails when ``lo ≥ 0``.
@@ -26,8 +25,9 @@ A paper claim about trained DEQs is decided here in two stages:
 Three combinators put them together: :func:`combine` (gates in a row, all open or the first
 closed), :func:`gated` (gates, then a predicate: the verdict behind its gates) and :func:`all_of`
 (a claim made of parts). :func:`symmetric_gate` is the stated exception, a gate that can fail a
-claim (a subject that cannot qualify counts against it). Every decision is a :class:`Decision`
-with typed :class:`Facts`, which the chapters' prose reads instead of the reasons' wording.
+claim (a subject that cannot qualify counts against it). Every decision is a
+:class:`i2o.decision.Decision` with typed :class:`~i2o.decision.Facts`, which the chapters' prose
+reads instead of the reasons' wording.
 
 The interval of a mean over ``n`` independent values (seeds, or evaluation examples when there is
 only one seed: :attr:`Interval.over` says which) is ``m ± t_{1−α/2, n−1} · s / √n``; the interval of
@@ -38,111 +38,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from i2o.decision import Decision, Facts, Gate, Needs, Over
+
 #: Default confidence level of every interval (two one-sided tests at 5 %).
 LEVEL = 0.90
 
-#: The gates that can close a claim, as :attr:`Facts.closed_by` names them.
-GATES = ("health", "fit", "count", "resolution", "power", "reference", "convergence",
-         "condition")
-
-
-@dataclass(frozen=True)
-class Needs:
-    """What would decide an undecided verdict: about ``count`` independent ``of`` (seeds,
-    examples, seed pairs) at the spread measured."""
-
-    count: int
-    of: str
-
-    def describe(self) -> str:
-        return f"about {self.count:,} {self.of}"
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What a decision established besides its verdict, for the prose to read (never its
-    reason's wording).
-
-    Attributes:
-        closed_by: the gate that closed it (one of :data:`GATES`; ``""`` when none did).
-        not_fitting: the models a fit quorum set aside (named), when it opened without them.
-        regime_reached: whether the overparametrized regime was reached (``None``: not checked).
-        needs: what would decide it when undecided for want of power (``None``: unknown or not
-            a matter of count).
-    """
-
-    closed_by: str = ""
-    not_fitting: tuple[str, ...] = ()
-    regime_reached: bool | None = None
-    needs: Needs | None = None
-
-    def __post_init__(self) -> None:
-        if self.closed_by and self.closed_by not in GATES:
-            raise ValueError(f"closed_by must be one of {GATES}; got {self.closed_by!r}")
-
-    def merged(self, later: Facts) -> Facts:
-        """These facts with ``later``'s set fields over them (a gate's facts, then the
-        predicate's)."""
-        return Facts(closed_by=later.closed_by or self.closed_by,
-                     not_fitting=self.not_fitting + tuple(n for n in later.not_fitting
-                                                          if n not in self.not_fitting),
-                     regime_reached=(later.regime_reached if later.regime_reached is not None
-                                     else self.regime_reached),
-                     needs=later.needs or self.needs)
-
-
-class Decision(tuple):
-    """A verdict ``holds`` (``True`` / ``False`` / ``None``: undecided) with its ``reason`` and
-    typed :class:`Facts`; frozen. It unpacks as the pair ``(holds, reason)`` and equals that
-    pair, so ``holds, reason = decision`` reads it."""
-
-    facts: Facts
-
-    def __new__(cls, holds: bool | None, reason: str = "", facts: Facts | None = None
-                ) -> Decision:
-        if holds is not None:
-            holds = bool(holds)
-        made = super().__new__(cls, (holds, str(reason)))
-        object.__setattr__(made, "facts", facts if facts is not None else Facts())
-        return made
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("a Decision is frozen")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return Decision, (self[0], self[1], self.facts)
-
-    @property
-    def holds(self) -> bool | None:
-        return self[0]
-
-    @property
-    def reason(self) -> str:
-        return self[1]
-
-    def with_facts(self, **changes: Any) -> Decision:
-        return Decision(self[0], self[1], replace(self.facts, **changes))
-
-    def __repr__(self) -> str:
-        return f"Decision({self[0]!r}, {self[1]!r}, {self.facts!r})"
-
-
-def as_decision(value: tuple[bool | None, str]) -> Decision:
-    """``value`` as a :class:`Decision` (a plain ``(holds, reason)`` pair gets no facts)."""
-    if isinstance(value, Decision):
-        return value
-    holds, reason = value
-    return Decision(holds, reason)
-
-
-def undecided(reason: str, by: str, needs: Needs | None = None, **facts: Any) -> Decision:
-    """An undecided verdict: gate ``by`` (one of :data:`GATES`) closed, for ``reason``."""
+def undecided(reason: str, by: Gate, needs: Needs | None = None, **facts: Any) -> Decision:
+    """An undecided verdict: gate ``by`` closed, for ``reason``."""
     return Decision(None, reason, Facts(closed_by=by, needs=needs, **facts))
 
 
@@ -164,8 +72,11 @@ class Interval:
     lo: float
     hi: float
     n: int                   # number of independent values (smallest group for a difference)
-    over: str                # "seeds" or "examples": what the standard error is over
+    over: Over               # what the ``n`` values are (seeds, examples, …)
     level: float = LEVEL
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "over", Over.named(self.over))
 
     def describe(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
         f = f"{{:+.{digits}f}}"
@@ -184,7 +95,8 @@ def _values(samples: Iterable[float], name: str) -> np.ndarray:
     return values
 
 
-def interval(samples: Iterable[float], over: str = "seeds", level: float = LEVEL) -> Interval:
+def interval(samples: Iterable[float], over: Over = Over.SEEDS, level: float = LEVEL
+             ) -> Interval:
     """``mean ± t · sd / √n`` of the values in ``samples`` (Student's t, n − 1 dof)."""
     values = _values(samples, "interval")
     n = values.size
@@ -194,7 +106,7 @@ def interval(samples: Iterable[float], over: str = "seeds", level: float = LEVEL
     return Interval(mean, mean - half, mean + half, n, over, level)
 
 
-def difference(a: Iterable[float], b: Iterable[float], over: str = "seeds",
+def difference(a: Iterable[float], b: Iterable[float], over: Over = Over.SEEDS,
                level: float = LEVEL) -> Interval:
     """Welch interval of ``mean(a) − mean(b)`` (independent groups, unequal variances)."""
     x, y = _values(a, "difference (first group)"), _values(b, "difference (second group)")
@@ -208,7 +120,7 @@ def difference(a: Iterable[float], b: Iterable[float], over: str = "seeds",
     return Interval(mean, mean - half, mean + half, min(x.size, y.size), over, level)
 
 
-def from_se(mean: float, se: float, n: int, over: str = "examples",
+def from_se(mean: float, se: float, n: int, over: Over = Over.EXAMPLES,
             level: float = LEVEL) -> Interval:
     """``mean ± t_{n−1} · se`` from an already computed standard error over ``n`` values (e.g.
     the paired per-example differences of :func:`i2o.chapters.deq_gaps.curves.curve_from_sweep`)."""
@@ -278,16 +190,6 @@ def above(ci: Interval, margin: float) -> Decision:
     return _straddles(ci, f"contains +{d:g}", (d,))
 
 
-def not_above(ci: Interval, margin: float) -> Decision:
-    """Holds when ``hi < δ`` (the quantity is at most δ); fails when ``lo > δ``."""
-    d = _margin(margin)
-    if ci.hi < d:
-        return Decision(True, f"CI below +{d:g}")
-    if ci.lo > d:
-        return Decision(False, f"CI above +{d:g}")
-    return _straddles(ci, f"contains +{d:g}", (d,))
-
-
 def not_below(ci: Interval, margin: float) -> Decision:
     """Holds when ``lo > −δ`` (the quantity is at least −δ); fails when ``hi < −δ``."""
     d = _margin(margin)
@@ -330,7 +232,7 @@ def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
     for group, scores in train_scores.items():
         values = np.asarray(list(scores), dtype=float)
         if values.size == 0:
-            return undecided(f"no trained model in group {group!r}", "fit")
+            return undecided(f"no trained model in group {group!r}", Gate.FIT)
         bad = ~np.isfinite(values) | ((values < threshold) if higher_is_better
                                       else (values > threshold))
         finite = values[np.isfinite(values)]
@@ -344,7 +246,7 @@ def fit_gate(train_scores: dict[str, Sequence[float]], threshold: float,
     need = f"{criterion} {sign} {scale * threshold:g}{unit}"
     if failing:
         return undecided(f"model does not fit its training set: {'; '.join(failing)} (needs "
-                         f"{need})", "fit")
+                         f"{need})", Gate.FIT)
     return Decision(True, f"fit: every model {need} (worst: {', '.join(lowest)})")
 
 
@@ -385,7 +287,7 @@ def fit_quorum(train_scores: Mapping[str, Sequence[float]], threshold: float, qu
     left = f" (not fitting: {', '.join(missing)})" if missing else ""
     if short:
         return undecided(f"too few models fit their training set ({need}; needs {quorum} per "
-                      f"group): {', '.join(counts)}{left}", "fit",
+                      f"group): {', '.join(counts)}{left}", Gate.FIT,
                       not_fitting=tuple(missing)), masks
     return Decision(True, f"fit: {', '.join(counts)} models reach {need} (needs {quorum} per "
                           f"group; the claims use these){left}",
@@ -393,7 +295,7 @@ def fit_quorum(train_scores: Mapping[str, Sequence[float]], threshold: float, qu
 
 
 def resolves(margin: float, resolution: float, margin_text: str = "",
-             resolution_text: str = "", n: int = 0, of: str = "examples") -> Decision:
+             resolution_text: str = "", n: int = 0, of: Over = Over.EXAMPLES) -> Decision:
     """Open when a margin ``δ`` is at least the ``resolution`` of the measurement it is applied
     to (e.g. the standard error of one accuracy on the test set): below it, a difference of ``δ``
     cannot be told from measurement noise and a comparison against ``δ`` cannot fail. When the
@@ -408,7 +310,7 @@ def resolves(margin: float, resolution: float, margin_text: str = "",
     more = (Needs(int(np.ceil(n * (resolution / margin) ** 2)), of)
             if n > 0 and margin > 0 else None)
     return undecided(f"cannot discriminate: {what} is below the resolution {floor}, so the "
-                     "comparison could not fail", "resolution", more)
+                     "comparison could not fail", Gate.RESOLUTION, more)
 
 
 def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
@@ -425,7 +327,7 @@ def powered(ci: Interval, margin: float, ratio: float = 0.5) -> Decision:
     n = int(np.ceil(ci.n * (half / (ratio * d)) ** 2))
     return undecided(f"too little power: CI half-width {half:.3g} > {ratio:g} × δ = "
                   f"{ratio * d:.3g} over {ci.n} {ci.over}; at this spread about {n:,} "
-                  f"{ci.over} would give it", "power", Needs(n, ci.over))
+                  f"{ci.over} would give it", Gate.POWER, Needs(n, ci.over))
 
 
 def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
@@ -434,7 +336,7 @@ def health_gate(flags: dict[str, Sequence[str | None]]) -> Decision:
     bad = [f"{group} #{i}: {reason}" for group, reasons in flags.items()
            for i, reason in enumerate(reasons) if reason]
     if bad:
-        return undecided("training diverged: " + "; ".join(bad), "health")
+        return undecided("training diverged: " + "; ".join(bad), Gate.HEALTH)
     return Decision(True, "no model diverged")
 
 
@@ -442,18 +344,18 @@ def combine(*gates: Decision) -> Decision:
     """All gates open → ``(True, reasons joined)`` with their facts merged; else the first closed
     gate, undecided, with its reason and facts."""
     facts = Facts()
-    for gate in map(as_decision, gates):
+    for gate in gates:
         if gate.holds is not True:
             return Decision(None, gate.reason, facts.merged(gate.facts))
         facts = facts.merged(gate.facts)
-    return Decision(True, "; ".join(reason for _, reason in gates), facts)
+    return Decision(True, "; ".join(gate.reason for gate in gates), facts)
 
 
 def enough(count: int, needed: int, opened: str, closed: str) -> Decision:
     """Open when there are at least ``needed`` independent values to decide on (e.g. two seeds
     for an interval over seeds): ``(True, opened)`` when ``count ≥ needed``, else
     ``(None, closed)``; the caller's texts say what was counted."""
-    return condition(count >= needed, closed, opened, by="count")
+    return condition(count >= needed, closed, opened, by=Gate.COUNT)
 
 
 _RELATIONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
@@ -493,7 +395,7 @@ def describe_significant(ci: Interval) -> str:
 
 
 def lower_than(a: Iterable[float], b: Iterable[float], fraction: float,
-               over: str = "seeds") -> Decision:
+               over: Over = Over.SEEDS) -> Decision:
     """Is the mean of ``a`` lower than the mean of ``b`` (independent groups, e.g. a model's test
     errors over seeds against another's)? The rule: the Welch interval of ``mean(b) − mean(a)``
     (:func:`difference`) against the margin δ = ``fraction`` × the larger |mean|
@@ -514,16 +416,16 @@ def lower_than(a: Iterable[float], b: Iterable[float], fraction: float,
                     found.facts)
 
 
-def condition(ok: bool, closed: str, opened: str = "", by: str = "condition") -> Decision:
+def condition(ok: bool | np.bool_, closed: str, opened: str = "", by: Gate = Gate.CONDITION
+              ) -> Decision:
     """The general gate: open ``(True, opened)`` when the caller's condition ``ok`` holds,
     closed ``(None, closed)`` otherwise; for a criterion none of the gates above states (a
     training budget, a share of diverged runs, a reference that was computed). The caller's texts
-    say what was required; ``by`` names the gate in the facts (:data:`GATES`)."""
+    say what was required; ``by`` names the gate in the facts."""
     return Decision(True, opened) if bool(ok) else Decision(None, closed, Facts(closed_by=by))
 
 
-def gated(checks: Iterable[tuple[bool | None, str]],
-          predicate: tuple[bool | None, str] | Callable[[], tuple[bool | None, str]],
+def gated(checks: Iterable[Decision], predicate: Decision | Callable[[], Decision],
           quote: bool = False) -> Decision:
     """A claim behind gates checked in order: the first closed gate, undecided, with its reason
     and facts; when every gate is open, the ``predicate``'s decision, its reason alone or, with
@@ -532,12 +434,12 @@ def gated(checks: Iterable[tuple[bool | None, str]],
     is a callable ``predicate``, which may rely on what the gates guarantee (finite values, a
     reached count)."""
     facts, reasons = Facts(), []
-    for gate in map(as_decision, checks):
+    for gate in checks:
         if gate.holds is not True:
             return Decision(None, gate.reason, facts.merged(gate.facts))
         facts = facts.merged(gate.facts)
         reasons.append(gate.reason)
-    found = as_decision(predicate() if callable(predicate) else predicate)
+    found = predicate() if callable(predicate) else predicate
     reason = "; ".join([*reasons, found.reason]) if quote else found.reason
     return Decision(found.holds, reason, facts.merged(found.facts))
 
@@ -562,7 +464,8 @@ class RankAssociation:
         return self.p_negative if direction < 0 else self.p_positive
 
 
-def kendall(x: Sequence[float], y: Sequence[float]) -> RankAssociation:
+def kendall(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+            ) -> RankAssociation:
     """:class:`RankAssociation` of ``x`` and ``y`` (finite, untied; scipy's exact method)."""
     less = stats.kendalltau(x, y, method="exact", alternative="less")
     greater = stats.kendalltau(x, y, method="exact", alternative="greater")
@@ -590,7 +493,7 @@ def rank_association(x: Sequence[float], y: Sequence[float], direction: int,
         raise ValueError(f"x and y must be two vectors of one length; got {a.shape}, {b.shape}")
     n = a.size
     if n < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return undecided(f"needs ≥ 2 models with finite values; got {n}", "count")
+        return undecided(f"needs ≥ 2 models with finite values; got {n}", Gate.COUNT)
     found = kendall(a, b)
     p, q = found.p(direction), found.p(-direction)
     shown = (f"Kendall's τ = {found.tau:+.2f} over {n} models, exact one-sided p = {p:.3g} "
@@ -603,8 +506,8 @@ def rank_association(x: Sequence[float], y: Sequence[float], direction: int,
     if smallest > alpha:
         return undecided(f"{shown}: {n} models cannot reach p ≤ {alpha:g} (the smallest "
                          f"one-sided p is 1/{n}! = {smallest:.3g}); more models would decide it",
-                         "count")
-    return undecided(f"{shown}: the ordering is not told from a random one", "power")
+                         Gate.COUNT)
+    return undecided(f"{shown}: the ordering is not told from a random one", Gate.POWER)
 
 
 def symmetric_gate(subject: bool, reference: bool, predicate: Callable[[], Decision],
@@ -618,10 +521,10 @@ def symmetric_gate(subject: bool, reference: bool, predicate: Callable[[], Decis
     predicate (a :func:`gated` gate before it closes with ``None``); the predicate is called only
     when both qualify."""
     if subject and reference:
-        return as_decision(predicate())
+        return predicate()
     if reference:
         return Decision(False, fails)
-    return Decision(None, closed if subject else neither, Facts(closed_by="fit"))
+    return Decision(None, closed if subject else neither, Facts(closed_by=Gate.FIT))
 
 
 def all_of(decisions: Iterable[Decision], separator: str = "; ") -> Decision:
@@ -629,7 +532,7 @@ def all_of(decisions: Iterable[Decision], separator: str = "; ") -> Decision:
     fails when one part fails, holds when every part holds (so a claim of no parts holds),
     undecided otherwise; the reason is the parts' reasons joined by ``separator``, in order."""
     verdicts, reasons, facts = [], [], Facts()
-    for part in map(as_decision, decisions):
+    for part in decisions:
         verdicts.append(part.holds)
         reasons.append(part.reason)
         facts = facts.merged(part.facts)

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.numbers``: write ``_build/numbers.json`` from the executed notebooks and
     print each chapter's digest with the CPU it was computed on (for a build's closing note)."""
     argparse.ArgumentParser(prog="python -m i2o.numbers",
-                            description=main.__doc__.split(": ", 1)[1]).parse_args(argv)
+                            description=(main.__doc__ or ": ").split(": ", 1)[1]).parse_args(argv)
     path = write()
     found = json.loads(path.read_text())
     for figure, digest in digests(found).items():

@@ -89,9 +89,11 @@ def save(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> dict[str, Pat
 
 def provenance(path: Path) -> dict[str, str]:
     """The provenance stored in a PNG written by :func:`save`."""
-    from PIL import Image  # lazy: PIL only to read a PNG's metadata
+    from PIL import Image, PngImagePlugin  # lazy: PIL only to read a PNG's metadata
 
     with Image.open(path) as image:
+        if not isinstance(image, PngImagePlugin.PngImageFile):
+            raise ValueError(f"{path} is not a PNG: no provenance to read")
         return {k.removeprefix("i2o:"): v for k, v in image.text.items() if k.startswith("i2o:")}
 
 

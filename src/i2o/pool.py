@@ -234,7 +234,8 @@ def run(chapters: Sequence[door.Chapter], requested: int | None = None,
     sweep.submit(LOG_FOLDER, [task.task for task in ordered], executor, max_parallel=workers,
                  time_min=TIMEOUT_MIN, keep_going=True,
                  expected_seconds=[task.seconds for task in ordered], title="job pool")
-    computed, failed = [], []
+    computed: list[str] = []
+    failed: list[str] = []
     for task in ordered:
         for job in task.task:
             (computed if job.is_cached() else failed).append(entry_name(job))

@@ -39,7 +39,7 @@ def check(figures: Iterable[str], download: bool = True,
     figures = list(figures)
     wanted = list(dict.fromkeys(name for figure in figures for name in needs(figure)))
     problems = check_data(wanted, download, ensure)
-    return {figure: "; ".join(problems[name] for name in needs(figure) if problems.get(name))
+    return {figure: "; ".join(problem for name in needs(figure) if (problem := problems.get(name)))
             or None for figure in figures}
 
 

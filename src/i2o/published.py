@@ -261,8 +261,9 @@ def origin_line(data: Mapping[str, Any]) -> str:
 
 def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     tally = {"holds": 0, "fails": 0, "undecided": 0}
+    words: dict[bool | None, str] = {True: "holds", False: "fails"}
     for row in rows:
-        tally[{True: "holds", False: "fails"}.get(row.get("holds"), "undecided")] += 1
+        tally[words.get(row.get("holds"), "undecided")] += 1
     return ", ".join(f"{n} {word}" for word, n in tally.items())
 
 

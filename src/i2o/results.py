@@ -324,7 +324,7 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     A temporary directory belongs to a live writer exactly when its entry's lock is held (every
     writer holds it), so one whose lock can be taken is stale. Returns what was removed.
     """
-    removed = []
+    removed: list[Path] = []
     if not directory.is_dir():
         return removed
     for child in sorted(directory.iterdir()):
@@ -378,7 +378,8 @@ def store(path: Path, result: Mapping[str, Any], info: Mapping[str, Any]) -> Non
     """
     flat = _flatten(result)
     with staging(path) as tmp:
-        np.savez(tmp / _ARRAYS, **flat)
+        # numpy's stub checks **arrays against savez's own allow_pickle: bool
+        np.savez(tmp / _ARRAYS, **flat)  # type: ignore[arg-type]
         meta = {**info, "sha256": sha256(tmp / _ARRAYS), "created": lineage.now_iso(),
                 "git": lineage.git_sha(), "provenance": lineage.provenance()}
         (tmp / _META).write_text(json.dumps(meta, indent=1, default=repr))

@@ -166,7 +166,8 @@ def run(profile: str = "quick", replicates: Sequence[int] = DEFAULT_REPLICATES,
     print(f"[i2o] robustness ({profile}): {len(todo)} notebook runs, replicates {replicates}, "
           f"{workers} at a time; logs in {replicate_dir(profile, 0).parent}", flush=True)
     failed: dict[Task, int] = {}
-    pending, running = list(todo), {}
+    pending = list(todo)
+    running: dict[Task, tuple[subprocess.Popen[bytes], Any, float]] = {}
     bar = Progress(round(sum(expected.values())), "robustness", unit="s (expected)")
     started = time.perf_counter()
     while pending or running:
@@ -427,7 +428,8 @@ def write_page(staged: Path, fallback: tuple[Mapping[str, Any],
     else ``fallback``, a published summary with each chapter's status and why
     (:func:`i2o.published.robustness_fallback`)."""
     path = staged / PAGE
-    summary, states = read_summary(), None
+    summary: Mapping[str, Any] | None = read_summary()
+    states: Mapping[str, tuple[str, str]] | None = None
     if summary is None and fallback is not None:
         summary, states = fallback
     path.write_text(page(summary, published=states))

@@ -323,7 +323,9 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
     """
     free = list(gpu_ids or [])
     holder: dict[int, int] = {}
-    pending, running, done = list(enumerate(todo)), [], []
+    pending = list(enumerate(todo))
+    running: list[Any] = []  # submitit's jobs (the library is untyped)
+    done: list[str | None] = []
     submitted_task: dict[int, tuple[int, Task]] = {}
     if board is None:
         board = TaskBoard([task_label(task) for task in todo], [len(task) for task in todo],

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from i2o import gates
+from i2o.decision import Over
 
 #: How a model's mean of per-example values becomes its metric (module docstring).
 TRANSFORMS = ("mean", "percent", "exp_mean")
@@ -163,20 +164,20 @@ class Curves:
             per_model = self.sign * (curves[:, i] - curves[:, j])
             if np.all(per_model == per_model[0]):
                 mean = float(per_model[0])
-                return gates.Interval(mean, mean, mean, self.n_models, "seeds", level)
-            return gates.interval(per_model, "seeds", level)
+                return gates.Interval(mean, mean, mean, self.n_models, Over.SEEDS, level)
+            return gates.interval(per_model, Over.SEEDS, level)
         if self.n_examples < 2:
             raise ValueError("an interval over examples needs at least 2 examples")
         curve = self.per_model()[0]
         se = float(self.paired_se(n, reference)[0])
         return gates.from_se(self.sign * float(curve[i] - curve[j]), se, self.n_examples,
-                             "examples", level)
+                             Over.EXAMPLES, level)
 
     def improvements(self, reference: int, counts: Sequence[int],
                      level: float = gates.LEVEL) -> list[gates.Interval]:
         return [self.improvement(int(n), reference, level) for n in counts]
 
-    def falling(self, train_iters: int) -> tuple[np.ndarray, str]:
+    def falling(self, train_iters: int) -> tuple[np.ndarray, Over]:
         """The residual sanity check's values: ``log10`` of the relative residual at the largest
         count over its value at ``N`` — per model (of the batch means) when there are several
         models, else per batch (per example without ``last``) — and what they are over. The
@@ -186,8 +187,8 @@ class Curves:
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.n_models >= 2:
                 means = trace.mean(axis=1)
-                return np.log10(means[:, top] / means[:, at]), "models"
-            over = "evaluation batches" if self.last is not None else "examples"
+                return np.log10(means[:, top] / means[:, at]), Over.MODELS
+            over = Over.EVALUATION_BATCHES if self.last is not None else Over.EXAMPLES
             return np.log10(trace[0, :, top] / trace[0, :, at]), over
 
 

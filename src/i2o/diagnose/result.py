@@ -85,7 +85,7 @@ class Diagnosis:
         worst = min(above, key=lambda ci: ci.mean) if above else None
         unit = f" ({self.metric}, improvement over N = {self.train_iters})"
 
-        def row(key: str, claim: str, decision: tuple[bool | None, str], value: str,
+        def row(key: str, claim: str, decision: gates.Decision, value: str,
                 margin: str = "") -> None:
             table.decide(claim, decision, value, margin, id=prefix + key, section=section)
 
@@ -119,9 +119,9 @@ class Diagnosis:
              + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"))
         r = self.recommendation
         row("recommendation", f"{self.model}: recommended test-time N' = {r.n}",
-            (True if r.decided else None,
-             "smallest N' whose CI against the best lies above −δ"
-             + ("" if r.decided else "; a cheaper N' cannot be ruled out")),
+            gates.Decision(True if r.decided else None,
+                           "smallest N' whose CI against the best lies above −δ"
+                           + ("" if r.decided else "; a cheaper N' cannot be ruled out")),
             r.describe(self.train_iters), margin)
         return table
 

@@ -62,9 +62,9 @@ def check_inputs(model: Any, test: Any, train_iters: int | None = None, train: A
 def _fit_gate(fit: float | bool | None, train: Curves | None, train_iters: int,
               metric: Metric) -> tuple[gates.Decision, float | None]:
     if fit is None:
-        return (True, "no fit criterion given"), None
+        return gates.Decision(True, "no fit criterion given"), None
     if fit is True:
-        return (True, "fit stated by the user"), None
+        return gates.Decision(True, "fit stated by the user"), None
     assert train is not None
     scores = train.per_model()[:, train.at(train_iters)]
     percent = metric.name in ("accuracy", "error")

@@ -36,7 +36,7 @@ With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` mea
   interval lies below ``−log10(RESIDUAL_FALL)`` (the residual falls at least ``RESIDUAL_FALL``-fold
   beyond N), fails when it lies at or above that bound, undecided otherwise. Unless it holds, the
   rows about more iterations (help, hurt, no difference, no gain) are undecided: "solver not
-  converging" (:data:`i2o.gates.GATES` ``"convergence"``): a curve that stays flat because the
+  converging" (:attr:`i2o.decision.Gate.CONVERGENCE`): a curve that stays flat because the
   solver does not move beyond N says nothing about what convergence would bring.
 
 **Why these corrections.** A verdict that some count of ``A`` does something is a union over the
@@ -106,8 +106,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from i2o import gates
+from i2o.decision import Decision, Gate
 from i2o.diagnose.curves import Curves
-from i2o.gates import Decision
 
 #: A row with a margin is decided only when the widest interval it reads has a half-width of at
 #: most this fraction of δ (module docstring).
@@ -220,7 +220,7 @@ def help_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
     naming a significant gain below δ if there is one."""
     d = float(margin)
     if not counts:
-        return gates.undecided("no N' above N on the grid", "count")
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
     winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
     if winners:
         return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
@@ -237,7 +237,7 @@ def hurt_beyond(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval],
     ``lo > −δ``, naming a significant loss below δ if there is one."""
     d = float(margin)
     if not counts:
-        return gates.undecided("no N' above N on the grid", "count")
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
     losers = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.hi < -d]
     if losers:
         return Decision(True, f"improvement CI below −{d:g} at {losers[0]} ({_family(counts)})")
@@ -254,7 +254,7 @@ def no_difference(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval
     outside."""
     d = float(margin)
     if not counts:
-        return gates.undecided("no N' above N on the grid", "count")
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
     outside = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True)
                if ci.lo >= d or ci.hi <= -d]
     if outside:
@@ -269,7 +269,6 @@ def no_difference(plain: Sequence[gates.Interval], wide: Sequence[gates.Interval
 
 def no_gain(help_: Decision) -> Decision:
     """"More iterations bring no improvement beyond δ": the negation of :func:`help_beyond`."""
-    help_ = gates.as_decision(help_)
     holds = None if help_.holds is None else not help_.holds
     return Decision(holds, help_.reason, help_.facts)
 
@@ -283,7 +282,7 @@ def fewer_hurt(cost: gates.Interval | None, plain: Sequence[gates.Interval],
     counts``."""
     d = float(margin)
     if cost is None or not counts:
-        return gates.undecided("no N' below N on the grid", "count")
+        return gates.undecided("no N' below N on the grid", Gate.COUNT)
     fewest = gates.positive(cost)
     paid = f"cost of N'={counts[0]}: [{cost.lo:+.3g}, {cost.hi:+.3g}]"
     if fewest.holds is False:
@@ -309,7 +308,7 @@ def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
     ratios, over = curves.falling(train_iters)
     finite = ratios[np.isfinite(ratios)]
     if finite.size < 2:
-        return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", "count"), None
+        return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", Gate.COUNT), None
     ci = gates.interval(finite, over, level)
     bound = -math.log10(RESIDUAL_FALL)
     shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
@@ -329,7 +328,7 @@ def converging(residual: Decision) -> Decision:
     it holds (module docstring)."""
     return gates.condition(residual.holds is True,
                            f"solver not converging beyond N (the residual check: "
-                           f"{residual.reason or 'undecided'})", by="convergence")
+                           f"{residual.reason or 'undecided'})", by=Gate.CONVERGENCE)
 
 
 def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
@@ -342,9 +341,9 @@ def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
             reference.holds is True,
             "no scale for δ: its reference effect, what the fewest iterations cost, is not "
             f"established ({reference.reason or 'undecided'})",
-            "its reference effect is established (the fewest iterations cost)", by="reference"))
+            "its reference effect is established (the fewest iterations cost)", by=Gate.REFERENCE))
     parts.append(gates.condition(margin.delta > 0 and math.isfinite(margin.delta),
-                                 f"no margin: δ = {margin.delta:g}", by="reference"))
+                                 f"no margin: δ = {margin.delta:g}", by=Gate.REFERENCE))
     return gates.combine(*parts)
 
 
@@ -368,11 +367,11 @@ def precision_gate(curves: Curves, train_iters: int, margin: Margin,
 
 def more_label(help_: Decision, hurt: Decision, same: Decision) -> str:
     """``"help"``, ``"hurt"``, ``"no difference"`` or ``"undecided"`` (module docstring)."""
-    if help_[0] is True:
+    if help_.holds is True:
         return "help"
-    if hurt[0] is True:
+    if hurt.holds is True:
         return "hurt"
-    if same[0] is True:
+    if same.holds is True:
         return "no difference"
     return "undecided"
 
@@ -417,7 +416,8 @@ def recommend(curves: Curves, train_iters: int, margin: float,
     """The smallest count as good as the best within δ (module docstring)."""
     grid = [int(n) for n in np.asarray(curves.grid)]
     best = grid[int(np.argmax(curves.sign * curves.mean()))]
-    decisions = {n: gates.not_below(curves.improvement(n, best, level), margin)[0] for n in grid}
+    decisions = {n: gates.not_below(curves.improvement(n, best, level), margin).holds
+                 for n in grid}
     as_good = tuple(n for n in grid if decisions[n] is True)
     chosen = as_good[0] if as_good else best
     open_counts = tuple(n for n in grid if n < chosen and decisions[n] is None)
@@ -455,8 +455,8 @@ class Verdicts:
                                   "margin_text": self.margin.text}
         for name in ("gate", "scale", "converging", "help", "hurt", "same", "no_gain", "fewer",
                      "fewer_help", "residual"):
-            holds, why = getattr(self, name)
-            out[name] = {"holds": holds, "reason": why}
+            found: Decision = getattr(self, name)
+            out[name] = {"holds": found.holds, "reason": found.reason}
         return out
 
 
@@ -500,7 +500,6 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
         if not margin > 0:
             raise ValueError(f"the margin δ must be > 0; got {margin!r}")
         margin = Margin.stated(float(margin))
-    gate = gates.as_decision(gate)
     grid = [int(n) for n in np.asarray(curves.grid)]
     above = [n for n in grid if n > train_iters]
     below = [n for n in grid if n < train_iters]
@@ -510,7 +509,7 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
     wide_below = curves.improvements(train_iters, below, _widened(level, below))
     cost = curves.improvement(train_iters, below[0], level) if below else None
     reference = (gates.positive(cost) if cost is not None
-                 else gates.undecided("no N' below N on the grid", "count"))
+                 else gates.undecided("no N' below N on the grid", Gate.COUNT))
     if margin.of_fewest and reference.holds is not True and margin.floor > 0:
         margin = margin.on_floor("what the fewest iterations cost is not established")
     scaled = reference_gate(margin, reference)
@@ -537,7 +536,7 @@ def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decis
     fewer_help = (gates.gated([gate], _settled(
                       help_beyond(plain_below, wide_below, below, margin.delta), True,
                       [fewer_scaled], fewer_precise))
-                  if below else gates.undecided("no N' below N on the grid", "count"))
+                  if below else gates.undecided("no N' below N on the grid", Gate.COUNT))
     verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
                         no_gain=no_gain(help_), fewer=fewer, residual=residual,
                         more=more_label(help_, hurt, same), margin=margin, converging=moving,

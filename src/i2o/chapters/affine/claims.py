@@ -155,7 +155,7 @@ def claims(results: AffineResults) -> Claims:
     table = Claims(FIGURE, p.profile)
     seeds = gates.enough(p["n_seeds"], MIN_SEEDS, f"{p['n_seeds']} seeds",
                          f"{p['n_seeds']} seeds, needs {MIN_SEEDS}")
-    seeds_decide = "" if seeds[0] else "quick"
+    seeds_decide = "" if seeds.holds else "quick"
 
     error = checks["lemma_a2"]["max_relative_error"]
     table.decide("Lemma A.2: the closed form of z_N equals the iterated z_N",
@@ -178,7 +178,7 @@ def claims(results: AffineResults) -> Claims:
                   min(left_min_d, random_min_d), ">=", -SURJECTIVE_D_ATOL), quote=True),
               f"min D {left_min_d:.1e} on the figure's instance, "
               f"{random_min_d:.1e} on {p['n_check_instances']} random ones",
-              decided_by="" if surjective[0] else "left_d_theta ≥ left_d_x", id="corollary1")
+              decided_by="" if surjective.holds else "left_d_theta ≥ left_d_x", id="corollary1")
 
     table.decide(f"Figure 1 right: the bound at N = {p['n_reference']} shrinks as d_θ grows",
               gates.gated([seeds], gates.compare(right_summary["spearman"], "<",
@@ -219,11 +219,11 @@ def claims(results: AffineResults) -> Claims:
                                                 -FAIL_Z), quote=True),
               f"worst instance: min_ΔN mean D {cor2['mean_d'][worst]:.3g} ± "
               f"{cor2['standard_error'][worst]:.2g} vs bound {cor2['bound'][worst]:.3g}",
-              decided_by="" if draws[0] else "quick", id="corollary2_nonnormal")
+              decided_by="" if draws.holds else "quick", id="corollary2_nonnormal")
 
     g3_zero, g3_positive, g3_early = (
         gates.compare(g3_summary["zero_region_relative"], "<", ZERO_RTOL),
-        gates.compare(g3["nlb"][:, : g3["rank_C"] - 1, :], ">", POSITIVE_BOUND)[0],
+        gates.compare(g3["nlb"][:, : g3["rank_C"] - 1, :], ">", POSITIVE_BOUND).holds,
         gates.compare(g3["rank_C"], "<", g3["d_x"]))
     table.decide(f"Figure G.3: not strongly convex ⇒ the bound reaches 0 before U is surjective "
               f"(at d_θ = rank C = {g3['rank_C']} < d_x = {g3['d_x']})",
@@ -248,5 +248,5 @@ def claims(results: AffineResults) -> Claims:
     table.decide("Theorem 2: U surjective, ℓ strongly convex ⇒ Eq. 12 converges to θ^{*,N}",
               gates.gated([ran], gates.compare(max_error, "<", IFT_RTOL), quote=True),
               f"max relative error {max_error:.1e} over {converged} converged runs",
-              decided_by="" if ran[0] else "quick", id="theorem2")
+              decided_by="" if ran.holds else "quick", id="theorem2")
     return table

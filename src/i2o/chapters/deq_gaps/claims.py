@@ -12,12 +12,12 @@ with its corrections, intervals and gates (resolution, power, an established ref
 the same run (the manifest gives the reason): on test data what the fewest iterations cost
 (:meth:`i2o.diagnose.verdicts.Margin.fewest`), on training data the training loss at N (the most
 that more iterations could remove from a non-negative loss); never below the metric's
-pre-registered absolute floor (:data:`FLOORS`): the last digit a results table of the field
-prints, so that a smaller difference would not be reported as one (top-1 error 0.1 points,
-perplexity 0.1, PSNR 0.01 dB, cross-entropy 0.001 nats). The reconstruction networks' training
-MSE has no floor: its reference, the training MSE at N, is a level that is always measured, and
-an MSE has no unit a table fixes. Where the fewest iterations' cost is not established, δ is the
-floor alone.
+pre-registered absolute floor (the task's :attr:`~.tasks.Task.metric_floor` and ``loss_floor``):
+the last digit a results table of the field prints, so that a smaller difference would not be
+reported as one (top-1 error 0.1 points, perplexity 0.1, PSNR 0.01 dB, cross-entropy 0.001
+nats). The reconstruction networks' training MSE has no floor: its reference, the training MSE
+at N, is a level that is always measured, and an MSE has no unit a table fixes. Where the fewest
+iterations' cost is not established, δ is the floor alone.
 
 **The rows and the paper's sentences.** Per task and split (Section 4, Figure 2 and G.1/G.2):
 ``<task>_<split>_no_gain`` tests "the performance of the model does not improve when increasing
@@ -42,7 +42,7 @@ intervals are over the evaluation examples (paired per-example differences), and
 that they *have learned* (training PSNR at least ``inv_fit_db`` above the initial guess ``A⁺y``) —
 which is not the overparametrized regime of Theorem 1: whether that regime was reached (training
 PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows
-(:attr:`i2o.gates.Facts.regime_reached`). A model whose training diverged
+(:attr:`i2o.decision.Facts.regime_reached`). A model whose training diverged
 (:mod:`i2o.train.health`) makes its task's claims undecided.
 """
 
@@ -58,24 +58,12 @@ from i2o import deciding, gates
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
+from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
 from i2o.claims import Claims
+from i2o.decision import Over
 from i2o.diagnose.curves import Curves
 from i2o.diagnose.verdicts import RESIDUAL_FALL, Margin, Verdicts, decide
 from i2o.train import health
-
-NAMES = {"classification": "CIFAR-10 MDEQ", "language": "language model",
-         "deq": "super-resolution DEQ", "elder": "super-resolution ELDER"}
-#: task → (unit of the test metric, unit of the training loss)
-UNITS = {"classification": ("error points", "nats"), "language": ("perplexity", "nats/char"),
-         "deq": ("dB", "MSE"), "elder": ("dB", "MSE")}
-#: task → (label of the test metric, label of the training loss)
-METRICS = {"classification": ("top-1 error (%)", "cross-entropy"),
-           "language": ("perplexity", "NLL (nats/char)"), "deq": ("−PSNR (dB)", "MSE"),
-           "elder": ("−PSNR (dB)", "MSE")}
-INVERSE = ("deq", "elder")
-#: task → (absolute floor of the test metric's margin, of the training loss's): module docstring
-FLOORS = {"classification": (0.1, 0.001), "language": (0.1, 0.001), "deq": (0.01, 0.0),
-          "elder": (0.01, 0.0)}
 
 
 def fit_score(task: str, result: Mapping[str, Any], train: Curves, train_loss: Curves,
@@ -85,9 +73,10 @@ def fit_score(task: str, result: Mapping[str, Any], train: Curves, train_loss: C
     ``train`` and ``train_loss``: that model's curves of the task metric and the training loss
     on its training data."""
     at = train.at(train_iters)
-    if task == "classification":
+    score = TASKS[task].fit.score
+    if score is FitScore.ACCURACY:
         return 1.0 - float(train.mean()[at]) / 100.0
-    if task == "language":
+    if score is FitScore.LOSS:
         return float(train_loss.mean()[at])
     return float(result["train_baseline_neg_psnr"]) - float(train.mean()[at])
 
@@ -103,20 +92,13 @@ def fit_check(task: str, scores: Sequence[float], params: Mapping[str, Any],
 
     At least ``fit_quorum`` models (all of them when there are fewer) must pass.
     """
-    name = NAMES[task]
+    spec = TASKS[task]
+    fit, name = spec.fit, spec.label
     quorum = max(1, min(int(params["fit_quorum"]), len(scores)))
-    names = {name: list(names)} if names is not None else None
-    if task == "classification":
-        decision, masks = gates.fit_quorum({name: scores}, float(params["cls_fit_accuracy"]),
-                                           quorum, names)
-    elif task == "language":
-        decision, masks = gates.fit_quorum({name: scores}, float(params["lm_fit_nll"]), quorum,
-                                           names, "training NLL (nats/char)",
-                                           higher_is_better=False, unit="", scale=1.0)
-    else:
-        decision, masks = gates.fit_quorum({name: scores}, float(params["inv_fit_db"]), quorum,
-                                           names, "training PSNR gain over A⁺y (has learned)",
-                                           unit=" dB", scale=1.0)
+    labels = {name: list(names)} if names is not None else None
+    decision, masks = gates.fit_quorum({name: scores}, float(params[fit.threshold]), quorum,
+                                       labels, fit.criterion, fit.higher_is_better, fit.unit,
+                                       fit.scale)
     return decision, masks[name]
 
 
@@ -127,8 +109,8 @@ def regime_check(result: Mapping[str, Any], train_iters: int) -> tuple[bool, str
     column = list(np.asarray(result["test"]["iterations"])).index(int(train_iters))
     test = np.asarray(result["test"]["metrics"]["neg_psnr"], dtype=float)[:, column]
     train = np.asarray(result["train"]["metrics"]["neg_psnr"], dtype=float)[:, column]
-    ci = gates.difference(test, train, over="examples")  # −PSNR(test) − (−PSNR(train))
-    reached = gates.positive(ci)[0] is True
+    ci = gates.difference(test, train, over=Over.EXAMPLES)  # −PSNR(test) − (−PSNR(train))
+    reached = gates.positive(ci).holds is True
     return reached, ("overparametrized regime " + ("reached" if reached else "not reached")
                      + f": training − test PSNR at N {ci.describe(1, ' dB')}")
 
@@ -136,9 +118,9 @@ def regime_check(result: Mapping[str, Any], train_iters: int) -> tuple[bool, str
 def health_check(task: str, result: Mapping[str, Any], score: float) -> str | None:
     history = result.get("history", {})
     losses = np.asarray(history.get("loss", []), dtype=float)
-    chance = 0.1 if task == "classification" else None
+    chance = TASKS[task].chance
     stopped = np.asarray(history.get("nonfinite_step", []), dtype=float).ravel()
-    return health.diverged(losses, score if chance else None, chance,
+    return health.diverged(losses.tolist(), score if chance else None, chance,
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
 
 
@@ -149,24 +131,23 @@ def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates
     rule (:func:`i2o.diagnose.verdicts.decide`): on test data ``δ`` is a fraction of what the
     fewest iterations cost (:meth:`~i2o.diagnose.verdicts.Margin.fewest`), on training data of the
     training loss at N (:meth:`~i2o.diagnose.verdicts.Margin.relative`)."""
-    name = NAMES[task]
-    metric_unit, loss_unit = UNITS[task]
+    spec = TASKS[task]
+    name = spec.label
     data = "test data" if split == "test" else "training data (training loss)"
     low = int(np.asarray(curves.grid)[0])
-    floor_metric, floor_loss = FLOORS[task]
     if split == "test":
-        margin = Margin.fewest(curves, train_iters, fraction, metric_unit,
-                               named=f"|gap at {low}|", floor=floor_metric)
+        margin = Margin.fewest(curves, train_iters, fraction, spec.metric_unit,
+                               named=f"|gap at {low}|", floor=spec.metric_floor)
     else:
         level = float(curves.mean()[curves.at(train_iters)])
         margin = Margin.relative(fraction, level, f"the training loss at N = {train_iters}",
-                                 loss_unit, floor=floor_loss)
+                                 spec.loss_unit, floor=spec.loss_floor)
     verdicts, intervals = decide(curves, train_iters, margin, gate, health=health)
     scale = digits_of(curves, train_iters)
     mean = curves.mean()
     lowest = int(np.nanargmin(mean))
     cost = intervals["below"][0]
-    label = METRICS[task][0 if split == "test" else 1]
+    label = spec.metric_label if split == "test" else spec.loss_label
     below = intervals["fewer"]
     fewer_counts = [int(n) for n in np.asarray(curves.grid) if n < train_iters]
     j = int(np.argmax([ci.mean for ci in below]))
@@ -191,22 +172,12 @@ def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates
         f"{name}, {data}: more iterations than N bring no improvement beyond δ",
         verdicts.no_gain, more_v, verdicts.margin.text, id=f"{task}_{split}_no_gain",
         section=task)
-    if split == "test" and task in G4_ROWS:
-        claim, row_id, decision, value = G4_ROWS[task]
-        table.decide(f"{name}, test data (Figure G.4): {claim}", getattr(verdicts, decision),
-                     few_v if value == "below" else more_v, verdicts.margin.text, id=row_id,
+    g4 = spec.appendix_g4
+    if split == "test" and g4 is not None:
+        table.decide(f"{name}, test data (Figure G.4): {g4.claim}", getattr(verdicts, g4.verdict),
+                     few_v if g4.side == "below" else more_v, verdicts.margin.text, id=g4.row_id,
                      section=task)
     return verdicts, intervals
-
-
-#: Appendix G.4's own statements of the reconstruction networks: task → (claim, row id, the
-#: verdict of :func:`i2o.diagnose.verdicts.decide` that tests it, the counts its value shows)
-G4_ROWS = {
-    "deq": ("it is better to use fewer iterations than in training (some N' < N improves the "
-            "PSNR by more than δ)", "deq_test_fewer_better", "fewer_help", "below"),
-    "elder": ("it is better to use more iterations than in training (some N' > N improves the "
-              "PSNR by more than δ)", "elder_test_more_better", "help", "above"),
-}
 
 
 def digits_of(curves: Curves, train_iters: int) -> int:
@@ -228,7 +199,8 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
     test data), ``"train"`` (task metric on training data, for the fit) and ``"train_loss"``
     (training loss on training data), each the :class:`i2o.diagnose.Curves` of every model.
     """
-    name = NAMES[task]
+    spec = TASKS[task]
+    name = spec.label
     fraction = float(params["margin_fraction"])
     labels = [f"seed {s}" for s in seeds] if seeds is not None and len(seeds) == len(results) \
         else [f"#{i}" for i in range(len(results))]
@@ -240,7 +212,7 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
     healthy = gates.health_gate({name: flags})
     parts = [healthy, fit]
     regime = ""
-    if task in INVERSE:
+    if spec.inverse:
         reached, regime = regime_check(results[0], train_iters)
         parts.append(gates.Decision(True, regime, gates.Facts(regime_reached=reached)))
     if len(results) > 1:
@@ -249,7 +221,7 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
     gate = gates.combine(*parts)
     shown = ", ".join(f"{label} {s:.4g}" for label, s in zip(labels, scores, strict=True))
     what = (f"has learned (training PSNR ≥ A⁺y + {params['inv_fit_db']:g} dB, did not diverge; "
-            "whether it is in the overparametrized regime is stated with it)" if task in INVERSE
+            "whether it is in the overparametrized regime is stated with it)" if spec.inverse
             else "in the regime of the claims (fits its training set, did not diverge)")
     table.decide(
         f"{name}: {what}", gates.Decision(gate.holds is True, gate.reason, gate.facts),
@@ -277,11 +249,6 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
         + (f"; rose for {', '.join(rose)}" if rose else ""), id=f"{task}_residual", section=task)
 
 
-#: task → the parameter of its evaluation set (intervals over examples: more examples decide)
-EVAL_SIZES = {"classification": "cls_eval_size", "language": "lm_eval_windows",
-              "deq": "inv_eval_size", "elder": "inv_eval_size"}
-
-
 def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any]]],
                   params: Mapping[str, Any]) -> None:
     """For each row left undecided for want of seeds or examples, the run that would decide it
@@ -292,10 +259,10 @@ def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any
     per_seed = sum(float(np.mean([np.sum(r.get("history", {}).get("seconds", [np.nan]))
                                   for r in results[task]])) for task in seeded)
     for row in list(table.rows):
-        if row.section in EVAL_SIZES and row.holds is None and row.facts.needs is not None:
+        if row.section in TASKS and row.holds is None and row.facts.needs is not None:
             found = (deciding.more_seeds(FIGURE, params, row.facts.needs, per_seed)
                      if row.section in seeded else None) or deciding.more_examples(
-                FIGURE, params, row.facts.needs, EVAL_SIZES[row.section])
+                FIGURE, params, row.facts.needs, TASKS[row.section].eval_size)
             if found is not None:
                 table.remedy(row.id, found)
 
@@ -308,7 +275,7 @@ def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
     task → its N."""
     table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
     models = {}
-    for task in NAMES:
+    for task in TASKS:
         found = results[task]
         models[task] = list(found) if isinstance(found, list | tuple) else [found]
         seeds = list(params.get("seeds", []))[:len(models[task])] or None
@@ -357,7 +324,8 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
         "gain less from extra iterations: the training-loss increase D(N, ΔN) at the largest ΔN "
         "falls with the training loss at N across training-set sizes (the paper's Figure 4 "
         "statement, asked of DEQs)",
-        gates.gated([gate, (True, regime)], decision, quote=True), text, "exact p ≤ 0.05",
+        gates.gated([gate, gates.Decision(True, regime)], decision, quote=True), text,
+        "exact p ≤ 0.05",
         id="overparam")
 
 

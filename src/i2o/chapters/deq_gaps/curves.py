@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from i2o.decision import Over
 from i2o.diagnose.curves import TRANSFORMS, Curves, from_sweeps
 
 
@@ -39,8 +40,8 @@ class GapCurve:
             (``gap_se`` itself for one model; the seeds' mean for :func:`pool_seeds`; ``nan``
             when unknown): the resolution of a measured change between two counts.
         n: how many independent values ``gap_se`` is over (0: unknown).
-        over: what they are — ``"examples"`` (one model, paired per-example differences) or
-            ``"seeds"`` (several trained models, :func:`pool_seeds`).
+        over: what they are — examples (one model, paired per-example differences) or seeds
+            (several trained models, :func:`pool_seeds`).
     """
 
     label: str
@@ -54,7 +55,7 @@ class GapCurve:
     residual_se: np.ndarray = field(default=None)  # type: ignore[assignment]
     paired_se: np.ndarray = field(default=None)  # type: ignore[assignment]
     n: int = 0
-    over: str = "examples"
+    over: Over = Over.EXAMPLES
 
     def __post_init__(self) -> None:
         its = np.asarray(self.iterations)
@@ -130,7 +131,7 @@ def view(curves: Curves, train_iters: int, label: str, metric: str) -> GapCurve:
         value, gap = per_model.mean(axis=0), gaps.mean(axis=0)
         gap_se = gaps.std(axis=0, ddof=1) / np.sqrt(s)
         res, res_se = means.mean(axis=0), means.std(axis=0, ddof=1) / np.sqrt(s)
-        n, over = s, "seeds"
+        n, over = s, Over.SEEDS
     else:
         value = per_model[0]
         gap, gap_se = value - value[base], paired[0]
@@ -138,7 +139,7 @@ def view(curves: Curves, train_iters: int, label: str, metric: str) -> GapCurve:
         res = residual[0].mean(axis=0)
         res_se = (residual[0].std(axis=0, ddof=1) / np.sqrt(n) if n > 1
                   else np.full(its.shape, np.nan))
-        over = "examples"
+        over = Over.EXAMPLES
     return GapCurve(label=label, metric=metric, train_iters=int(train_iters), iterations=its,
                     value=value, gap=gap, gap_se=gap_se, residual=res, residual_se=res_se,
                     paired_se=paired.mean(axis=0), n=int(n), over=over)

@@ -3,29 +3,30 @@ paragraph per task and one for the overparametrization sweep (:func:`i2o.prose.c
 
 from __future__ import annotations
 
-from i2o.chapters.deq_gaps.claims import G4_ROWS, INVERSE, NAMES
+from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.claims import Claims
 from i2o.prose import paragraph, sentence
 
 
 def task_paragraph(claims: Claims, task: str) -> str:
     rows = claims.by_id
-    name = NAMES[task]
+    spec = TASKS[task]
+    name = spec.label
     gate = rows[f"{task}_gate"]
     parts = [f"**{name}.**"]
-    if gate.holds is not True and task in INVERSE:
+    if gate.holds is not True and spec.inverse:
         parts.append(f"It has not learned enough to be judged ({gate.check}), so this run "
                      "decides none of the claims for it; the curves above are shown as measured.")
     elif gate.holds is not True:
         parts.append(f"Not in the regime of the paper's claims ({gate.check}), so this run "
                      "decides none of them for this model; the curves above are shown as "
                      "measured.")
-    elif task in INVERSE and gate.facts.regime_reached is False:
+    elif spec.inverse and gate.facts.regime_reached is False:
         parts.append("It has learned, but it is not in the overparametrized regime of Theorem 1 "
                      "(it reconstructs its training images no better than test images), so the "
                      "verdicts below describe such a model, not the regime the paper's argument "
                      "is about.")
-    elif task in INVERSE:
+    elif spec.inverse:
         parts.append("It has learned and reconstructs its training images better than test "
                      "images (the overparametrized regime).")
     elif gate.facts.not_fitting:
@@ -48,9 +49,10 @@ def task_paragraph(claims: Claims, task: str) -> str:
                 f"improves on N by more than the margin ({rows[key].value}).",
                 f"Fewer iterations do not always hurt {data} ({rows[key].value}).",
                 f"Whether fewer iterations hurt {data} is undecided; {rows[key].value}"))
-    if task in G4_ROWS and G4_ROWS[task][1] in rows and gate.holds is True:
-        row = rows[G4_ROWS[task][1]]
-        fewer = G4_ROWS[task][3] == "below"
+    g4 = spec.appendix_g4
+    if g4 is not None and g4.row_id in rows and gate.holds is True:
+        row = rows[g4.row_id]
+        fewer = g4.side == "below"
         side = "fewer" if fewer else "more"
         parts.append(sentence(
             row, f"As Appendix G.4 reports for its {name.split()[-1]}, {side} iterations than in "
@@ -73,7 +75,7 @@ def task_paragraph(claims: Claims, task: str) -> str:
 def paragraphs(claims: Claims, section: str = "") -> list[str]:
     """One paragraph per task, and one for the overparametrization sweep (the chapter has one
     section of conclusions: ``section`` is not used)."""
-    out = [task_paragraph(claims, task) for task in NAMES]
+    out = [task_paragraph(claims, task) for task in TASKS]
     if "overparam" in claims.by_id:
         row = claims["overparam"]
         out.append("**Overparametrization sweep.** " + sentence(

@@ -26,22 +26,12 @@ from i2o.chapters.deq_gaps.classification import ClassificationJob, epochs_for_s
 from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, view
 from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
+from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.deq import SolverSpec, iteration_grid
 from i2o.diagnose.curves import Curves, from_sweeps
 from i2o.job import Job
 from i2o.models.mdeq import CONFIGS
 from i2o.profiles import Params, require
-
-TASKS = ("classification", "language", "deq", "elder")
-#: task → (metric, transform, metric label, loss metric, loss label, title)
-_METRICS = {
-    "classification": ("error", "percent", "top-1 error (%)", "loss", "cross-entropy",
-                       "CIFAR-10 classification (MDEQ)"),
-    "language": ("nll", "exp_mean", "perplexity", "nll", "NLL (nats/char)",
-                 "Tiny Shakespeare (DEQ transformer)"),
-    "deq": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (DEQ)"),
-    "elder": ("neg_psnr", "mean", "−PSNR (dB)", "mse", "MSE", "×2 super-resolution (ELDER)"),
-}
 
 
 def check_params(params: Params) -> None:
@@ -167,21 +157,18 @@ def task_curves(results: Mapping[str, Any], split: str = "test", loss: bool = Fa
     """Per task, the :class:`i2o.diagnose.Curves` of every trained model (seed) on ``split``
     data: the task metric, or (``loss=True``) the training loss; lower is better."""
     out = {}
-    for task in TASKS:
-        metric, transform, *_ = _METRICS[task]
-        if loss:
-            metric, transform = _METRICS[task][3], "mean"
-        out[task] = from_sweeps([r[split] for r in _task_results(results, task)], metric, -1.0,
-                                transform)
+    for task in TASKS.values():
+        metric, transform = (task.loss, "mean") if loss else (task.metric, task.transform)
+        out[task.name] = from_sweeps([r[split] for r in _task_results(results, task.name)],
+                                     metric, -1.0, transform)
     return out
 
 
 def _label(task: str, split: str, loss: bool) -> tuple[str, str]:
     """A panel's title and its metric's label."""
-    metric_label, title = _METRICS[task][2], _METRICS[task][5]
-    if loss:
-        metric_label = _METRICS[task][4]
-    return f"{title}\n{'test' if split == 'test' else 'training'} data", metric_label
+    spec = TASKS[task]
+    data = "test" if split == "test" else "training"
+    return f"{spec.title}\n{data} data", spec.loss_label if loss else spec.metric_label
 
 
 def seed_curves(curves: Mapping[str, Curves], built: ChapterJobs, split: str = "test",

@@ -58,7 +58,8 @@ def numbers(results: DiagnoseResults) -> dict[str, str]:
         out[f"{key}-acc-n"] = f"{100 * mean[at_n]:.1f}"
         out[f"{key}-acc-max"] = f"{100 * mean[-1]:.1f}"
         out[f"{key}-acc-1"] = f"{100 * mean[0]:.1f}"
-        out[f"{key}-train-acc"] = f"{100 * d.train_at_n:.1f}"
+        if d.train_at_n is not None:
+            out[f"{key}-train-acc"] = f"{100 * d.train_at_n:.1f}"
         out[f"{key}-rec"] = str(d.recommendation.n)
         out[f"{key}-more"] = d.verdicts.more
         out[f"{key}-parameters"] = f"{int(record['parameters']):,}"

@@ -1,8 +1,8 @@
 """The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail.
 
-Every predicate returns an :data:`i2o.gates.Decision` ``(holds, value)``: ``holds`` is True or
-False when the data can decide, ``None`` with the reason when they cannot; ``value`` is what the
-claim's row shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
+Every predicate returns an :class:`i2o.decision.Decision`: ``holds`` is True or False when the
+data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's row
+shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
 are the chapter's :class:`Thresholds`.
 
 **Figure 3** (one model each). Gates, in the order they are checked:
@@ -65,7 +65,7 @@ from i2o import deciding, gates, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism
 from i2o.chapters.meta.runs import MetaResults
 from i2o.claims import Claims
-from i2o.gates import Decision
+from i2o.decision import Decision, Gate, Over
 from i2o.profiles import Params
 
 #: Figure 4's significance level: the exact one-sided p-value of Kendall's τ must be at most this
@@ -173,7 +173,7 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return index[index % 2 == 0], index[index % 2 == 1]
 
 
-def _paired_interval(per_task: np.ndarray, first: int, second: int, over: str,
+def _paired_interval(per_task: np.ndarray, first: int, second: int, over: Over,
                      level: float = gates.LEVEL) -> gates.Interval:
     """The book's interval of the paired difference MSE(first) − MSE(second) (grid indices) over
     the tasks of ``per_task`` (tasks × grid), at ``level``."""
@@ -184,7 +184,7 @@ def _paired_interval(per_task: np.ndarray, first: int, second: int, over: str,
 def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates.Interval:
     """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
     tasks."""
-    return _paired_interval(per_task, reference, best, "held-out tasks")
+    return _paired_interval(per_task, reference, best, Over.HELD_OUT_TASKS)
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
@@ -249,7 +249,7 @@ def settled_from(per_task: np.ndarray) -> tuple[int, list[gates.Interval]]:
     moving at the end)."""
     last = per_task.shape[1] - 1
     level = 1.0 - (1.0 - gates.LEVEL) / max(1, last)
-    intervals = [_paired_interval(per_task, k, last, "choosing tasks", level)
+    intervals = [_paired_interval(per_task, k, last, Over.CHOOSING_TASKS, level)
                  for k in range(last + 1)]
     start = last
     while start > 0 and _contains_zero(intervals[start - 1]):
@@ -334,7 +334,7 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
         if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
             ci = _held_out_interval(per_task[test], 0, best + 1)
-            found = Decision(gates.positive(ci).holds, ci.describe(digits=4))
+            found = gates.positive(ci).with_reason(ci.describe(digits=4))
             if found.holds is None:
                 found = Decision(False, found.reason + "; k* is the sweep's last count, nearest "
                                  "convergence, and the converged solution is no worse")
@@ -369,7 +369,7 @@ def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decisi
     mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
     n, counts = int(np.count_nonzero(finite)), len(mean)
     level = 1.0 - (1.0 - gates.LEVEL) / counts
-    cis = [gates.from_se(float(m - floor), math.hypot(e, floor_se), n, "tasks", level)
+    cis = [gates.from_se(float(m - floor), math.hypot(e, floor_se), n, Over.TASKS, level)
            for m, e in zip(mean, se, strict=True)]
     i = int(np.argmin(mean))
     below = [k for k, ci in enumerate(cis) if gates.negative(ci).holds is True]
@@ -594,7 +594,7 @@ def _figure4_gates(points: list[Figure4Point], per_set: dict[str, Any],
     non_finite = [p.label for p in points if not p.is_finite()]
     yield gates.condition(not non_finite,
                           f"non-finite ℓ(z_N) or D(N, ΔN) for {', '.join(non_finite)}: the "
-                          f"association over every model is undefined", by="health")
+                          f"association over every model is undefined", by=Gate.HEALTH)
     tied = _tied(points)
     yield gates.condition(not tied,
                           f"tied ℓ(z_N) or D(N, ΔN) for {', '.join(tied)}: the exact null "
@@ -603,7 +603,7 @@ def _figure4_gates(points: list[Figure4Point], per_set: dict[str, Any],
     yield gates.condition(gates.smallest_rank_p(n) <= ALPHA,
                           f"{n} models: the exact one-sided p-value cannot go below 1/{n}! = "
                           f"{gates.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
-                          by="count")
+                          by=Gate.COUNT)
 
 
 def _noise_rows(noise: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
@@ -620,20 +620,21 @@ def usable_meta_gradient(noise: dict[str, Any], regularization: float,
     """*The chapter's iMAML meta-gradient is not noise at initialization* (a check of the book's
     choice of λ, not a claim of the paper): the noise of the hidden layers' meta-gradient over
     the measured meta-batches (:mod:`.gradient_noise`) is at most ``max_ratio`` × MAML's."""
-    imaml_row = noise.get(gradient_noise.imaml_row(regularization))
+    name = gradient_noise.imaml_row(regularization)
     maml_rows = _noise_rows(noise, "maml-")
 
-    def measured() -> Decision:
+    def measured() -> Decision:  # behind the gate: both rows were measured
+        imaml_row = noise[name]
         maml_name, maml_row = next(iter(maml_rows.items()))
         ratio = float(imaml_row["noise"]) / float(maml_row["noise"])
-        holds, _ = gates.compare(ratio, "<=", max_ratio)
-        return holds, (f"noise {float(imaml_row['noise']):.3g} against "
-                       f"{float(maml_row['noise']):.3g} for {maml_name} ({ratio:.2f}×; needs ≤ "
-                       f"{max_ratio:g}×); signal/noise {float(imaml_row['ratio']):.2f}, pure "
-                       f"noise {gradient_noise.noise_level(int(imaml_row['n_batches'])):.2f} over "
-                       f"{int(imaml_row['n_batches'])} meta-batches")
+        return gates.compare(ratio, "<=", max_ratio).with_reason(
+            f"noise {float(imaml_row['noise']):.3g} against {float(maml_row['noise']):.3g} for "
+            f"{maml_name} ({ratio:.2f}×; needs ≤ {max_ratio:g}×); signal/noise "
+            f"{float(imaml_row['ratio']):.2f}, pure noise "
+            f"{gradient_noise.noise_level(int(imaml_row['n_batches'])):.2f} over "
+            f"{int(imaml_row['n_batches'])} meta-batches")
 
-    measured_rows = gates.condition(imaml_row is not None and bool(maml_rows),
+    measured_rows = gates.condition(noise.get(name) is not None and bool(maml_rows),
                                     "the meta-gradient noise of this λ or of MAML was not "
                                     "measured")
     return gates.gated([measured_rows], measured)
@@ -725,8 +726,8 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
     sweeps = sum(float(c.get("seconds", math.nan)) for c in online)
     for row in list(table.rows):
         needs = row.facts.needs
-        if row.holds is None and needs is not None and needs.of == "held-out tasks":
-            found = deciding.more_examples(FIGURE, p, gates.Needs(2 * needs.count, "examples"),
+        if row.holds is None and needs is not None and needs.of is Over.HELD_OUT_TASKS:
+            found = deciding.more_examples(FIGURE, p, gates.Needs(2 * needs.count, needs.of),
                                            "n_test_tasks", sweeps, sweeps)
             if found is not None:
                 table.remedy(row.id, found)

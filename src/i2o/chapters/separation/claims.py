@@ -18,8 +18,8 @@ Gates, in the order checked:
 
 A claim over several comparisons (every FLOPs-matched FNN, every problem, every ``f̂(∅)``) fails
 when one fails and holds when all hold (:func:`i2o.gates.all_of`); tolerances are
-:func:`i2o.gates.compare`. Each predicate returns ``(holds, value)``; :func:`claims` assembles the
-table (each row with an id ``<section>/<name>``) and
+:func:`i2o.gates.compare`. Each predicate returns a :class:`i2o.decision.Decision`;
+:func:`claims` assembles the table (each row with an id ``<section>/<name>``) and
 :func:`i2o.chapters.separation.prose.paragraphs` writes the prose from it, so no verdict is typed
 by hand.
 """
@@ -47,7 +47,7 @@ def fits(model: dict[str, Any], variance: float, fit_fraction: float) -> tuple[b
     ``fit_fraction`` × ``variance`` (:func:`i2o.gates.compare`)."""
     train = float(np.mean(model["train_mse"]))
     threshold = fit_fraction * variance
-    ok, _ = gates.compare(train, "<=", threshold)
+    ok = gates.compare(train, "<=", threshold).holds is True
     return ok, f"training MSE {train:.3g} (fit needs ≤ {threshold:.3g})"
 
 
@@ -70,24 +70,25 @@ def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparat
 def _named_lower_than(name: str, a: Any, b: Any) -> gates.Decision:
     """:func:`i2o.gates.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its reason
     prefixed by the comparator's ``name``."""
-    holds, text = gates.lower_than(a, b, MARGIN)
-    return holds, f"{name}: {text}"
+    found = gates.lower_than(a, b, MARGIN)
+    return found.with_reason(f"{name}: {found.reason}")
 
 
 # --- Section 1 ----------------------------------------------------------------------------------
 
-def construction_claim(construction: dict[str, Any]) -> tuple[bool, str]:
+def construction_claim(construction: dict[str, Any]) -> gates.Decision:
     """Every m: exactly 2^m pieces, the solver's steps equal to m (integer counts), and a maximal
     deviation from Δ^m of at most 1e-9 (:func:`i2o.gates.compare`, all of them:
     :func:`i2o.gates.all_of`)."""
     m = np.asarray(construction["m"])
     pieces = np.asarray(construction["pieces"])
     error = float(np.max(construction["max_error"]))
-    steps_ok, _ = gates.compare(np.asarray(construction["n_steps"]) - m, "==", 0)
-    holds, _ = gates.all_of([gates.compare(pieces - 2 ** m, "==", 0),
-                             gates.compare(error, "<=", 1e-9), (steps_ok, "")])
-    return holds, (f"m = {', '.join(map(str, m))}: pieces {', '.join(map(str, pieces))}; "
-                   f"max |y − Δ^m| = {error:.1e}; solver steps = m: {steps_ok}")
+    steps = gates.compare(np.asarray(construction["n_steps"]) - m, "==", 0)
+    found = gates.all_of([gates.compare(pieces - 2 ** m, "==", 0),
+                          gates.compare(error, "<=", 1e-9), steps])
+    return found.with_reason(
+        f"m = {', '.join(map(str, m))}: pieces {', '.join(map(str, pieces))}; "
+        f"max |y − Δ^m| = {error:.1e}; solver steps = m: {steps.holds}")
 
 
 def _index(models: dict[str, Any], kind: str, width: int, depth: int) -> int:
@@ -98,7 +99,7 @@ def _index(models: dict[str, Any], kind: str, width: int, depth: int) -> int:
     raise KeyError((kind, width, depth))
 
 
-def flops_claim(section: dict[str, Any], k: int, p: Params) -> tuple[bool | None, str]:
+def flops_claim(section: dict[str, Any], k: int, p: Params) -> gates.Decision:
     """Rebuttal Table 1: the width-10 DEQ has a lower test MSE than every FLOPs-matched FNN (the
     symmetric fit gate for each FNN; fails as soon as one comparison fails)."""
     runs, models = section[f"k{k}"], section["models"]
@@ -114,11 +115,11 @@ def flops_claim(section: dict[str, Any], k: int, p: Params) -> tuple[bool | None
         name = f"FNN {models['width'][fnn]}×{models['depth'][fnn]}"
         parts.append(symmetric_gate(fit(deq), fit(fnn), name, partial(
             _named_lower_than, name, runs["test_mse"][deq], runs["test_mse"][fnn])))
-    holds, text = gates.all_of(parts)
-    return holds, "DEQ vs " + text
+    found = gates.all_of(parts)
+    return found.with_reason("DEQ vs " + found.reason)
 
 
-def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Params) -> tuple[bool | None, str]:
+def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Params) -> gates.Decision:
     """Rebuttal Table 1 read as an expressivity claim: the width-10 DEQ's best-of-R test MSE
     (float64 L-BFGS restarts; the restart of lowest training MSE, per seed) is lower than every
     FLOPs-matched FNN's. Rows of ``section[f"k{k}"]["lbfgs"]``: the DEQ, then the FNNs in the
@@ -134,8 +135,8 @@ def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Params) -> tuple[b
         name = f"FNN {w}×{L.removeprefix('depth')}"
         parts.append(symmetric_gate(fit(0), fit(i), name, partial(
             _named_lower_than, name, fitted["best_test_mse"][0], fitted["best_test_mse"][i])))
-    holds, text = gates.all_of(parts)
-    return holds, "best of R, DEQ vs " + text
+    found = gates.all_of(parts)
+    return found.with_reason("best of R, DEQ vs " + found.reason)
 
 
 # --- Section 2 ----------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ SLOPE_MARGIN = 0.05  # bits of max |weight| per input dimension
 STEEP_KINDS = ("deq_lower", "fnn")
 
 
-def steep_claim(steep: dict[str, Any]) -> tuple[bool | None, str]:
+def steep_claim(steep: dict[str, Any]) -> gates.Decision:
     """Rebuttal Figure 1 with δ = 2^-d: at equal training loss, the FNN's max |weight| grows with
     d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, its interval
     (:func:`i2o.gates.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed counts for a
@@ -158,8 +159,7 @@ def steep_claim(steep: dict[str, Any]) -> tuple[bool | None, str]:
         n = steep[kind]["reached"].shape[1]
         text = (f"seeds whose runs reached the loss level at every d: {len(complete[kind])} of "
                 f"{n} (needs ≥ 2)")
-        ok, _ = gates.enough(len(complete[kind]), 2, text, text)
-        return ok is True, text
+        return gates.enough(len(complete[kind]), 2, text, text).holds is True, text
 
     def measured() -> gates.Decision:
         slopes = {kind: np.array([slope(dims, steep[kind]["max_weight"][:, s])
@@ -169,8 +169,8 @@ def steep_claim(steep: dict[str, Any]) -> tuple[bool | None, str]:
         text = (f"slope of log2 max|weight| vs d: FNN {fnn.mean():.3f}, DEQ {deq.mean():.3f} "
                 f"bits/dimension over {len(fnn)} and {len(deq)} seeds (difference "
                 f"{ci.describe(digits=3)}, margin {SLOPE_MARGIN})")
-        holds, reason = gates.above(ci, SLOPE_MARGIN)
-        return holds, text if holds is not None else f"{text}; {reason}"
+        found = gates.above(ci, SLOPE_MARGIN)
+        return found.with_reason(text if found.holds is not None else f"{text}; {found.reason}")
 
     return symmetric_gate(fit("deq_lower"), fit("fnn"), "the FNN", measured)
 
@@ -182,7 +182,7 @@ def _seeds(diagonal: dict[str, Any]) -> list[str]:
 
 
 def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
-                 kkt_tol: float = 1e-6) -> tuple[bool | None, str]:
+                 kkt_tol: float = 1e-6) -> gates.Decision:
     """The gradient flow's limit is the argmin of Q_sign: relative distance ≤ ``argmin_rtol`` to
     the convex solver's minimizer. Where the solver finds none (Q_− can be unbounded below), the
     limit is tested directly: it fails when it is not even a KKT point (null-space part of ∇Q
@@ -205,24 +205,25 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
         stationarity = float(sol["stationarity"])
         if bool(sol["found"]):
             distance = float(sol["distance"])
-            holds, _ = gates.compare(distance, "<=", p["argmin_rtol"])
-            return holds, (f"{seed}: distance {distance:.1e} (gradient descent "
-                           f"{float(sol['distance_gd']):.1e}), KKT {stationarity:.1e}")
+            return gates.compare(distance, "<=", p["argmin_rtol"]).with_reason(
+                f"{seed}: distance {distance:.1e} (gradient descent "
+                f"{float(sol['distance_gd']):.1e}), KKT {stationarity:.1e}")
         text = (f"{seed}: no minimizer found ({sol['reason']}); the limit's KKT residual is "
                 f"{stationarity:.1e}")
         # no minimizer to compare with: the limit can only be refuted, when it is no KKT
         # point (a NaN residual refutes nothing)
-        refuted, _ = gates.compare(stationarity, ">", kkt_tol)
-        return gates.gated([gates.condition(refuted, text)], lambda: (False, text))
+        refuted = gates.compare(stationarity, ">", kkt_tol).holds is True
+        return gates.gated([gates.condition(refuted, text)], gates.Decision(False, text))
 
     def measured() -> gates.Decision:
-        holds, value = gates.all_of(problem(seed) for seed in seeds)
-        return holds, value + f" (the argmin needs distance ≤ {p['argmin_rtol']:g})"
+        found = gates.all_of(problem(seed) for seed in seeds)
+        return found.with_reason(
+            found.reason + f" (the argmin needs distance ≤ {p['argmin_rtol']:g})")
 
     return gates.gated(interpolated(), measured)
 
 
-def density_claim(diagonal: dict[str, Any], p: Params) -> tuple[bool | None, str]:
+def density_claim(diagonal: dict[str, Any], p: Params) -> gates.Decision:
     """The DEQ's interpolant is denser than the diagonal linear network's, on every problem (a
     larger participation ratio: :func:`i2o.gates.compare`, on all of them:
     :func:`i2o.gates.all_of`). Gate: both models interpolated on every problem."""
@@ -235,22 +236,23 @@ def density_claim(diagonal: dict[str, Any], p: Params) -> tuple[bool | None, str
     def measured() -> gates.Decision:
         deq = [float(diagonal[seed]["density_deq"]) for seed in seeds]
         dln = [float(diagonal[seed]["density_dln"]) for seed in seeds]
-        holds, _ = gates.all_of(gates.compare(a, ">", b) for a, b in zip(deq, dln, strict=True))
-        return holds, (f"participation ratio DEQ {np.mean(deq):.3f} vs DLN {np.mean(dln):.3f} "
-                       f"(mean over {len(deq)}; every problem must agree)")
+        found = gates.all_of(gates.compare(a, ">", b) for a, b in zip(deq, dln, strict=True))
+        return found.with_reason(
+            f"participation ratio DEQ {np.mean(deq):.3f} vs DLN {np.mean(dln):.3f} "
+            f"(mean over {len(deq)}; every problem must agree)")
 
     return gates.gated(interpolated, measured)
 
 
 def feature_density_claim(gotu: dict[str, Any], p: Params, target: str = "f2"
-                          ) -> tuple[bool | None, str]:
+                          ) -> gates.Decision:
     """Rebuttal Figure 2: the ReLU DEQ's features are denser than the FNN's (GOTU task)."""
     entry = gotu[target]
 
     def measured() -> gates.Decision:
-        holds, text = gates.lower_than(entry["fnn"]["feature_density"],
-                                       entry["deq_contractive"]["feature_density"], MARGIN)
-        return holds, "FNN vs ReLU DEQ feature participation ratio: " + text
+        found = gates.lower_than(entry["fnn"]["feature_density"],
+                                 entry["deq_contractive"]["feature_density"], MARGIN)
+        return found.with_reason("FNN vs ReLU DEQ feature participation ratio: " + found.reason)
 
     return symmetric_gate(_fit(entry, "deq_contractive", p), _fit(entry, "fnn", p), "the FNN",
                           measured)
@@ -264,7 +266,7 @@ _NAMES = {"deq_lower": "the DEQ", "linear_deq": "the linear DEQ",
 
 
 def prediction_claim(gotu: dict[str, Any], target: str, kind: str, p: Params
-                     ) -> tuple[bool | None, str]:
+                     ) -> gates.Decision:
     """A trained affine model reaches the unseen MSE of the unique affine interpolant: within
     ``PREDICTION_RTOL`` of it (:func:`i2o.gates.compare`). Gates: the theory gives a value (the
     interpolant exists and is unique), then the model fits."""
@@ -282,9 +284,9 @@ def prediction_claim(gotu: dict[str, Any], target: str, kind: str, p: Params
     def measured() -> gates.Decision:
         unseen = float(np.mean(entry[kind]["unseen_mse"]))
         expected = float(pred["unseen_mse"])
-        holds, _ = gates.compare(abs(unseen - expected), "<=", PREDICTION_RTOL * expected)
-        return holds, (f"unseen MSE {unseen:.4g}, predicted {expected:.4g} (within "
-                       f"{PREDICTION_RTOL:.0%})")
+        found = gates.compare(abs(unseen - expected), "<=", PREDICTION_RTOL * expected)
+        return found.with_reason(f"unseen MSE {unseen:.4g}, predicted {expected:.4g} (within "
+                                 f"{PREDICTION_RTOL:.0%})")
 
     return gates.gated(checks(), measured)
 
@@ -317,7 +319,7 @@ def forced_equal(entry: dict[str, Any], a: str, b: str) -> str | None:
 
 
 def gotu_comparison(gotu: dict[str, Any], target: str, a: str, b: str, p: Params
-                    ) -> tuple[bool | None, str]:
+                    ) -> gates.Decision:
     """Model ``a`` (a DEQ) has a lower unseen MSE than model ``b``: undecided when the setup
     forces them equal, then the symmetric fit gate, then :func:`i2o.gates.lower_than`."""
     entry = gotu[target]
@@ -337,7 +339,7 @@ def _frozen_fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]
 
 
 def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
-                            ) -> tuple[bool | None, str]:
+                            ) -> gates.Decision:
     """Every trained ``kind`` model of the frozen-coordinate task (:mod:`.frozen`) reaches its
     predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's, :func:`i2o.gates.compare`), at
     every ``f̂(∅)`` (:func:`i2o.gates.all_of`); undecided when one does not fit."""
@@ -349,19 +351,20 @@ def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
 
         def within() -> gates.Decision:
             worst = float(np.max(np.abs(measured - expected)))
-            holds, _ = gates.compare(worst, "<=", PREDICTION_RTOL * abs(expected))
-            return holds, (f"f̂(∅) = {entry['mean']:g}: unseen MSE {measured.mean():.4g} "
-                           f"(max deviation {worst:.2g}), predicted {expected:.4g}")
+            found = gates.compare(worst, "<=", PREDICTION_RTOL * abs(expected))
+            return found.with_reason(
+                f"f̂(∅) = {entry['mean']:g}: unseen MSE {measured.mean():.4g} "
+                f"(max deviation {worst:.2g}), predicted {expected:.4g}")
 
         return gates.gated([gates.condition(ok, f"f̂(∅) = {entry['mean']:g}: not fit, {text}")],
                            within)
 
-    holds, value = gates.all_of(task(entry)
-                                for entry in sorted(frozen.values(), key=lambda e: e["mean"]))
-    return holds, value + f" (within {PREDICTION_RTOL:.0%})"
+    found = gates.all_of(task(entry)
+                         for entry in sorted(frozen.values(), key=lambda e: e["mean"]))
+    return found.with_reason(found.reason + f" (within {PREDICTION_RTOL:.0%})")
 
 
-def frozen_comparison(entry: dict[str, Any], p: Params) -> tuple[bool | None, str]:
+def frozen_comparison(entry: dict[str, Any], p: Params) -> gates.Decision:
     """On one frozen-coordinate task, the linear DEQ with bias has a lower unseen MSE than the
     diagonal linear network: the symmetric fit gate, then :func:`i2o.gates.lower_than` over
     seeds."""
@@ -373,10 +376,8 @@ def frozen_comparison(entry: dict[str, Any], p: Params) -> tuple[bool | None, st
 
 # --- the table, the numbers, the prose ----------------------------------------------------------
 
-def _rows(p: Params, r: SeparationResults
-          ) -> list[tuple[str, str, tuple[bool | None, str]]]:
-    """(id ``<section>/<name>``, statement, (holds, value)) of every claim, in the table's
-    order."""
+def _rows(p: Params, r: SeparationResults) -> list[tuple[str, str, gates.Decision]]:
+    """(id ``<section>/<name>``, statement, decision) of every claim, in the table's order."""
     saw, diag, gotu = r.sawtooth, r.diagonal, r.gotu
     rows = [("sawtooth/construction", "Proposition 1 (the construction behind Theorem 1): a "
              "width-m ReLU DEQ with strictly lower-triangular W realizes 2^m linear pieces "
@@ -440,7 +441,7 @@ def claims(results: SeparationResults) -> Claims:
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):
         table.decide(statement, decision, "", id=row_id, section=row_id.split("/", 1)[0],
-                     decided_by="quick" if smoke and decision[0] is None else "")
+                     decided_by="quick" if smoke and decision.holds is None else "")
     return table
 
 
