@@ -306,7 +306,9 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("figure", metavar="FIG", help=", ".join(profiles.figures()))
     parser.add_argument("--profile", default="quick", help="smoke, quick (default) or paper")
     parser.add_argument("--replicate", type=int, default=0, help="default 0")
-    parser.add_argument("--checkpoints", action="store_true", help="include the checkpoints (of unfinished jobs too: they resume after an import)")
+    parser.add_argument("--checkpoints", action="store_true",
+                        help="include the checkpoints (of unfinished jobs too: they resume "
+                             "after an import)")
     parser.add_argument("--partial", action="store_true",
                         help="export the entries computed so far when some are not (the "
                              "manifest says the bundle is partial); without it such an export "
