@@ -54,4 +54,8 @@ Glossary (one name per quantity, from the manifest to the solver):
   ``lm_train_chars`` (deq_gaps), ``n_test_tasks`` (meta).
 """
 
+from i2o import pins as _pins
+
 __version__ = "0.1.0"
+
+_pins.pin_at_import()  # before numpy, torch, scipy or JAX loads, when they have not yet

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from i2o import import_graph, lineage, locations, runtime
+from i2o import import_graph, lineage, locations, pins, runtime
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ARRAYS = "arrays.npz"
@@ -462,6 +462,7 @@ def cached(figure: str, name: str, params: Mapping[str, Any],
         found = _read(path)  # computed by the process we waited for
         if found is not None:
             return found
+        pins.require_pinned(f"{figure}/{name}")
         wall, cpu = time.perf_counter(), time.process_time()
         result = compute()
         cost = {"seconds": round(time.perf_counter() - wall, 3),
