@@ -114,3 +114,14 @@ def test_a_pin_missing_from_the_environment_is_refused_in_portable_mode_only(mon
     assert pins.unpinned() == []
     MatmulJob(seed=2).run()
     assert "COMPUTING" in capsys.readouterr().out
+
+
+def test_importing_i2o_leaves_an_environment_given_some_of_the_pins_as_it_is():
+    """A benchmark measuring portable mode without one pin keeps it out, and is told so."""
+    env = {**_unpinned_env(), **_env_command()}
+    del env["ATEN_CPU_CAPABILITY"]
+    script = ("import os, i2o\nfrom i2o import pins\n"
+              "print(os.environ.get('ATEN_CPU_CAPABILITY'), pins.unpinned())")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "None ['the environment lacks ATEN_CPU_CAPABILITY=avx2']"

@@ -30,7 +30,9 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its
-  pins: what can change a number, in every job's key) beside the modules that change none and are
+  pins: what can change a number, in every job's key), with :mod:`i2o.pins` (importing i2o pins
+  the libraries not loaded yet; the cache refuses to compute in a process they loaded unpinned),
+  beside the modules that change none and are
   in no key (:data:`i2o.results.INERT`): :mod:`i2o.locations` (paths), :mod:`i2o.progress`
   (progress bars), :mod:`i2o.lineage` (provenance, commit, clock), :mod:`i2o.allocator`.
 

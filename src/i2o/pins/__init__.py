@@ -8,9 +8,10 @@ the pins the mode intends. Notebook kernels and job workers start with the pins
 (:func:`i2o.runtime.apply_numerics`); this module covers every other process that imports i2o.
 
 - Importing :mod:`i2o` calls :func:`pin_at_import`: in portable mode on x86-64, when none of
-  those libraries is loaded yet, it puts the pins into ``os.environ``, so that they load pinned (a
-  plain ``python`` or ``pytest`` that imports i2o first is pinned); otherwise it records the
-  libraries already loaded whose pins the environment lacked, and changes nothing.
+  those libraries is loaded yet and no pin is set, it puts the pins into ``os.environ``, so that
+  the libraries load pinned (a plain ``python`` or ``pytest`` that imports i2o first is pinned);
+  otherwise it changes nothing and records the libraries already loaded whose pins the
+  environment lacked.
 - :func:`unpinned` names what keeps this process from the pins: such a library, a pin missing from
   the environment now, or a library that reports other kernels than the pinned ones (torch's CPU
   capability, NumPy's SIMD targets, the OpenBLAS core of NumPy and SciPy).
@@ -78,15 +79,17 @@ def missing(names: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
 
 def pin_at_import() -> None:
     """Record the libraries already loaded without their pins; when none of :data:`READS` is
-    loaded, in portable mode on an x86-64 CPU with AVX2 and FMA, put every pin into
-    ``os.environ`` (the caller's other XLA flags kept). A process that loaded one already is left
-    as it is, half pinned by no one. Called once, by ``import i2o``; a bad ``I2O_NUMERICS`` is
-    left to fail where the mode is used."""
+    loaded and the environment holds none of the pins, in portable mode on an x86-64 CPU with
+    AVX2 and FMA, put every pin into ``os.environ`` (the caller's other XLA flags kept).
+    Otherwise the environment is left as it is: a process that loaded a library is not half
+    pinned, and one started with some of the pins was given them on purpose (a benchmark that
+    leaves one out). Called once, by ``import i2o``; a bad ``I2O_NUMERICS`` is left to fail
+    where the mode is used."""
     loaded = [library for library in READS if library in sys.modules]
     for library in loaded:
         if lacking := missing(READS[library], os.environ):
             _loaded_before[library] = lacking
-    if loaded:
+    if loaded or len(missing(ALL_PINS, os.environ)) < len(ALL_PINS):
         return
     try:
         env = runtime.numerics_env() if pins_wanted() else {}
