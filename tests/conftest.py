@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import i2o  # noqa: F401  first: pins portable numerics before a test loads numpy, torch or JAX
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("XLA_FLAGS",
                       "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")

@@ -32,11 +32,12 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its
-  pins: what can change a number, in every job's key), :mod:`i2o.replicates` (seeds per
-  replicate) and :mod:`i2o.digests` (SHA-256 of bytes, files and arrays), beside the modules
-  that change none and are in no key (:data:`i2o.results.INERT`): :mod:`i2o.locations` (paths),
-  :mod:`i2o.progress` (progress bars), :mod:`i2o.lineage` (provenance, commit, clock),
-  :mod:`i2o.allocator`.
+  pins: what can change a number, in every job's key), with :mod:`i2o.pins` (importing i2o pins
+  the libraries not loaded yet; the cache refuses to compute in a process they loaded unpinned),
+  :mod:`i2o.replicates` (seeds per replicate) and :mod:`i2o.digests` (SHA-256 of bytes, files and
+  arrays), beside the modules that change none and are in no key (:data:`i2o.results.INERT`):
+  :mod:`i2o.locations` (paths), :mod:`i2o.progress` (progress bars), :mod:`i2o.lineage`
+  (provenance, commit, clock), :mod:`i2o.allocator`.
 
 Glossary (one name per quantity, from the manifest to the solver):
 
@@ -58,4 +59,8 @@ Glossary (one name per quantity, from the manifest to the solver):
   ``lm_train_chars`` (deq_gaps), ``n_test_tasks`` (meta).
 """
 
+from i2o import pins as _pins
+
 __version__ = "0.1.0"
+
+_pins.pin_at_import()  # before numpy, torch, scipy or JAX loads, when they have not yet

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from i2o import import_graph, lineage, locations, runtime
+from i2o import import_graph, lineage, locations, pins, runtime
 from i2o.digests import sha256
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -456,6 +456,7 @@ def cached(figure: str, name: str, params: Mapping[str, Any],
         found = _read(path)  # computed by the process we waited for
         if found is not None:
             return found
+        pins.require_pinned(f"{figure}/{name}")
         wall, cpu = time.perf_counter(), time.process_time()
         result = compute()
         cost = {"seconds": round(time.perf_counter() - wall, 3),

@@ -18,7 +18,10 @@ qemu-user; its elementwise square root stays vendor-dependent, so the book's Ada
 :func:`i2o.train.schedule.adam`). ``native`` keeps each library's own choice (only the thread
 counts are fixed). The pins are environment variables read when a library loads, so they are set
 where processes are spawned (:func:`apply_numerics`: notebook kernels, sweep workers, benchmark
-subprocesses), never after torch or JAX is imported.
+subprocesses), never after torch or JAX is imported. Any other process gets them from ``import
+i2o`` when no such library is loaded yet, and one whose libraries loaded without them is refused
+when it would compute a result (:mod:`i2o.pins`): a key records the pins the mode intends, and that
+guard keeps results computed with other kernels out of it.
 """
 
 from __future__ import annotations
