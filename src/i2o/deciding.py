@@ -16,16 +16,22 @@ Machinery: knows chapters only through the manifest and their door.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from i2o import door, profiles
 from i2o.decision import EVALUATION_SET, Needs, Over
 
+if TYPE_CHECKING:
+    from i2o.claims import Claim, Claims
+
 #: a remedy asks for this many times the count its row needs: the count is estimated from one
 #: draw of the spread, and a new draw of it should not leave the row undecided again
 HEADROOM = 1.25
+#: how many of its parameter's count one unit takes, where it is not one: the held-out and the
+#: choosing tasks are each one half of the test tasks (``n_test_tasks``, split even/odd)
+PER_UNIT = {Over.HELD_OUT_TASKS: 2, Over.CHOOSING_TASKS: 2}
 
 
 @dataclass(frozen=True)
@@ -82,12 +88,11 @@ def _checked(remedy: Remedy) -> Remedy | None:
 
 
 def more_seeds(figure: str, params: Mapping[str, Any], needs: Needs | None,
-               seconds_per_seed: float) -> Remedy | None:
-    """The seeds list raised to :data:`HEADROOM` × ``needs.count`` (new seeds after the largest
-    one; the cached seeds are not recomputed), when more seeds raise what ``needs`` counts;
-    ``None`` otherwise or when the manifest refuses it."""
-    parameter = Over.SEEDS.raises
-    if needs is None or parameter is None or needs.of.raises != parameter:
+               seconds_per_seed: float, parameter: str = "seeds") -> Remedy | None:
+    """The seed list ``parameter`` raised to :data:`HEADROOM` × ``needs.count`` (new seeds after
+    the largest one; the cached seeds are not recomputed), when more seeds raise what ``needs``
+    counts; ``None`` otherwise or when the manifest refuses it."""
+    if needs is None or needs.of.raises != Over.SEEDS.raises:
         return None
     seeds: Sequence[int] = list(params[parameter])
     extra = max(0, math.ceil(HEADROOM * needs.count) - len(seeds))
@@ -116,3 +121,54 @@ def more_examples(figure: str, params: Mapping[str, Any], needs: Needs | None, p
         return None
     seconds = float(rerun_seconds) + float(eval_seconds) * (target / now - 1)
     return _checked(Remedy(figure, _profile(params), ((parameter, target),), seconds))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """What more data costs at this run's measured rates, in seconds (NaN: not measured):
+    ``per_seed`` for each extra seed; ``rerun`` to recompute the chapter at a new evaluation
+    size, of which ``evaluation`` scales with that size."""
+
+    per_seed: float = math.nan
+    rerun: float = math.nan
+    evaluation: float = math.nan
+
+
+def remedy(figure: str, params: Mapping[str, Any], needs: Needs | None, rates: Rates,
+           parameters: Mapping[str, str] | None = None) -> Remedy | None:
+    """The run that would decide a row whose typed facts say it ``needs`` more units: the
+    parameter that raises them (:attr:`~i2o.decision.Over.raises`, through the chapter's
+    ``parameters`` where it names a kind: ``{EVALUATION_SET: "test_size"}``, ``{"seeds":
+    "gotu_seeds"}``), a seed list extended (:func:`more_seeds`) or a size raised
+    (:func:`more_examples`) to :data:`HEADROOM` × the count, :data:`PER_UNIT` of the parameter's
+    count per unit; ``None`` when no parameter of the chapter raises them, when none is needed,
+    or when the manifest refuses the count."""
+    if needs is None or needs.of.raises is None:
+        return None
+    parameter = (parameters or {}).get(needs.of.raises, needs.of.raises)
+    if parameter == EVALUATION_SET or parameter not in params:
+        return None
+    counted = Needs(PER_UNIT.get(needs.of, 1) * needs.count, needs.of)
+    if isinstance(params[parameter], list | tuple):
+        return more_seeds(figure, params, counted, rates.per_seed, parameter)
+    return more_examples(figure, params, counted, parameter, rates.rerun, rates.evaluation)
+
+
+def name_remedies(table: Claims, params: Mapping[str, Any], rates: Rates,
+                  parameters: Mapping[str, str] | Callable[[Claim], Mapping[str, str]]
+                  | None = None) -> None:
+    """Name, on each undecided row of ``table`` whose facts say what it needs, the run that
+    would decide it (:func:`remedy`; ``parameters`` the chapter's, or a function of the row
+    giving them)."""
+    for row in list(table.rows):
+        if row.holds is None and row.id and row.facts.needs is not None:
+            found = remedy(table.figure, params, row.facts.needs, rates,
+                           parameters(row) if callable(parameters) else parameters)
+            if found is not None:
+                table.remedy(row.id, found)
+
+
+def at_profile(figure: str, profile: str, seconds: float) -> Remedy:
+    """The run of ``figure`` at another ``profile`` (more models, trained longer): the remedy
+    of a row that no count of units decides at this profile; ``seconds`` its measured cost."""
+    return Remedy(figure, profile, (), seconds)

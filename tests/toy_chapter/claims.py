@@ -45,9 +45,6 @@ def claims(results: ToyResults) -> Claims:
     table.decide(f"Iterating {p['test_iters']} times instead of {p['train_iters']} lowers the "
                  f"relative residual by more than {MARGIN:g}", gates.above(ci, MARGIN),
                  ci.describe(digits=4), margin=f"{MARGIN:g}", id=MORE_HELP)
-    if table[MORE_HELP].holds is None:
-        seconds_per_seed = results.cost.seconds / max(1, results.cost.jobs)
-        remedy = deciding.more_seeds(FIGURE, p, table[MORE_HELP].facts.needs, seconds_per_seed)
-        if remedy is not None:
-            table.remedy(MORE_HELP, remedy)
+    seconds_per_seed = results.cost.seconds / max(1, results.cost.jobs)
+    deciding.name_remedies(table, p, deciding.Rates(per_seed=seconds_per_seed))
     return table

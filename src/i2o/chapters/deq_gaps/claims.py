@@ -59,8 +59,8 @@ from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
-from i2o.claims import Claims
-from i2o.decision import Over
+from i2o.claims import Claim, Claims
+from i2o.decision import EVALUATION_SET, Over
 from i2o.diagnose.curves import Curves
 from i2o.diagnose.verdicts import RESIDUAL_FALL, Margin, Verdicts, decide
 from i2o.train import health
@@ -252,19 +252,19 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
 def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any]]],
                   params: Mapping[str, Any]) -> None:
     """For each row left undecided for want of seeds or examples, the run that would decide it
-    (:mod:`i2o.deciding`). More seeds train one more classifier and one more language model per
-    seed: the cost is their measured training time per seed; a larger evaluation set is not
-    costed (its time is not measured apart)."""
+    (:func:`i2o.deciding.name_remedies`; a task's evaluation set is its
+    :attr:`~.tasks.Task.eval_size`). More seeds train one more classifier and one more language
+    model per seed: the cost is their measured training time per seed; a larger evaluation set
+    is not costed (its time is not measured apart)."""
     seeded = [task for task, found in results.items() if len(found) > 1]
     per_seed = sum(float(np.mean([np.sum(r.get("history", {}).get("seconds", [np.nan]))
                                   for r in results[task]])) for task in seeded)
-    for row in list(table.rows):
-        if row.section in TASKS and row.holds is None and row.facts.needs is not None:
-            found = (deciding.more_seeds(FIGURE, params, row.facts.needs, per_seed)
-                     if row.section in seeded else None) or deciding.more_examples(
-                FIGURE, params, row.facts.needs, TASKS[row.section].eval_size)
-            if found is not None:
-                table.remedy(row.id, found)
+
+    def evaluation_set(row: Claim) -> dict[str, str]:
+        task = TASKS.get(row.section)
+        return {} if task is None else {EVALUATION_SET: task.eval_size}
+
+    deciding.name_remedies(table, params, deciding.Rates(per_seed=per_seed), evaluation_set)
 
 
 def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],

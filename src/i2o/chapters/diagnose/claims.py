@@ -8,6 +8,7 @@ from i2o import deciding
 from i2o.chapters.diagnose import FIGURE, MODELS
 from i2o.chapters.diagnose.runs import DiagnoseResults
 from i2o.claims import Claims
+from i2o.decision import EVALUATION_SET
 
 #: the order of a diagnosis's claim rows (:meth:`i2o.diagnose.Diagnosis.claims` with a fit gate)
 ROWS = ("fit", "help", "hurt", "same", "fewer", "residual", "recommendation")
@@ -32,17 +33,15 @@ def claims(results: DiagnoseResults) -> Claims:
 
 def name_remedies(table: Claims, results: DiagnoseResults) -> None:
     """For each row left undecided for want of test images, the run that would decide it
-    (:mod:`i2o.deciding`): ``test_size`` is in both jobs' keys, so both models retrain (their
-    measured training time) and sweep the larger test set (their measured sweep time, scaled)."""
+    (:func:`i2o.deciding.name_remedies`): ``test_size`` is in both jobs' keys, so both models
+    retrain (their measured training time) and sweep the larger test set (their measured sweep
+    time, scaled)."""
     records = results.records.values()
     training = sum(float(r["train_seconds"]) for r in records)
     sweeps = sum(float(r["sweep_seconds"]) for r in records)
-    for row in list(table.rows):
-        if row.holds is None and row.facts.needs is not None:
-            found = deciding.more_examples(FIGURE, results.params, row.facts.needs, "test_size",
-                                           training + sweeps, sweeps)
-            if found is not None:
-                table.remedy(row.id, found)
+    deciding.name_remedies(table, results.params,
+                           deciding.Rates(rerun=training + sweeps, evaluation=sweeps),
+                           {EVALUATION_SET: "test_size"})
 
 
 def numbers(results: DiagnoseResults) -> dict[str, str]:

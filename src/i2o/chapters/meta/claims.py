@@ -712,25 +712,20 @@ def claims(results: MetaResults) -> Claims:
 
 def name_remedies(table: Claims, results: MetaResults) -> None:
     """The run that would decide each row this run leaves open for want of data
-    (:mod:`i2o.deciding`).
+    (:func:`i2o.deciding.name_remedies`).
 
     - A row undecided for want of held-out tasks (the odd half of the test tasks) names
-      ``n_test_tasks`` at twice what its held-out half needs. The size enters only the keys of
-      the sweeps of Figure 3's and the ablation's models: those sweeps run again at the new size
-      (their measured time, scaled) and the trained models are read from the cache.
+      ``n_test_tasks`` at twice what its held-out half needs (:data:`i2o.deciding.PER_UNIT`).
+      The size enters only the keys of the sweeps of Figure 3's and the ablation's models:
+      those sweeps run again at the new size (their measured time, scaled) and the trained
+      models are read from the cache.
     - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run (more
       models, trained longer), costed at the CPU time per outer step each of this run's models
       measured. At the paper's scale no run is named: its reason says what would decide it."""
     p = results.params
     online = [c for section in (results.figure3, results.ablation) for c in section.values()]
     sweeps = sum(float(c.get("seconds", math.nan)) for c in online)
-    for row in list(table.rows):
-        needs = row.facts.needs
-        if row.holds is None and needs is not None and needs.of is Over.HELD_OUT_TASKS:
-            found = deciding.more_examples(FIGURE, p, gates.Needs(2 * needs.count, needs.of),
-                                           "n_test_tasks", sweeps, sweeps)
-            if found is not None:
-                table.remedy(row.id, found)
+    deciding.name_remedies(table, p, deciding.Rates(rerun=sweeps, evaluation=sweeps))
     ordering = table.by_id.get("figure4/fit-ordering")
     if ordering is None or ordering.holds is not None or p.profile == "paper":
         return
@@ -740,7 +735,7 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
                   * steps.get((c["method"], c.get("n_meta_batches")), paper["fig4_outer_steps"])
                   for section in (results.figure3, results.figure4, results.ablation)
                   for c in section.values())
-    table.remedy(ordering.id, deciding.Remedy(FIGURE, "paper", (), seconds))
+    table.remedy(ordering.id, deciding.at_profile(FIGURE, "paper", seconds))
 
 
 def figure4_numbers(per_set: dict[str, Any]) -> dict[str, Any]:

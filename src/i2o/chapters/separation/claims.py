@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
+from i2o import deciding, gates
 from i2o.chapters.separation.runs import SeparationResults
 from i2o.chapters.separation.steep import slope
-from i2o.claims import Claims
+from i2o.claims import Claim, Claims
 from i2o.profiles import Params
 
 MARGIN = 0.02  # relative practical margin of "lower than"
@@ -434,14 +434,28 @@ def _rows(p: Params, r: SeparationResults) -> list[tuple[str, str, gates.Decisio
     return rows
 
 
+#: the seed list a section's comparisons are over (its intervals' seeds); a row's own entry
+#: first (the feature density of Section 3 is measured on the GOTU task)
+SEED_LISTS = {"diagonal/feature-density": "gotu_seeds", "sawtooth": "seeds",
+              "steep": "steep_seeds", "diagonal": "seeds", "gotu": "gotu_seeds"}
+
+
+def seed_list(row: Claim) -> dict[str, str]:
+    """The parameter that raises the seeds of ``row``'s intervals, as
+    :func:`i2o.deciding.remedy` reads it."""
+    return {"seeds": SEED_LISTS.get(row.id, SEED_LISTS[row.section])}
+
+
 def claims(results: SeparationResults) -> Claims:
     """The chapter's table, each row's reason (which quotes its measurement) in ``check``; a row
-    undecided in smoke names the quick profile, which decides it."""
+    undecided in smoke names the quick profile, which decides it, unless its facts say how many
+    seeds would (then it names that run: :func:`i2o.deciding.name_remedies`, not costed)."""
     table = Claims("separation", results.params.profile)
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):
         table.decide(statement, decision, "", id=row_id, section=row_id.split("/", 1)[0],
                      decided_by="quick" if smoke and decision.holds is None else "")
+    deciding.name_remedies(table, results.params, deciding.Rates(), seed_list)
     return table
 
 

@@ -58,7 +58,7 @@ from i2o import deciding, gates
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
 from i2o.claims import Claims
-from i2o.decision import Over
+from i2o.decision import EVALUATION_SET, Over
 from i2o.diagnose.curves import from_evaluations
 from i2o.diagnose.verdicts import POWER_RATIO, RESIDUAL_FALL, Margin, decide
 
@@ -281,7 +281,8 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
 def name_remedies(table: Claims, params: Mapping[str, Any],
                   runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     """For each row left undecided for want of seeds or test images, the run that would decide
-    it (:mod:`i2o.deciding`), costed at this run's measured training and evaluation time."""
+    it (:func:`i2o.deciding.name_remedies`), costed at this run's measured training and
+    evaluation time."""
     def mean(arm: str, key: str) -> float:
         return float(np.mean([float(r.get(key, np.nan)) for r in runs[arm]]))
 
@@ -289,13 +290,8 @@ def name_remedies(table: Claims, params: Mapping[str, Any],
     evaluation = sum(len(runs[arm]) * mean(arm, "eval_seconds") for arm in LABELS)
     everything = sum(len(runs[arm]) * (mean(arm, "train_seconds") + mean(arm, "eval_seconds"))
                      for arm in LABELS)
-    for row in list(table.rows):
-        if row.holds is None and row.id and row.facts.needs is not None:
-            found = (deciding.more_seeds(FIGURE, params, row.facts.needs, per_seed)
-                     or deciding.more_examples(FIGURE, params, row.facts.needs, "test_size",
-                                               everything, evaluation))
-            if found is not None:
-                table.remedy(row.id, found)
+    deciding.name_remedies(table, params, deciding.Rates(per_seed, everything, evaluation),
+                           {EVALUATION_SET: "test_size"})
 
 
 def numbers(results: StabilityResults) -> dict[str, Any]:
