@@ -22,8 +22,9 @@ Command line: ``python -m i2o.diagnose --help``.
 - :mod:`.torchdeq_model` — :class:`TorchDEQModel`, a module holding a torchdeq DEQ;
 - :mod:`.metrics` — named metrics and custom ones; :mod:`.data` — loaders and tensors;
 - :mod:`.curves` — curves, gaps and intervals; :mod:`.verdicts` — the verdicts and the
-  recommendation; :mod:`.result` — :class:`Diagnosis` (table, claims, JSON); :mod:`.plot` — its
-  figure; :mod:`.cli` — the command.
+  recommendation; :mod:`.rows` — the verdicts as claim rows, for every chapter;
+  :mod:`.result` — :class:`Diagnosis` (table, claims, JSON); :mod:`.plot` — its figure;
+  :mod:`.cli` — the command.
 
 Machinery: imports engines (:mod:`i2o.deq`) and the book's gates and claims, never a chapter.
 """

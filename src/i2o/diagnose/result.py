@@ -12,6 +12,7 @@ import numpy as np
 
 from i2o import gates
 from i2o.claims import Claims
+from i2o.diagnose import rows
 from i2o.diagnose.curves import Curves
 from i2o.diagnose.verdicts import RESIDUAL_FALL, Recommendation, Verdicts
 
@@ -74,56 +75,59 @@ class Diagnosis:
 
     def claims(self, figure: str = "diagnose", profile: str = "", prefix: str = "",
                section: str = "") -> Claims:
-        """The verdicts as an :class:`i2o.claims.Claims` table, one row per verdict, recorded
-        as ``<prefix>fit`` (with a fit criterion), ``help``, ``hurt``, ``same``, ``fewer``,
-        ``residual`` and ``recommendation``."""
+        """The verdicts as an :class:`i2o.claims.Claims` table, one row per verdict
+        (:func:`i2o.diagnose.rows.write`), recorded as ``<prefix>fit`` (with a fit criterion),
+        ``help``, ``hurt``, ``same``, ``fewer``, ``residual``, then ``recommendation``."""
         table = Claims(figure, profile)
-        v = self.verdicts
-        margin = v.margin.text
+        rows.write(table, self.verdicts, self._rows(), prefix, section)
+        r = self.recommendation
+        table.decide(f"{self.model}: recommended test-time N' = {r.n}",
+                     gates.Decision(True if r.decided else None,
+                                    "smallest N' whose CI against the best lies above −δ"
+                                    + ("" if r.decided else "; a cheaper N' cannot be ruled out")),
+                     r.describe(self.train_iters), self.verdicts.margin.text,
+                     id=prefix + "recommendation", section=section)
+        return table
+
+    def _rows(self) -> list[rows.Row]:
+        """The rows of the rule's verdicts, in the table's order."""
         above = self.intervals["above"]
-        best = max(above, key=lambda ci: ci.mean) if above else None
-        worst = min(above, key=lambda ci: ci.mean) if above else None
+        counts = [n for n in self.grid if n > self.train_iters]
+        best, worst = rows.largest(above, counts), rows.smallest(above, counts)
         unit = f" ({self.metric}, improvement over N = {self.train_iters})"
-
-        def row(key: str, claim: str, decision: gates.Decision, value: str,
-                margin: str = "") -> None:
-            table.decide(claim, decision, value, margin, id=prefix + key, section=section)
-
+        more = f"{self.model}: more iterations than N = {self.train_iters}"
+        found = []
         if self.fit is not None:
-            row("fit", f"{self.model}: fits its training data (the regime of the paper's "
-                "claims)", v.gate, "stated by the user" if self.fit == "stated" else
-                f"training {self.metric} at N: {self._format(self.train_at_n)}")
-        row("help", f"{self.model}: more iterations than N = {self.train_iters} help (by more "
-            "than δ)", v.help, f"best: {best.describe(digits=4)}{unit}" if best else "—", margin)
-        row("hurt", f"{self.model}: more iterations than N = {self.train_iters} hurt (by more "
-            "than δ)", v.hurt, f"worst: {worst.describe(digits=4)}{unit}" if worst else "—",
-            margin)
-        row("same", f"{self.model}: more iterations than N = {self.train_iters} make no "
-            "difference beyond δ", v.same, f"{len(above)} counts above N" if above else "—",
-            margin)
+            found.append(rows.Row(
+                "gate", "fit", f"{self.model}: fits its training data (the regime of the paper's "
+                "claims)", "stated by the user" if self.fit == "stated" else
+                f"training {self.metric} at N: {self._format(self.train_at_n)}", margin=False))
+        found += [
+            rows.Row("help", "help", f"{more} help (by more than δ)",
+                     f"best: {best[1].describe(digits=4)}{unit}" if best else "—"),
+            rows.Row("hurt", "hurt", f"{more} hurt (by more than δ)",
+                     f"worst: {worst[1].describe(digits=4)}{unit}" if worst else "—"),
+            rows.Row("same", "same", f"{more} make no difference beyond δ",
+                     f"{len(above)} counts above N" if above else "—")]
         low, fewer = self.intervals["below"], self.intervals.get("fewer", [])
-        gain = max(fewer, key=lambda ci: ci.mean) if fewer else None
-        row("fewer", f"{self.model}: fewer iterations than N = {self.train_iters} hurt (every "
-            "N' < N; none better than N by more than δ)", v.fewer,
+        gain = rows.largest(fewer, [n for n in self.grid if n < self.train_iters])
+        found.append(rows.Row(
+            "fewer", "fewer", f"{self.model}: fewer iterations than N = {self.train_iters} hurt "
+            "(every N' < N; none better than N by more than δ)",
             (f"cost of N' = {self.grid[0]}: " + low[0].describe(digits=4) + unit
-             + (f"; best below N: {gain.describe(digits=4)}" if gain else ""))
-            if low else "—", margin)
+             + (f"; best below N: {gain[1].describe(digits=4)}" if gain else ""))
+            if low else "—"))
         res = self.test.residual_mean()
         at_n, at_max = float(res[self.test.at(self.train_iters)]), float(res[-1])
         falling = self.intervals.get("residual", [])
-        row("residual", f"Sanity check, {self.model}: the solver converges beyond N (relative "
-            f"residual at the largest N' at most 1/{RESIDUAL_FALL:g} of its value at N; "
-            "otherwise the rows on more iterations are undecided)", v.residual,
+        found.append(rows.Row(
+            "residual", "residual", f"Sanity check, {self.model}: the solver converges beyond N "
+            f"(relative residual at the largest N' at most 1/{RESIDUAL_FALL:g} of its value at "
+            "N; otherwise the rows on more iterations are undecided)",
             (f"log10(residual at N' = {self.grid[-1]} / at N = {self.train_iters}): "
              + (falling[0].describe(digits=2) if falling else "not computed")
-             + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"))
-        r = self.recommendation
-        row("recommendation", f"{self.model}: recommended test-time N' = {r.n}",
-            gates.Decision(True if r.decided else None,
-                           "smallest N' whose CI against the best lies above −δ"
-                           + ("" if r.decided else "; a cheaper N' cannot be ruled out")),
-            r.describe(self.train_iters), margin)
-        return table
+             + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"), margin=False))
+        return found
 
     def table(self) -> str:
         """The curve, gap, interval and residual at every count, as aligned text."""
