@@ -50,6 +50,7 @@ A row left undecided for want of seeds or test images names the run that would d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
 from i2o.claims import Claims
 from i2o.decision import EVALUATION_SET, Over
-from i2o.diagnose.curves import from_evaluations
+from i2o.diagnose import rows
+from i2o.diagnose.curves import Curves, from_evaluations
 from i2o.diagnose.verdicts import POWER_RATIO, RESIDUAL_FALL, Margin, decide
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
@@ -131,22 +133,60 @@ def _models(m: Mapping[str, Any], names: Sequence[str]) -> str:
                                                 m["cap_reached"], strict=True))
 
 
-def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]],
-                 costs: Mapping[str, Mapping[str, Any]] | None = None) -> Claims:
-    """The chapter's claims table, its rows recorded by id for :mod:`.prose` (``health``,
-    ``fit``, ``not_more_stable``, ``equally_stable``, ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
-    ``<arm>_residual``, ``memory`` when the step costs were measured); the rows of an arm are in
-    the section ``<arm>``, the comparison of the arms in ``comparison``.
+@dataclass(frozen=True)
+class Decided:
+    """What every row of the chapter is decided on: per arm, every seed's measures
+    (:func:`per_seed`), the seeds' names and which fit; the fit quorum, the health of the
+    fitting models and the gate of every row; the curves of the fitting models (of the first
+    seed when none fits)."""
 
-    ``runs`` maps each arm to its seeds' job results at the training N ``train_iters[0]``.
-    """
+    every: dict[str, dict[str, Any]]
+    names: dict[str, list[str]]
+    masks: dict[str, np.ndarray]
+    fitting: dict[str, dict[str, Any]]
+    fit: gates.Decision
+    health: gates.Decision
+    gate: gates.Decision
+    curves: dict[str, Curves]
+
+
+def decided_on(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]]
+               ) -> Decided:
+    """The models the claims are decided on and the gate of every row (module docstring)."""
     train_n = int(params["train_iters"][0])
     its = list(params["test_iters"])
-    fraction = float(params["margin_fraction"])
-    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
     every = {arm: per_seed(runs[arm], its, train_n) for arm in LABELS}
     names = {arm: _seed_names(params, len(runs[arm])) for arm in LABELS}
+    fit, masks = gates.fit_quorum({LABELS[a]: every[a]["train_accuracy"] for a in LABELS},
+                                  float(params["fit_accuracy"]), int(params["fit_quorum"]),
+                                  {LABELS[a]: names[a] for a in LABELS})
+    chosen = {arm: [i for i, ok in enumerate(masks[LABELS[arm]]) if ok] for arm in LABELS}
+    m: dict[str, dict[str, Any]] = {
+        arm: {k: (np.asarray(v)[masks[LABELS[arm]]] if not isinstance(v, list) else
+                  [x for x, ok in zip(v, masks[LABELS[arm]], strict=True) if ok])
+              for k, v in every[arm].items()} for arm in LABELS}
+    health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
+    n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
+    count = gates.enough(n_seeds, 2, f"{n_seeds}+ fitting seeds per arm",
+                         f"{n_seeds} fitting seed in an arm: a confidence interval over seeds "
+                         "needs ≥ 2")
+    curves = {arm: from_evaluations([runs[arm][i]["test"] for i in chosen[arm] or [0]])
+              for arm in LABELS}
+    return Decided(every, names, masks, m, fit, health, gates.combine(health, fit, count),
+                   curves)
 
+
+def best_gain(params: Mapping[str, Any], curves: Curves) -> tuple[int, gates.Interval] | None:
+    """The count above the training N of the largest mean accuracy gain over N, in points, with
+    its interval over the fitting seeds: what the arm's ``no_gain`` row quotes."""
+    train_n = int(params["train_iters"][0])
+    counts = [n for n in sorted(params["test_iters"]) if n > train_n]
+    return rows.largest(curves.improvements(train_n, counts), counts)
+
+
+def _regime_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> None:
+    """The ``health`` warning row (every model) and the ``fit`` row (the quorum)."""
+    every, names = on.every, on.names
     flagged = [f"{LABELS[a]} {names[a][i]}: {why}" for a in LABELS
                for i, why in enumerate(every[a]["diverged"]) if why]
     everyone = gates.health_gate({LABELS[a]: every[a]["diverged"] for a in LABELS})
@@ -156,38 +196,26 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         "; ".join(flagged) if flagged else f"{sum(len(every[a]['diverged']) for a in LABELS)} "
         "models checked", check="warning row: a flagged model that fits makes the claims "
         "undecided", id="health")
-
-    quorum = int(params["fit_quorum"])
-    fit, masks = gates.fit_quorum({LABELS[a]: every[a]["train_accuracy"] for a in LABELS},
-                                  float(params["fit_accuracy"]), quorum,
-                                  {LABELS[a]: names[a] for a in LABELS})
-    fitting = {arm: [i for i, ok in enumerate(masks[LABELS[arm]]) if ok] for arm in LABELS}
-    m: dict[str, dict[str, Any]] = {
-        arm: {k: (np.asarray(v)[masks[LABELS[arm]]] if not isinstance(v, list) else
-                  [x for x, ok in zip(v, masks[LABELS[arm]], strict=True) if ok])
-              for k, v in every[arm].items()} for arm in LABELS}
     capped = [f"{LABELS[a]} {names[a][i]}" for a in LABELS
               for i in np.flatnonzero(every[a]["cap_reached"])]
     table.decide(
-        f"Fit criterion: at least {quorum} models per arm reach ≥ "
-        f"{100 * float(params['fit_accuracy']):g} % training accuracy at N = {train_n} (the "
-        "regime of Theorem 1 / Corollary 1), each trained until it fits plus "
-        f"{params['extra_epochs']} epochs, at most {params['epochs']}",
-        gates.Decision(fit.holds is True, fit.reason, fit.facts),
+        f"Fit criterion: at least {int(params['fit_quorum'])} models per arm reach ≥ "
+        f"{100 * float(params['fit_accuracy']):g} % training accuracy at N = "
+        f"{int(params['train_iters'][0])} (the regime of Theorem 1 / Corollary 1), each trained "
+        f"until it fits plus {params['extra_epochs']} epochs, at most {params['epochs']}",
+        gates.Decision(on.fit.holds is True, on.fit.reason, on.fit.facts),
         "; ".join(f"{LABELS[a]}: {_models(every[a], names[a])}" for a in LABELS)
         + (f"; reached the cap without fitting: {', '.join(capped)}" if capped else ""),
         id="fit")
 
-    health = gates.health_gate({LABELS[a]: m[a]["diverged"] for a in LABELS})
-    n_seeds = min(len(m[a]["at_train"]) for a in LABELS)
-    count = gates.enough(n_seeds, 2, f"{n_seeds}+ fitting seeds per arm",
-                         f"{n_seeds} fitting seed in an arm: a confidence interval over seeds "
-                         "needs ≥ 2")
-    gate = gates.combine(health, fit, count)
-    curves = {arm: from_evaluations([runs[arm][i]["test"] for i in fitting[arm] or [0]])
-              for arm in LABELS}
 
-    reference = curves[REFERENCE_ARM]
+def _comparison_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> None:
+    """``not_more_stable`` and ``equally_stable``: the chapter's own comparison of the arms
+    (module docstring)."""
+    train_n = int(params["train_iters"][0])
+    fraction = float(params["margin_fraction"])
+    m, gate = on.fitting, on.gate
+    reference = on.curves[REFERENCE_ARM]
     change = f"the {LABELS[REFERENCE_ARM]} arm's mean |acc(N') − acc({train_n})|"
     between: gates.Interval | None = None
 
@@ -204,7 +232,7 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
         resolved = gates.resolves(margin.delta, reference.resolution(train_n), margin.text,
                                   "one model's standard error over the test images of a change "
                                   "between two counts", reference.n_examples)
-        between, pairs = paired_difference(every, masks)
+        between, pairs = paired_difference(on.every, on.masks)
         value = (f"mean |acc(N') − acc({train_n})|: IFT {_points(m['ift']['deviation'].mean())}, "
                  f"unrolled {_points(m['unrolled']['deviation'].mean())} points; IFT − unrolled "
                  + (between.describe(1, " pt") if between else "not computed"))
@@ -226,45 +254,62 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
             [compare], lambda: paired(gates.equivalent), quote=True),
         value, margin_text, id="equally_stable", section="comparison")
 
-    for arm, label in LABELS.items():
-        low = min(its)
-        margin = Margin.fewest(curves[arm], train_n, fraction, "points",
-                               named=f"the {label} arm's loss acc({train_n}) − acc({low})",
-                               floor=FLOOR_POINTS)
-        verdicts, intervals = decide(curves[arm], train_n, margin, gate, health=health,
-                                     power_ratio=POWER_RATIO)
-        above = intervals["above"]
-        counts = [n for n in sorted(its) if n > train_n]
-        k = int(np.argmax([ci.mean for ci in above])) if above else 0
-        gain_v = (f"largest mean gain over N' > {train_n}, at N' = {counts[k]}: "
-                  + above[k].describe(1, " pt") + f" ({len(counts)} counts)"
-                  if above and gate.holds is True else "not computed: " + gate.reason)
-        below = intervals["fewer"]
-        counts_below = [n for n in sorted(its) if n < train_n]
-        j = int(np.argmax([ci.mean for ci in below])) if below else 0
-        loss_v = (f"acc({train_n}) − acc({low}): " + intervals["below"][0].describe(1, " pt")
-                  + f"; largest mean gain over N' < {train_n}, at N' = {counts_below[j]}: "
-                  + below[j].describe(1, " pt") + f" ({len(counts_below)} counts)"
-                  if gate.holds is True and below else "not computed: " + gate.reason)
-        table.decide(
-            f"{label}: more test iterations than in training do not raise accuracy by more than "
-            "δ (inner-iterations overfitting)", verdicts.no_gain, gain_v, verdicts.margin.text,
-            id=f"{arm}_no_gain", section=arm)
-        table.decide(
-            f"{label}: fewer test iterations than in training (every N' < {train_n}) lower "
-            "accuracy, none raising it by more than δ", verdicts.fewer, loss_v,
-            verdicts.margin.text, id=f"{arm}_fewer_hurt", section=arm)
-        falling = intervals["residual"]
-        residual_v = (f"log10(last-iterate residual at N' = {max(its)} / at N = {train_n}): "
-                      + (falling[0].describe(1, "", 2) if falling else "not computed"))
-        table.decide(
-            f"Sanity check, {label}: the residual of the last iterate falls at least "
-            f"{RESIDUAL_FALL:g}-fold beyond N = {train_n} (the solver converges; otherwise the "
-            "rows on more iterations are undecided)", verdicts.residual,
-            residual_v + f"; mean residual {np.mean(every[arm]['last_residual_at_train']):.3g}"
-            f" at N = {train_n}, {np.mean(every[arm]['last_residual_beyond']):.3g} beyond "
-            "(every model)",
-            id=f"{arm}_residual", section=arm)
+
+def _arm_rows(table: Claims, params: Mapping[str, Any], on: Decided, arm: str) -> None:
+    """An arm's rows from the book's one rule (:func:`i2o.diagnose.verdicts.decide`, written by
+    :func:`i2o.diagnose.rows.write`): ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
+    ``<arm>_residual``."""
+    train_n = int(params["train_iters"][0])
+    its = list(params["test_iters"])
+    label, gate, low = LABELS[arm], on.gate, min(its)
+    margin = Margin.fewest(on.curves[arm], train_n, float(params["margin_fraction"]), "points",
+                           named=f"the {label} arm's loss acc({train_n}) − acc({low})",
+                           floor=FLOOR_POINTS)
+    verdicts, intervals = decide(on.curves[arm], train_n, margin, gate, health=on.health,
+                                 power_ratio=POWER_RATIO)
+    counts = [n for n in sorted(its) if n > train_n]
+    gain = rows.largest(intervals["above"], counts)
+    gain_v = (f"largest mean gain over N' > {train_n}, at N' = {gain[0]}: "
+              + gain[1].describe(1, " pt") + f" ({len(counts)} counts)"
+              if gain and gate.holds is True else "not computed: " + gate.reason)
+    counts_below = [n for n in sorted(its) if n < train_n]
+    fewer = rows.largest(intervals["fewer"], counts_below)
+    loss_v = (f"acc({train_n}) − acc({low}): " + intervals["below"][0].describe(1, " pt")
+              + f"; largest mean gain over N' < {train_n}, at N' = {fewer[0]}: "
+              + fewer[1].describe(1, " pt") + f" ({len(counts_below)} counts)"
+              if gate.holds is True and fewer else "not computed: " + gate.reason)
+    falling = intervals["residual"]
+    residual_v = (f"log10(last-iterate residual at N' = {max(its)} / at N = {train_n}): "
+                  + (falling[0].describe(1, "", 2) if falling else "not computed")
+                  + f"; mean residual {np.mean(on.every[arm]['last_residual_at_train']):.3g}"
+                  f" at N = {train_n}, {np.mean(on.every[arm]['last_residual_beyond']):.3g} "
+                  "beyond (every model)")
+    rows.write(table, verdicts, [
+        rows.Row("no_gain", "no_gain", f"{label}: more test iterations than in training do not "
+                 "raise accuracy by more than δ (inner-iterations overfitting)", gain_v),
+        rows.Row("fewer", "fewer_hurt", f"{label}: fewer test iterations than in training (every "
+                 f"N' < {train_n}) lower accuracy, none raising it by more than δ", loss_v),
+        rows.Row("residual", "residual", f"Sanity check, {label}: the residual of the last "
+                 f"iterate falls at least {RESIDUAL_FALL:g}-fold beyond N = {train_n} (the "
+                 "solver converges; otherwise the rows on more iterations are undecided)",
+                 residual_v, margin=False)], prefix=f"{arm}_", section=arm)
+
+
+def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]],
+                 costs: Mapping[str, Mapping[str, Any]] | None = None) -> Claims:
+    """The chapter's claims table, its rows recorded by id for :mod:`.prose` (``health``,
+    ``fit``, ``not_more_stable``, ``equally_stable``, ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
+    ``<arm>_residual``, ``memory`` when the step costs were measured); the rows of an arm are in
+    the section ``<arm>``, the comparison of the arms in ``comparison``.
+
+    ``runs`` maps each arm to its seeds' job results at the training N ``train_iters[0]``.
+    """
+    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
+    on = decided_on(params, runs)
+    _regime_rows(table, params, on)
+    _comparison_rows(table, params, on)
+    for arm in LABELS:
+        _arm_rows(table, params, on, arm)
     if costs is not None:
         more = gates.compare(costs["unrolled"]["peak_mb"], ">", costs["ift"]["peak_mb"])
         # The peaks are measured costs, glued as such (stability-<arm>-step-mb) and shown with
