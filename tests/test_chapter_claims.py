@@ -61,6 +61,27 @@ def test_stability_claims_hold_on_the_papers_picture():
     assert stability_prose.paragraphs(rows) == [text]  # one paragraph
 
 
+def test_stability_glued_best_gain_is_the_no_gain_rows_number():
+    """The text's "best gain from more iterations" is the number the arm's row quotes: the
+    largest mean over the fitting seeds (a seed that does not fit is left out of both)."""
+    from i2o.chapter import Cost
+    from i2o.chapters.stability.runs import StabilityResults, summarize
+
+    runs = {"ift": seeds(IMPROVING)[:4] + [stability_run(PLATEAU, 9, train_accuracy=0.5)],
+            "unrolled": seeds(PLATEAU)}
+    rows = table(runs["ift"], runs["unrolled"])
+    results = StabilityResults(
+        params=PARAMS, cost=Cost(1.0, 10, 0), runs=runs,
+        summary={arm: summarize(found, ITERS, 18) for arm, found in runs.items()},
+        train_seconds={"ift": 1.0, "unrolled": 1.0}, costs=None, train_n=18, n_parameters=1,
+        n_parameters_tiny=1)
+    glued = stability_claims.numbers(results)
+    for arm in ("ift", "unrolled"):
+        quoted = rows[f"{arm}_no_gain"].value.split(": ", 1)[1].split(" pt")[0]
+        assert glued[f"stability-{arm}-gain-more"] == quoted
+    assert float(glued["stability-ift-gain-more"]) > 5  # IMPROVING gains about 10 points
+
+
 def test_stability_claims_fail_when_ift_is_more_stable_and_more_iterations_help():
     rows = table(seeds(PLATEAU), seeds(DROPPING))
     assert rows["not_more_stable"].holds is False

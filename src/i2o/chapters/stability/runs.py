@@ -112,8 +112,6 @@ def summarize(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], trai
     """Mean and sd over seeds of accuracy and residual per test N, and the stability measures.
 
     - ``deviation``: per seed, mean over test N ≠ N_train of ``|acc(N) − acc(N_train)|``;
-    - ``gain_more``: per seed, ``max_{N > N_train} acc(N) − acc(N_train)`` (> 0: more iterations
-      helped);
     - ``loss_fewer``: per seed, ``acc(N_train) − acc(min N)``.
     """
     its = np.asarray(test_iters)
@@ -121,7 +119,6 @@ def summarize(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], trai
     acc = np.stack([np.asarray(r["test"]["accuracy"]) for r in runs])
     res = np.stack([np.asarray(r["test"]["residual_rel"]) for r in runs])
     others = its != train_iter
-    above = its > train_iter
     sd = acc.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(len(its))
     return {
         "accuracy": acc, "residual": res,
@@ -129,8 +126,6 @@ def summarize(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], trai
         "residual_mean": res.mean(axis=0),
         "at_train": acc[:, at],
         "deviation": np.abs(acc[:, others] - acc[:, [at]]).mean(axis=1),
-        "gain_more": (acc[:, above].max(axis=1) - acc[:, at]) if above.any()
-        else np.zeros(len(runs)),
         "loss_fewer": acc[:, at] - acc[:, int(np.argmin(its))],
         "residual_at_train": res[:, at], "residual_at_max": res[:, int(np.argmax(its))],
     }
