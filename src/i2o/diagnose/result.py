@@ -68,7 +68,9 @@ class Diagnosis:
         return out
 
     # -- tables -------------------------------------------------------------------------------
-    def _format(self, value: float) -> str:
+    def _format(self, value: float | None) -> str:
+        if value is None:
+            return "not measured"
         if self.metric in ("accuracy", "error"):
             return f"{100 * value:.1f} %"
         return f"{value:.4g}"

@@ -61,6 +61,7 @@ from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
 from i2o.claims import Claim, Claims
 from i2o.decision import EVALUATION_SET, Over
+from i2o.diagnose import rows
 from i2o.diagnose.curves import Curves
 from i2o.diagnose.verdicts import RESIDUAL_FALL, Margin, Verdicts, decide
 from i2o.train import health
@@ -124,59 +125,62 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
 
 
+def split_margin(task: str, curves: Curves, split: str, fraction: float, train_iters: int
+                 ) -> Margin:
+    """A split's δ: on test data a fraction of what the fewest iterations cost
+    (:meth:`~i2o.diagnose.verdicts.Margin.fewest`), on training data of the training loss at N
+    (:meth:`~i2o.diagnose.verdicts.Margin.relative`); never below the task's floor."""
+    spec = TASKS[task]
+    if split == "test":
+        low = int(np.asarray(curves.grid)[0])
+        return Margin.fewest(curves, train_iters, fraction, spec.metric_unit,
+                             named=f"|gap at {low}|", floor=spec.metric_floor)
+    level = float(curves.mean()[curves.at(train_iters)])
+    return Margin.relative(fraction, level, f"the training loss at N = {train_iters}",
+                           spec.loss_unit, floor=spec.loss_floor)
+
+
 def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates.Decision,
                fraction: float, health: gates.Decision, train_iters: int
                ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
-    """A split's two rows, "fewer iterations hurt" and "no improvement beyond δ", from the book's
-    rule (:func:`i2o.diagnose.verdicts.decide`): on test data ``δ`` is a fraction of what the
-    fewest iterations cost (:meth:`~i2o.diagnose.verdicts.Margin.fewest`), on training data of the
-    training loss at N (:meth:`~i2o.diagnose.verdicts.Margin.relative`)."""
+    """A split's two rows, "fewer iterations hurt" and "no improvement beyond δ" (and, on test
+    data, Appendix G.4's row of a reconstruction network), from the book's rule
+    (:func:`i2o.diagnose.verdicts.decide` with :func:`split_margin`), written by
+    :func:`i2o.diagnose.rows.write`."""
     spec = TASKS[task]
     name = spec.label
     data = "test data" if split == "test" else "training data (training loss)"
-    low = int(np.asarray(curves.grid)[0])
-    if split == "test":
-        margin = Margin.fewest(curves, train_iters, fraction, spec.metric_unit,
-                               named=f"|gap at {low}|", floor=spec.metric_floor)
-    else:
-        level = float(curves.mean()[curves.at(train_iters)])
-        margin = Margin.relative(fraction, level, f"the training loss at N = {train_iters}",
-                                 spec.loss_unit, floor=spec.loss_floor)
+    margin = split_margin(task, curves, split, fraction, train_iters)
     verdicts, intervals = decide(curves, train_iters, margin, gate, health=health)
     scale = digits_of(curves, train_iters)
-    mean = curves.mean()
+    mean, grid = curves.mean(), [int(n) for n in np.asarray(curves.grid)]
     lowest = int(np.nanargmin(mean))
-    cost = intervals["below"][0]
     label = spec.metric_label if split == "test" else spec.loss_label
-    below = intervals["fewer"]
-    fewer_counts = [int(n) for n in np.asarray(curves.grid) if n < train_iters]
-    j = int(np.argmax([ci.mean for ci in below]))
-    few_v = (f"cost of N' = {low}: {cost.describe(digits=scale)} ({label}); largest mean "
-             f"improvement below N, at {fewer_counts[j]}: {below[j].describe(digits=scale)} "
-             f"({len(fewer_counts)} counts below N); lowest mean at {int(curves.grid[lowest])} "
-             f"iterations ({mean[lowest]:.3g}, {mean[curves.at(train_iters)]:.3g} at N)")
-    above = intervals["above"]
-    counts = [int(n) for n in np.asarray(curves.grid) if n > train_iters]
-    if above:
-        k = int(np.argmax([ci.mean for ci in above]))
-        more_v = (f"largest mean improvement above N, at {counts[k]}: "
-                  f"{above[k].describe(digits=scale)} ({len(counts)} counts above N)")
-    else:
-        more_v = "not computed"
-    table.decide(
-        f"{name}, {data}: fewer iterations than in training (every N' < N = {train_iters}) "
-        "hurt, none improving on N by more than δ",
-        verdicts.fewer, few_v, verdicts.margin.text, id=f"{task}_{split}_fewer_hurt",
-        section=task)
-    table.decide(
-        f"{name}, {data}: more iterations than N bring no improvement beyond δ",
-        verdicts.no_gain, more_v, verdicts.margin.text, id=f"{task}_{split}_no_gain",
-        section=task)
+    fewer_counts = [n for n in grid if n < train_iters]
+    found = rows.largest(intervals["fewer"], fewer_counts)
+    assert found is not None, "Margin.fewest and relative need a count below N"
+    few_v = (f"cost of N' = {grid[0]}: {intervals['below'][0].describe(digits=scale)} ({label}); "
+             f"largest mean improvement below N, at {found[0]}: "
+             f"{found[1].describe(digits=scale)} ({len(fewer_counts)} counts below N); lowest "
+             f"mean at {grid[lowest]} iterations ({mean[lowest]:.3g}, "
+             f"{mean[curves.at(train_iters)]:.3g} at N)")
+    counts = [n for n in grid if n > train_iters]
+    best = rows.largest(intervals["above"], counts)
+    more_v = (f"largest mean improvement above N, at {best[0]}: "
+              f"{best[1].describe(digits=scale)} ({len(counts)} counts above N)" if best
+              else "not computed")
+    written = [
+        rows.Row("fewer", "fewer_hurt", f"{name}, {data}: fewer iterations than in training "
+                 f"(every N' < N = {train_iters}) hurt, none improving on N by more than δ",
+                 few_v),
+        rows.Row("no_gain", "no_gain", f"{name}, {data}: more iterations than N bring no "
+                 "improvement beyond δ", more_v)]
+    rows.write(table, verdicts, written, prefix=f"{task}_{split}_", section=task)
     g4 = spec.appendix_g4
     if split == "test" and g4 is not None:
-        table.decide(f"{name}, test data (Figure G.4): {g4.claim}", getattr(verdicts, g4.verdict),
-                     few_v if g4.side == "below" else more_v, verdicts.margin.text, id=g4.row_id,
-                     section=task)
+        rows.write(table, verdicts, [rows.Row(
+            g4.verdict, g4.row_id, f"{name}, test data (Figure G.4): {g4.claim}",
+            few_v if g4.side == "below" else more_v)], section=task)
     return verdicts, intervals
 
 
@@ -240,13 +244,14 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
             if over == "models" else [])
     falling = intervals["residual"]
     top = int(np.asarray(curves["test"].grid)[-1])
-    table.decide(
-        f"Sanity check, {name}: the residual of the last iterate falls at least "
-        f"{RESIDUAL_FALL:g}-fold beyond N (the solver converges; otherwise the rows on more "
-        "iterations are undecided)",
-        verdicts.residual, f"log10(last-iterate residual at {top} / at N = {train_iters}): "
+    rows.write(table, verdicts, [rows.Row(
+        "residual", "residual", f"Sanity check, {name}: the residual of the last iterate falls "
+        f"at least {RESIDUAL_FALL:g}-fold beyond N (the solver converges; otherwise the rows on "
+        "more iterations are undecided)",
+        f"log10(last-iterate residual at {top} / at N = {train_iters}): "
         + (falling[0].describe(digits=2) if falling else "not computed")
-        + (f"; rose for {', '.join(rose)}" if rose else ""), id=f"{task}_residual", section=task)
+        + (f"; rose for {', '.join(rose)}" if rose else ""), margin=False)],
+        prefix=f"{task}_", section=task)
 
 
 def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any]]],
