@@ -47,6 +47,21 @@ each interval must clear its bound, and the chance that all do by chance is at m
 so the pointwise intervals suffice (an intersection–union test). The choice is made once, here,
 for every chapter and every user.
 
+**The stated exception: meta-learning's "more inner steps help".** The meta chapter decides
+its rows about more inner steps (:func:`i2o.chapters.meta.claims.more_steps_help`) by its own
+test, not by this rule: the best count ``k*`` beyond N is chosen on one half of the test tasks
+and the interval of ``MSE(N) − MSE(k*)`` on the other half must lie above 0. Three facts of that
+chapter make the rule unusable there. (1) Its MAML models are trained with N = 1 (Finn et al.),
+so no count lies below N: the rule's margin, a fraction of what the fewest iterations cost, has
+no reference effect, and the paper's sentence ("more steps lower the test MSE") is about the
+sign of the change, not a margin. (2) iMAML's inner solver (gradient descent with line search)
+stalls on F's ReLU kinks, so its residual never falls tenfold: the convergence gate would close
+every iMAML row, while the chapter measures convergence against a converged reference instead
+("best before convergence"). (3) Its units are hundreds of exchangeable tasks, not a few seeds:
+splitting them gives one interval chosen and tested on independent tasks, with no multiplicity
+to correct, where the rule must widen every count's interval over the grid. Every other chapter
+about iterations at test time decides through :func:`decide`.
+
 **Intervals over seeds or over examples.** Over seeds whenever two or more trained models are
 given (a claim about training must average over what training draws), over the evaluation
 examples (paired differences) for one model (:meth:`.curves.Curves.improvement`).

@@ -23,7 +23,8 @@ paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 
 one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
 below 0 (:func:`i2o.gates.positive`), and is undecided when it contains 0, with the number of
 held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
-claim.
+claim. Why this test and not the book's rule for more iterations (:mod:`i2o.diagnose.verdicts`,
+which the DEQ chapters share) is stated there, as that rule's one exception.
 
 *Convergence* ("the best MSE is reached before convergence", Figure 3's caption and Section 4).
 MAML: the test curve has converged at k_conv, the first grid count from which every later
