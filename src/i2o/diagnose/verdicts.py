@@ -55,9 +55,10 @@ chapter make the rule unusable there. (1) Its MAML models are trained with N = 1
 so no count lies below N: the rule's margin, a fraction of what the fewest iterations cost, has
 no reference effect, and the paper's sentence ("more steps lower the test MSE") is about the
 sign of the change, not a margin. (2) iMAML's inner solver (gradient descent with line search)
-stalls on F's ReLU kinks, so its residual never falls tenfold: the convergence gate would close
-every iMAML row, while the chapter measures convergence against a converged reference instead
-("best before convergence"). (3) Its units are hundreds of exchangeable tasks, not a few seeds:
+stalls on F's ReLU kinks, so no count of its steps is converged and the fall of its residual
+does not say whether the solver converges: the chapter measures convergence against a converged
+reference instead (L-BFGS, "best before convergence"), where the rule's convergence gate reads
+the residual. (3) Its units are hundreds of exchangeable tasks, not a few seeds:
 splitting them gives one interval chosen and tested on independent tasks, with no multiplicity
 to correct, where the rule must widen every count's interval over the grid. Every other chapter
 about iterations at test time decides through :func:`decide`.
