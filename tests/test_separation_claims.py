@@ -296,3 +296,31 @@ def test_steep_claim_drops_a_seed_that_missed_the_level_at_one_d():
 def pair(decision):
     """A decision's verdict and reason."""
     return decision.holds, decision.reason
+
+
+def test_an_open_comparison_names_the_seed_list_that_would_decide_it(p):
+    """A row undecided for want of seeds keeps what it needs (its facts) and names the run with
+    more seeds of the list its intervals are over (``seeds``, ``steep_seeds``, ``gotu_seeds``);
+    a row closed by a gate names none."""
+    from i2o import deciding, door
+
+    noisy = gates.lower_than([1.0, 3.0], [1.5, 3.5], claims.MARGIN)
+    assert noisy.holds is None and noisy.facts.needs is not None
+    table = Claims("separation", p.profile)
+    for row_id in ("sawtooth/adam-k3", "steep/weights", "diagonal/feature-density",
+                   "gotu/f1-deq-vs-fnn"):
+        table.decide(row_id, noisy, "", id=row_id, section=row_id.split("/", 1)[0])
+    table.decide("closed", gates.condition(False, "not fit"), "", id="gotu/closed",
+                 section="gotu")
+    deciding.name_remedies(table, p, deciding.Rates(), claims.seed_list)
+    assert set(table.remedies) == {"sawtooth/adam-k3", "steep/weights",
+                                   "diagonal/feature-density", "gotu/f1-deq-vs-fnn"}
+    raised = {row_id: dict(remedy.overrides) for row_id, remedy in table.remedies.items()}
+    assert [next(iter(r)) for r in raised.values()] == ["seeds", "steep_seeds", "gotu_seeds",
+                                                        "gotu_seeds"]
+    for row_id, overrides in raised.items():
+        (name, chosen), = overrides.items()
+        assert len(chosen) >= deciding.HEADROOM * noisy.facts.needs.count
+        assert chosen[:len(p[name])] == list(p[name])
+        assert table[row_id].decided_by == table.remedies[row_id].command()
+        door.enter("separation", p.profile, **overrides)
