@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from i2o import results
+from i2o.digests import sha256
 
 PRELUDE = """
 import os, sys, time
@@ -121,7 +122,7 @@ def test_losing_the_rename_keeps_a_valid_winner_and_replaces_a_corrupt_one(tmp_p
     replacement.mkdir()
     np.savez(replacement / "arrays.npz", v=np.zeros(3))
     (replacement / "meta.json").write_text(json.dumps(
-        {"sha256": results._sha256(replacement / "arrays.npz")}))
+        {"sha256": sha256(replacement / "arrays.npz")}))
     with pytest.warns(UserWarning, match="replacing corrupted entry"):
         assert results._publish(replacement, path) is True
     np.testing.assert_array_equal(results.load(path)["v"], np.zeros(3))

@@ -134,7 +134,9 @@ def test_gotu_trains_on_the_whole_seen_part_when_it_fits_the_budget():
 def test_linear_deq_readout_is_fixed_at_the_signs_of_the_least_squares_fit():
     x = gotu.training_points("f1", 6, 64, seed=0)
     signs = gotu.readout_signs(x, gotu.target("f1", x))
-    assert signs.tolist() == [-1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # x2 - 1.25 x0 + 1.5 x1
+    # x2 - 1.25 x0 + 1.5 x1 on the seen part; the other three coefficients are 0 up to rounding
+    # (about 1e-16), so their signs depend on the BLAS kernel: only the three are asserted
+    assert signs[:3].tolist() == [-1.0, 1.0, 1.0] and set(signs.tolist()) <= {-1.0, 1.0}
     model = nets.make_model("linear_deq", 6, signs=torch.as_tensor(signs))
     assert {name for name, _ in model.named_parameters()} == {"w", "c"}  # a is not trained
     with pytest.raises(ValueError, match="signs must be ±1"):
