@@ -232,3 +232,18 @@ def test_a_partial_bundle_with_checkpoints_carries_the_unfinished_jobs_checkpoin
     bundles.import_bundle(bundle)
     landed = tmp_path / "elsewhere" / FIGURE / f"{unfinished}.ckpt"
     assert _listing(landed) == {"step/state.pt": b"half-way"}
+
+
+@pytest.mark.parametrize("suffix", [".tar.xz", ".tar.gz"])
+def test_a_compressed_bundle_carries_the_same_files(exported, tmp_path, monkeypatch, suffix):
+    """The name's suffix compresses the archive; the import reads it like a plain one."""
+    plain, manifest, _ = exported
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "theirs"))
+    packed = tmp_path / f"packed{suffix}"
+    again = bundles.export(FIGURE, PROFILE, packed)
+    assert again["contents_sha256"] == manifest["contents_sha256"]
+    assert packed.read_bytes()[:6] != plain.read_bytes()[:6]  # not a plain tar
+    theirs, ours = _members(plain), _members(packed)
+    assert {**theirs, "manifest.json": ours["manifest.json"]} == ours
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "fresh"))
+    assert bundles.import_bundle(packed).written

@@ -178,7 +178,7 @@ def export(figure: str, profile: str, output: Path, replicate: int = 0,
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{secrets.token_hex(4)}")
-    with tarfile.open(tmp, "w") as archive:
+    with _new_archive(tmp, output.suffix) as archive:
         for name, data in [(MANIFEST, json.dumps(manifest, indent=1, default=repr).encode()),
                            *blobs.items()]:
             info = tarfile.TarInfo(name)
@@ -186,6 +186,16 @@ def export(figure: str, profile: str, output: Path, replicate: int = 0,
             archive.addfile(info, io.BytesIO(data))
     os.replace(tmp, output)
     return manifest
+
+
+def _new_archive(path: Path, suffix: str) -> tarfile.TarFile:
+    """An archive compressed by the bundle name's suffix: ``.xz`` (LZMA, the smallest for the
+    cache's arrays), ``.gz``, else none; :func:`read` opens any of them."""
+    if suffix == ".xz":
+        return tarfile.open(path, "w:xz")
+    if suffix == ".gz":
+        return tarfile.open(path, "w:gz")
+    return tarfile.open(path, "w")
 
 
 def _safe(name: str) -> PurePosixPath:
@@ -198,7 +208,7 @@ def _safe(name: str) -> PurePosixPath:
 def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The bundle's manifest and files, every check of the module docstring passed."""
     try:
-        with tarfile.open(bundle, "r") as archive:
+        with tarfile.open(bundle, "r:*") as archive:  # plain, .gz or .xz
             members = archive.getmembers()
             contents: dict[str, bytes] = {}
             for member in members:
