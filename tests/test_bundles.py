@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -172,6 +173,13 @@ def test_the_commands_report_errors_with_status_2(tmp_path, capsys):
     assert results.main(["export", "intro-not-a-figure", "-o", str(tmp_path / "o.tar")]) == 2
 
 
+def _forget_first_entry(manifest: dict, cache: Path) -> str:
+    """Delete the first entry of ``manifest`` from ``cache`` (as if not computed yet); its name."""
+    name = manifest["files"][0]["path"].split("/")[1]
+    shutil.rmtree(cache / FIGURE / name)
+    return name
+
+
 def test_an_export_that_would_leave_out_entries_is_refused_unless_partial(exported, tmp_path,
                                                                           monkeypatch, capsys):
     _, complete, _ = exported
@@ -180,10 +188,7 @@ def test_an_export_that_would_leave_out_entries_is_refused_unless_partial(export
     assert total == len({f["path"].split("/")[1] for f in complete["files"]}) > 1
     theirs = tmp_path / "theirs"
     monkeypatch.setenv("I2O_RESULTS_DIR", str(theirs))
-    gone = complete["files"][0]["path"].split("/")[1]
-    for file in (theirs / FIGURE / gone).iterdir():
-        file.unlink()
-    (theirs / FIGURE / gone).rmdir()
+    gone = _forget_first_entry(complete, theirs)
     command = ["export", FIGURE, "--profile", PROFILE, "-o", str(tmp_path / "part.tar")]
 
     assert results.main(command) == 2
@@ -212,10 +217,7 @@ def test_a_partial_bundle_with_checkpoints_carries_the_unfinished_jobs_checkpoin
     _, complete, _ = exported
     theirs = tmp_path / "theirs"
     monkeypatch.setenv("I2O_RESULTS_DIR", str(theirs))
-    unfinished = complete["files"][0]["path"].split("/")[1]
-    for file in (theirs / FIGURE / unfinished).iterdir():
-        file.unlink()
-    (theirs / FIGURE / unfinished).rmdir()
+    unfinished = _forget_first_entry(complete, theirs)
     checkpoint = theirs / FIGURE / f"{unfinished}.ckpt"
     (checkpoint / "step").mkdir(parents=True)
     (checkpoint / "step" / "state.pt").write_bytes(b"half-way")

@@ -11,8 +11,9 @@ value quotes: the interval of the largest (or smallest) mean.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -64,17 +65,19 @@ def largest(intervals: Sequence[Interval], counts: Sequence[int]
             ) -> tuple[int, Interval] | None:
     """The count whose interval has the largest mean, with that interval (the first of equal
     means); ``None`` when there are none."""
-    if not intervals:
-        return None
-    k = int(np.argmax([ci.mean for ci in intervals]))
-    return int(counts[k]), intervals[k]
+    return _extreme(intervals, counts, np.argmax)
 
 
 def smallest(intervals: Sequence[Interval], counts: Sequence[int]
              ) -> tuple[int, Interval] | None:
     """The count whose interval has the smallest mean, with that interval (the first of equal
     means); ``None`` when there are none."""
+    return _extreme(intervals, counts, np.argmin)
+
+
+def _extreme(intervals: Sequence[Interval], counts: Sequence[int],
+             pick: Callable[[list[float]], Any]) -> tuple[int, Interval] | None:
     if not intervals:
         return None
-    k = int(np.argmin([ci.mean for ci in intervals]))
+    k = int(pick([ci.mean for ci in intervals]))
     return int(counts[k]), intervals[k]
