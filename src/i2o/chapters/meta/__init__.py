@@ -26,7 +26,9 @@ Eq. 5), then vary the number of inner iterations at test time.
   finite-difference slopes, curvature of the inner problems, line-search trials) and their job;
 - :mod:`.mechanism`  the rule that names why a probed model's outer loss rose, its table and text;
 - :mod:`.runs`       the chapter's parameters → its jobs → its results (:class:`.runs.MetaResults`);
-- :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.gates`);
+- :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.gates`), its face; the
+  predicates in :mod:`.claims_gates` (the gates of a claim about one model),
+  :mod:`.claims_figure3`, :mod:`.claims_figure4` and :mod:`.claims_noise`;
 - :mod:`.prose`      the conclusions written from the claims;
 - :mod:`.figures`    the figures.
 
