@@ -32,6 +32,7 @@ from i2o.chapters.affine import FIGURE
 from i2o.chapters.affine.runs import AffineResults
 from i2o.chapters.affine.sweeps import lower_bound_summary
 from i2o.claims import Claims
+from i2o.profiles import Params
 
 SCALE_TOL = 1e-9
 ZERO_RTOL = 1e-12
@@ -148,15 +149,18 @@ def claims(results: AffineResults) -> Claims:
     chapter's tolerances through :func:`i2o.gates.compare`, its minimum counts of seeds and
     draws through :func:`i2o.gates.enough` (the rows carry no check text)."""
     p = results.params
-    left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
-                                     results.cor2)
-    right_summary, g3_summary = lower_bound_summary(right), lower_bound_summary(g3)
-    mean_ref = right_summary["mean_at_reference"]
     table = Claims(FIGURE, p.profile)
-    seeds = gates.enough(p["n_seeds"], MIN_SEEDS, f"{p['n_seeds']} seeds",
-                         f"{p['n_seeds']} seeds, needs {MIN_SEEDS}")
-    seeds_decide = "" if seeds.holds else "quick"
+    _add_checked_statements(table, p, results.checks, results.left)
+    _add_figure1_right(table, p, results.right)
+    _add_nonnormal_corollary2(table, p, results.cor2)
+    _add_figure_g3(table, results.g3)
+    _add_eq12(table, results.checks)
+    return table
 
+
+def _add_checked_statements(table: Claims, p: Params, checks: dict[str, Any],
+                            left: dict[str, Any]) -> None:
+    """Rows of Lemma A.2, Theorem 1 and Corollary 1 (Figure 1 left and the random instances)."""
     error = checks["lemma_a2"]["max_relative_error"]
     table.decide("Lemma A.2: the closed form of z_N equals the iterated z_N",
               gates.compare(error, "<", CLOSED_FORM_RTOL),
@@ -179,6 +183,16 @@ def claims(results: AffineResults) -> Claims:
               f"min D {left_min_d:.1e} on the figure's instance, "
               f"{random_min_d:.1e} on {p['n_check_instances']} random ones",
               decided_by="" if surjective.holds else "left_d_theta ≥ left_d_x", id="corollary1")
+
+
+def _add_figure1_right(table: Claims, p: Params, right: dict[str, Any]) -> None:
+    """Rows of Figure 1 right (the bound shrinks with d_θ, is 0 from d_x on, is roughly flat in
+    N) and of Corollary 2 on its instances; the seed-mean rows need ``MIN_SEEDS`` seeds."""
+    right_summary = lower_bound_summary(right)
+    mean_ref = right_summary["mean_at_reference"]
+    seeds = gates.enough(p["n_seeds"], MIN_SEEDS, f"{p['n_seeds']} seeds",
+                         f"{p['n_seeds']} seeds, needs {MIN_SEEDS}")
+    seeds_decide = "" if seeds.holds else "quick"
 
     table.decide(f"Figure 1 right: the bound at N = {p['n_reference']} shrinks as d_θ grows",
               gates.gated([seeds], gates.compare(right_summary["spearman"], "<",
@@ -210,6 +224,9 @@ def claims(results: AffineResults) -> Claims:
               f"seed-mean constant {right['corollary2_bound'][0]:.3g}; smallest margin over "
               f"d_θ < d_x {cor2_margin:.3g}", decided_by=seeds_decide, id="corollary2")
 
+
+def _add_nonnormal_corollary2(table: Claims, p: Params, cor2: dict[str, Any]) -> None:
+    """The row of Corollary 2 with a non-normal K_out, decided with ``MIN_DRAWS`` draws."""
     draws = gates.enough(p["cor2_draws"], MIN_DRAWS, f"{p['cor2_draws']} draws",
                          f"{p['cor2_draws']} draws, needs {MIN_DRAWS}")
     worst = int(nonnormal_order(cor2)[0])
@@ -221,6 +238,10 @@ def claims(results: AffineResults) -> Claims:
               f"{cor2['standard_error'][worst]:.2g} vs bound {cor2['bound'][worst]:.3g}",
               decided_by="" if draws.holds else "quick", id="corollary2_nonnormal")
 
+
+def _add_figure_g3(table: Claims, g3: dict[str, Any]) -> None:
+    """The row of Figure G.3: without strong convexity the bound reaches 0 at d_θ = rank C."""
+    g3_summary = lower_bound_summary(g3)
     g3_zero, g3_positive, g3_early = (
         gates.compare(g3_summary["zero_region_relative"], "<", ZERO_RTOL),
         gates.compare(g3["nlb"][:, : g3["rank_C"] - 1, :], ">", POSITIVE_BOUND).holds,
@@ -233,6 +254,9 @@ def claims(results: AffineResults) -> Claims:
               f"max bound for d_θ ≥ {g3['rank_C']}: {g3_summary['zero_region_max']:.1e}; "
               f"positive below: {g3_positive}", id="figure_g3")
 
+
+def _add_eq12(table: Claims, checks: dict[str, Any]) -> None:
+    """Rows of Lemma 1 and Theorem 2: the implicit-differentiation iteration of Eq. 12."""
     ift = checks["ift"]
     stable = ift["n_stable"]
     table.decide("Lemma 1: for N large enough, Eq. 12 converges (no eigenvalue of X_N with "
@@ -249,4 +273,3 @@ def claims(results: AffineResults) -> Claims:
               gates.gated([ran], gates.compare(max_error, "<", IFT_RTOL), quote=True),
               f"max relative error {max_error:.1e} over {converged} converged runs",
               decided_by="" if ran.holds else "quick", id="theorem2")
-    return table
