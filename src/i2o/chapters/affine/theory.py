@@ -45,9 +45,7 @@ RANK_RTOL = 1e-10
 """Relative singular-value threshold below which a direction counts as outside a range."""
 
 
-# --------------------------------------------------------------------------------------------
-# The problem
-# --------------------------------------------------------------------------------------------
+# --- The problem ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -137,9 +135,7 @@ def stable_step_size(matrix: Array, scale: float = 1.0) -> float:
     return float(scale * np.min(real / magnitude[nonzero] ** 2))
 
 
-# --------------------------------------------------------------------------------------------
-# Generators
-# --------------------------------------------------------------------------------------------
+# --- Generators -----------------------------------------------------------------------------------
 
 
 def random_problem(
@@ -200,9 +196,7 @@ def strongly_convex_problem(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Inner procedure: iterates and closed forms (Lemma A.2 / A.3)
-# --------------------------------------------------------------------------------------------
+# --- Inner procedure: iterates and closed forms (Lemma A.2 / A.3) ---------------------------------
 
 
 def fixed_point_iterates(problem: AffineProblem, theta: Array, n_steps: int) -> Array:
@@ -242,9 +236,7 @@ def unrolled_linear_map(problem: AffineProblem, n: int) -> tuple[Array, Array]:
     return problem.K_in.T @ E @ problem.U, closed_form_r(problem, n, E)
 
 
-# --------------------------------------------------------------------------------------------
-# Outer problem: θ^{*,N}, D(N, ΔN), Theorem 1
-# --------------------------------------------------------------------------------------------
+# --- Outer problem: θ^{*,N}, D(N, ΔN), Theorem 1 --------------------------------------------------
 
 
 def theta_star(problem: AffineProblem, n: int, rtol: float = RANK_RTOL) -> Array:
@@ -322,9 +314,7 @@ def negative_lower_bound(
     return 0.5 * float(difference @ difference)
 
 
-# --------------------------------------------------------------------------------------------
-# Practical implicit differentiation (Eq. 12, Lemma 1, Theorem 2)
-# --------------------------------------------------------------------------------------------
+# --- Practical implicit differentiation (Eq. 12, Lemma 1, Theorem 2) ------------------------------
 
 
 def ift_direction_matrix(problem: AffineProblem, rtol: float = RANK_RTOL) -> Array:
