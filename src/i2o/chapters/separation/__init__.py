@@ -11,7 +11,8 @@ small DEQs, FNNs and diagonal networks, solved with :mod:`i2o.deq`), :mod:`.batc
 trained together by stacked weights), :mod:`.steep`, :mod:`.diagonal`, :mod:`.gotu`,
 :mod:`.frozen`; each defines the jobs (cache entries) of what it computes, and
 :func:`.runs.tasks` groups the small ones into sweep tasks (one process each). The faces:
-:mod:`.runs`, :mod:`.figures`, :mod:`.claims`, :mod:`.prose`.
+:mod:`.runs`, :mod:`.figures`, :mod:`.claims` (its predicates in :mod:`.claims_fit`,
+:mod:`.claims_expressivity`, :mod:`.claims_bias`, :mod:`.claims_unseen`), :mod:`.prose`.
 """
 
 FIGURE = "separation"
