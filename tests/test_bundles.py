@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from i2o import bundles, door, fingerprint, results
+from i2o import results
+from i2o.compute import door
+from i2o.provenance import bundles, fingerprint
 
 FIGURE, PROFILE = "affine", "smoke"
 

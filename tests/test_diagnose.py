@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-from i2o import gates
 from i2o.deq import DEQ, SolverSpec
 from i2o.diagnose import (
     BookMDEQ,
@@ -25,6 +24,7 @@ from i2o.diagnose import (
     verdicts,
 )
 from i2o.diagnose.metrics import NAMED, resolve
+from i2o.verdicts import gates, intervals
 
 torchdeq = pytest.importorskip("torchdeq")
 
@@ -192,7 +192,7 @@ def test_a_closed_fit_gate_makes_every_verdict_undecided():
 
 
 def test_predicates_hold_and_fail_at_the_margin():
-    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
+    ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
 
     def one(rule, lo, hi):
         return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01).holds
@@ -220,7 +220,7 @@ def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise()
     helps" the pointwise ones (an intersection): a pointwise interval above δ whose widened one
     is not decides nothing, and pointwise intervals below δ decide "no gain" although the
     widened ones reach above it."""
-    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
+    ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
     plain, wide = [ci(0.011, 0.02), ci(-0.01, 0.0)], [ci(0.005, 0.026), ci(-0.02, 0.01)]
     found = verdicts.help_beyond(plain, wide, [6, 7], 0.01)
     assert found.holds is None and found.facts.needs is not None

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from toy_jobs import ResidualJob, toy
 
-from i2o import compare, fingerprint, golden, probes, results, runtime
+from i2o import results, runtime
 from i2o.job import Job
+from i2o.provenance import compare, fingerprint, golden, probes
 
 
 def _portable_x86() -> str | None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from i2o import import_graph, profiles
-from i2o.chapter import ChapterResults
-from i2o.claims import Claims
+from i2o.compute import import_graph, profiles
+from i2o.compute.chapter import ChapterResults
+from i2o.compute.profiles import Params
 from i2o.job import Job
-from i2o.profiles import Params
+from i2o.verdicts.claims import Claims
 
 ENGINES = ("deq", "models", "data", "train")
 BASE = ("runtime", "replicates", "digests", "locations", "progress", "lineage", "allocator")
@@ -98,7 +98,7 @@ def test_every_chapter_has_its_faces(figure):
     """The manifest names each chapter's package; ``FIGURE`` agrees with the key and the
     notebook stem with the package name; and the faces have the contract's signatures, checked
     on their annotations: ``runs.check_params(Params) -> None``, ``runs.collect(Params) ->
-    <Chapter>Results`` (a :class:`i2o.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``,
+    <Chapter>Results`` (a :class:`i2o.compute.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``,
     ``claims.numbers(<Chapter>Results) -> dict``,
     ``claims.claims(<Chapter>Results) -> Claims`` and ``prose.paragraphs(Claims, str) ->
     list[str]``."""

@@ -1,4 +1,4 @@
-"""The forecast of ``make book`` on K cores (:mod:`i2o.plan`): the list scheduler against brute
+"""The forecast of ``make book`` on K cores (:mod:`i2o.compute.plan`): the list scheduler against brute
 force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import other, toy
 
-from i2o import door, lineage, plan, pool, results
+from i2o import lineage, results
+from i2o.compute import door, plan, pool
 from i2o.job import Job
 
 

@@ -27,12 +27,12 @@ from bank import (
     stability_table,
 )
 
-from i2o import gates
 from i2o.chapters.diagnose import claims as diagnose_claims
 from i2o.chapters.meta import claims as meta_claims
-from i2o.claims import Claims
 from i2o.diagnose import verdicts
-from i2o.prose import conclusions
+from i2o.verdicts import gates
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import conclusions
 
 
 def _reword(decision: object) -> object:

@@ -4,7 +4,7 @@ A job's dataclass fields are everything its result depends on besides the code: 
 cache key (:func:`dataclasses.asdict`), and the code is the import closure of the module that
 defines its class (:func:`i2o.results.dependencies`: the modules it reaches through imports,
 without the cache's own plumbing), so no job lists its sources by hand. A job
-is pickled as it is by :mod:`i2o.sweep` (one submitit task per job) and computed by :meth:`run`
+is pickled as it is by :mod:`i2o.compute.sweep` (one submitit task per job) and computed by :meth:`run`
 wherever it is called: a notebook, a local worker, a SLURM array task. Whoever asks first
 computes and stores it (:func:`i2o.results.cached`); everyone after reads it.
 

@@ -29,14 +29,15 @@ Command line: ``python -m i2o.diagnose --help``.
 Machinery: imports engines (:mod:`i2o.deq`) and the book's gates and claims, never a chapter.
 """
 
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.rule import Recommendation, Verdicts
+
 from .adapters import Adapter, BookMDEQ, PlainDEQ, Swept, from_book_deq
-from .curves import Curves
 from .measure import Measurement, default_grid, measure
 from .metrics import Metric, custom
 from .result import Diagnosis
 from .run import check_inputs, diagnose, from_curves
 from .torchdeq_model import TorchDEQModel
-from .verdicts import Recommendation, Verdicts
 
 __all__ = ["Adapter", "BookMDEQ", "Curves", "Diagnosis", "Measurement", "Metric", "PlainDEQ",
            "Recommendation", "Swept", "TorchDEQModel", "Verdicts", "check_inputs", "custom",

@@ -1,8 +1,8 @@
 """The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail.
 
-Every predicate returns an :class:`i2o.decision.Decision`: ``holds`` is True or False when the
+Every predicate returns an :class:`i2o.verdicts.decision.Decision`: ``holds`` is True or False when the
 data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's row
-shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
+shows. Each claim is decided behind its gates (:func:`i2o.verdicts.gates.gated`), whose values
 are the chapter's :class:`Thresholds`.
 
 **Figure 3** (one model each). Gates, in the order they are checked:
@@ -19,11 +19,11 @@ are the chapter's :class:`Thresholds`.
 
 Its comparisons are made on held-out tasks: the best step count k* is chosen on one half of the
 test tasks (even indices) and the difference is measured on the other half (odd indices), as a
-paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 90 %, two
+paired mean with the book's interval (:func:`i2o.verdicts.intervals.from_se`: Student's t at 90 %, two
 one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
-below 0 (:func:`i2o.gates.positive`), and is undecided when it contains 0, with the number of
+below 0 (:func:`i2o.verdicts.margins.positive`), and is undecided when it contains 0, with the number of
 held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
-claim. Why this test and not the book's rule for more iterations (:mod:`i2o.diagnose.verdicts`,
+claim. Why this test and not the book's rule for more iterations (:mod:`i2o.verdicts.rule`,
 which the DEQ chapters share) is stated there, as that rule's one exception.
 
 *Convergence* ("the best MSE is reached before convergence", Figure 3's caption and Section 4).
@@ -42,7 +42,7 @@ overfitting the training dataset –i.e. low ℓ(z_N(θ*,N)) – the less it ben
 iterations at inference –i.e. higher D(N, ΔN)"): Kendall's τ between each model's training loss
 ℓ(z_N(θ*,N)) and its D(N, ΔN) at the grid's largest ΔN, with its exact null distribution
 (no ties), one-sided towards the paper's negative association at α = :data:`ALPHA`
-(:func:`fit_ordering`, :func:`i2o.gates.rank_association`). Every model counts, whether or not
+(:func:`fit_ordering`, :func:`i2o.verdicts.ranks.rank_association`). Every model counts, whether or not
 it learned to use the support set and whatever its outer loss did during training (the largest
 rise of that loss, :func:`largest_rise`, is reported beside it, never used to select); gates:
 the models were trained ``fig4_min_outer_steps`` outer steps, at most ``max_diverged_fraction``
@@ -62,16 +62,17 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o import deciding, gates, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism
 from i2o.chapters.meta.runs import MetaResults
-from i2o.claims import Claims
-from i2o.decision import Decision, Gate, Over
-from i2o.profiles import Params
+from i2o.compute import profiles
+from i2o.compute.profiles import Params
+from i2o.verdicts import deciding, gates, intervals, margins, ranks
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.decision import Decision, Gate, Over
 
 #: Figure 4's significance level: the exact one-sided p-value of Kendall's τ must be at most this
 #: (for a negative association the claim holds; for a positive one it fails)
-ALPHA = gates.RANK_ALPHA
+ALPHA = ranks.RANK_ALPHA
 #: the sections of the chapter's claims, in the order of their rows (the notebook concludes each)
 SECTIONS = ("figure3", "figure4", "ablation", "noise")
 
@@ -175,24 +176,24 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _paired_interval(per_task: np.ndarray, first: int, second: int, over: Over,
-                     level: float = gates.LEVEL) -> gates.Interval:
+                     level: float = intervals.LEVEL) -> intervals.Interval:
     """The book's interval of the paired difference MSE(first) − MSE(second) (grid indices) over
     the tasks of ``per_task`` (tasks × grid), at ``level``."""
     gain, se = evaluate.paired_difference(per_task, first, second)
-    return gates.from_se(gain, se, len(per_task), over=over, level=level)
+    return intervals.from_se(gain, se, len(per_task), over=over, level=level)
 
 
-def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates.Interval:
+def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> intervals.Interval:
     """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
     tasks."""
     return _paired_interval(per_task, reference, best, Over.HELD_OUT_TASKS)
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
-    """:func:`i2o.gates.positive` on :func:`_held_out_interval`, with the interval as its reason
+    """:func:`i2o.verdicts.margins.positive` on :func:`_held_out_interval`, with the interval as its reason
     (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
     ci = _held_out_interval(per_task, reference, best)
-    found = gates.positive(ci)
+    found = margins.positive(ci)
     return Decision(found.holds, ci.describe(digits=4)
                     + ("" if found.holds is not None else f"; {found.reason}"), found.facts)
 
@@ -236,26 +237,26 @@ def best_before_claim(curves: dict[str, Any]) -> str:
             f"converges")
 
 
-def _contains_zero(ci: gates.Interval) -> bool:
+def _contains_zero(ci: intervals.Interval) -> bool:
     return ci.lo <= 0.0 <= ci.hi
 
 
-def settled_from(per_task: np.ndarray) -> tuple[int, list[gates.Interval]]:
+def settled_from(per_task: np.ndarray) -> tuple[int, list[intervals.Interval]]:
     """Where a test curve has stopped moving: the first grid index k_conv from which, for every
     k ≥ k_conv, the interval of the paired difference MSE(k) − MSE(k_last) over the tasks of
     ``per_task`` (tasks × grid) contains 0; with every count's interval. "Some later count still
     differs from the last" is a union over the counts, so the intervals are Bonferroni-widened
-    over the grid's other counts (as :mod:`i2o.diagnose.verdicts` widens "some count"). k_conv
+    over the grid's other counts (as :mod:`i2o.verdicts.rule` widens "some count"). k_conv
     is the last index when the count before it is still resolved from the last (the curve is
     moving at the end)."""
     last = per_task.shape[1] - 1
-    level = 1.0 - (1.0 - gates.LEVEL) / max(1, last)
-    intervals = [_paired_interval(per_task, k, last, Over.CHOOSING_TASKS, level)
+    level = 1.0 - (1.0 - intervals.LEVEL) / max(1, last)
+    per_count = [_paired_interval(per_task, k, last, Over.CHOOSING_TASKS, level)
                  for k in range(last + 1)]
     start = last
-    while start > 0 and _contains_zero(intervals[start - 1]):
+    while start > 0 and _contains_zero(per_count[start - 1]):
         start -= 1
-    return start, intervals
+    return start, per_count
 
 
 def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decision:
@@ -335,7 +336,7 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
         if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
             ci = _held_out_interval(per_task[test], 0, best + 1)
-            found = gates.positive(ci).with_reason(ci.describe(digits=4))
+            found = margins.positive(ci).with_reason(ci.describe(digits=4))
             if found.holds is None:
                 found = Decision(False, found.reason + "; k* is the sweep's last count, nearest "
                                  "convergence, and the converged solution is no worse")
@@ -363,17 +364,17 @@ def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decisi
     """Sanity check of the per-set-BN floor: no step count brings the mean test MSE decidedly
     below it. Per count, the interval of ``mean − floor`` (standard errors of the mean over the
     tasks and of the floor's Monte Carlo, combined) at the book's level Bonferroni-widened over
-    the counts of the grid, as :mod:`i2o.diagnose.verdicts` widens a search over counts: the check
+    the counts of the grid, as :mod:`i2o.verdicts.rule` widens a search over counts: the check
     fails when one count's interval lies below 0, and holds otherwise (a floor can only be
     contradicted, so there is no undecided side)."""
     finite = finite_tasks(curves)
     mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
     n, counts = int(np.count_nonzero(finite)), len(mean)
-    level = 1.0 - (1.0 - gates.LEVEL) / counts
-    cis = [gates.from_se(float(m - floor), math.hypot(e, floor_se), n, Over.TASKS, level)
+    level = 1.0 - (1.0 - intervals.LEVEL) / counts
+    cis = [intervals.from_se(float(m - floor), math.hypot(e, floor_se), n, Over.TASKS, level)
            for m, e in zip(mean, se, strict=True)]
     i = int(np.argmin(mean))
-    below = [k for k, ci in enumerate(cis) if gates.negative(ci).holds is True]
+    below = [k for k, ci in enumerate(cis) if margins.negative(ci).holds is True]
     return gates.Decision(not below,
                           f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
                           f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}; mean − "
@@ -539,7 +540,7 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
     higher D(N, ΔN) is.").
 
     Over every Figure 4 model, x = its ℓ(z_N), y = its D(N, ΔN) at the grid's largest ΔN;
-    Kendall's τ with its exact null distribution (:func:`i2o.gates.rank_association`), one-sided at
+    Kendall's τ with its exact null distribution (:func:`i2o.verdicts.ranks.rank_association`), one-sided at
     α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower loss,
     higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
     otherwise (more models would decide it). D at ΔN ≈ N (:func:`near_n_index`) and each model's
@@ -560,8 +561,8 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
 
     def measured() -> Decision:
         x, y = [p.loss_at_n for p in points], [p.increase_at_max for p in points]
-        found = gates.kendall(x, y)
-        verdict = gates.rank_association(x, y, direction=-1, alpha=ALPHA)
+        found = ranks.kendall(x, y)
+        verdict = ranks.rank_association(x, y, direction=-1, alpha=ALPHA)
         near = stats.kendalltau([p.loss_at_n for p in points],
                                 [p.increase_near_n for p in points]).statistic
         first = points[0]
@@ -601,9 +602,9 @@ def _figure4_gates(points: list[Figure4Point], per_set: dict[str, Any],
                           f"tied ℓ(z_N) or D(N, ΔN) for {', '.join(tied)}: the exact null "
                           f"distribution of Kendall's τ needs untied values")
     n = len(points)
-    yield gates.condition(gates.smallest_rank_p(n) <= ALPHA,
+    yield gates.condition(ranks.smallest_rank_p(n) <= ALPHA,
                           f"{n} models: the exact one-sided p-value cannot go below 1/{n}! = "
-                          f"{gates.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
+                          f"{ranks.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
                           by=Gate.COUNT)
 
 
@@ -663,7 +664,7 @@ def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
 
 def _without_seed(label: str) -> str:
     """A model's label without its seed (``maml-N1-online``): a replicate redraws the seed, and a
-    claim's id must name the same claim at every replicate (:mod:`i2o.robustness` matches rows by
+    claim's id must name the same claim at every replicate (:mod:`i2o.provenance.robustness` matches rows by
     id)."""
     return label.rsplit("-seed", 1)[0]
 
@@ -713,10 +714,10 @@ def claims(results: MetaResults) -> Claims:
 
 def name_remedies(table: Claims, results: MetaResults) -> None:
     """The run that would decide each row this run leaves open for want of data
-    (:func:`i2o.deciding.name_remedies`).
+    (:func:`i2o.verdicts.deciding.name_remedies`).
 
     - A row undecided for want of held-out tasks (the odd half of the test tasks) names
-      ``n_test_tasks`` at twice what its held-out half needs (:data:`i2o.deciding.PER_UNIT`).
+      ``n_test_tasks`` at twice what its held-out half needs (:data:`i2o.verdicts.deciding.PER_UNIT`).
       The size enters only the keys of the sweeps of Figure 3's and the ablation's models:
       those sweeps run again at the new size (their measured time, scaled) and the trained
       models are read from the cache.
@@ -750,7 +751,7 @@ def figure4_numbers(per_set: dict[str, Any]) -> dict[str, Any]:
         "meta-fig4-models": len(points),
         "meta-fig4-seeds": min(Counter(p.n_meta_batches for p in points).values())}
     if len(points) > 1 and all(p.is_finite() for p in points) and not _tied(points):
-        found = gates.kendall([p.loss_at_n for p in points], [p.increase_at_max for p in points])
+        found = ranks.kendall([p.loss_at_n for p in points], [p.increase_at_max for p in points])
         numbers |= {"meta-fig4-tau": found.tau, "meta-fig4-p-negative": found.p_negative,
                     "meta-fig4-p-positive": found.p_positive}
     return numbers

@@ -2,7 +2,7 @@
 
 Gates, in the order checked:
 
-- **fit**, symmetric (:func:`i2o.gates.symmetric_gate`): a claim about trained models uses only
+- **fit**, symmetric (:func:`i2o.verdicts.gates.symmetric_gate`): a claim about trained models uses only
   models whose seed-mean training MSE is at most ``fit_fraction`` × the variance of the target
   (the overparametrized regime the paper's statements are about). When the comparator fits and
   the DEQ does not, the claim *fails* with the status "DEQ not trainable with this recipe" (a DEQ
@@ -11,14 +11,14 @@ Gates, in the order checked:
 - **testable**: a comparison between models the setup forces to be equal (two affine models
   that must reach the same unique interpolant) is undecided, "not testable here", never a fail;
 - **seeds**: a comparison needs at least 2 seeds;
-- **power**: "A is lower than B" (:func:`i2o.gates.lower_than`) *holds* when the book's
-  interval of the difference of the means (:func:`i2o.gates.difference`: Welch, 90 %, two
+- **power**: "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`) *holds* when the book's
+  interval of the difference of the means (:func:`i2o.verdicts.intervals.difference`: Welch, 90 %, two
   one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
   when it lies below it (equivalence), and is undecided when it contains it.
 
 A claim over several comparisons (every FLOPs-matched FNN, every problem, every ``f̂(∅)``) fails
-when one fails and holds when all hold (:func:`i2o.gates.all_of`); tolerances are
-:func:`i2o.gates.compare`. Each predicate returns a :class:`i2o.decision.Decision`;
+when one fails and holds when all hold (:func:`i2o.verdicts.gates.all_of`); tolerances are
+:func:`i2o.verdicts.gates.compare`. Each predicate returns a :class:`i2o.verdicts.decision.Decision`;
 :func:`claims` assembles the table (each row with an id ``<section>/<name>``) and
 :func:`i2o.chapters.separation.prose.paragraphs` writes the prose from it, so no verdict is typed
 by hand.
@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, gates
 from i2o.chapters.separation.runs import SeparationResults
 from i2o.chapters.separation.steep import slope
-from i2o.claims import Claim, Claims
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import deciding, gates, intervals, margins
+from i2o.verdicts.claims import Claim, Claims
 
 MARGIN = 0.02  # relative practical margin of "lower than"
 PREDICTION_RTOL = 0.05  # a trained affine model "reaches" its predicted unseen MSE within 5 %
@@ -44,7 +44,7 @@ PREDICTION_RTOL = 0.05  # a trained affine model "reaches" its predicted unseen 
 
 def fits(model: dict[str, Any], variance: float, fit_fraction: float) -> tuple[bool, str]:
     """The fit gate of one trained model (arrays over seeds): its seed-mean training MSE at most
-    ``fit_fraction`` × ``variance`` (:func:`i2o.gates.compare`)."""
+    ``fit_fraction`` × ``variance`` (:func:`i2o.verdicts.gates.compare`)."""
     train = float(np.mean(model["train_mse"]))
     threshold = fit_fraction * variance
     ok = gates.compare(train, "<=", threshold).holds is True
@@ -57,7 +57,7 @@ UNTRAINABLE = "DEQ not trainable with this recipe"
 def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparator_name: str,
                    predicate: Callable[[], gates.Decision]) -> gates.Decision:
     """The fit gate of a claim "the DEQ does better than the comparator"
-    (:func:`i2o.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit, else
+    (:func:`i2o.verdicts.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit, else
     the verdict the gate itself gives (module docstring)."""
     (deq_fits, deq_text), (other_fits, other_text) = deq, comparator
     return gates.symmetric_gate(
@@ -68,9 +68,9 @@ def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparat
 
 
 def _named_lower_than(name: str, a: Any, b: Any) -> gates.Decision:
-    """:func:`i2o.gates.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its reason
+    """:func:`i2o.verdicts.margins.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its reason
     prefixed by the comparator's ``name``."""
-    found = gates.lower_than(a, b, MARGIN)
+    found = margins.lower_than(a, b, MARGIN)
     return found.with_reason(f"{name}: {found.reason}")
 
 
@@ -78,8 +78,8 @@ def _named_lower_than(name: str, a: Any, b: Any) -> gates.Decision:
 
 def construction_claim(construction: dict[str, Any]) -> gates.Decision:
     """Every m: exactly 2^m pieces, the solver's steps equal to m (integer counts), and a maximal
-    deviation from Δ^m of at most 1e-9 (:func:`i2o.gates.compare`, all of them:
-    :func:`i2o.gates.all_of`)."""
+    deviation from Δ^m of at most 1e-9 (:func:`i2o.verdicts.gates.compare`, all of them:
+    :func:`i2o.verdicts.gates.all_of`)."""
     m = np.asarray(construction["m"])
     pieces = np.asarray(construction["pieces"])
     error = float(np.max(construction["max_error"]))
@@ -148,9 +148,9 @@ STEEP_KINDS = ("deq_lower", "fnn")
 def steep_claim(steep: dict[str, Any]) -> gates.Decision:
     """Rebuttal Figure 1 with δ = 2^-d: at equal training loss, the FNN's max |weight| grows with
     d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, its interval
-    (:func:`i2o.gates.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed counts for a
+    (:func:`i2o.verdicts.intervals.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed counts for a
     model kind when its runs reached the loss level at every d; a kind "fits" with at least 2
-    such seeds (:func:`i2o.gates.enough`), and the gate is symmetric (:func:`symmetric_gate`)."""
+    such seeds (:func:`i2o.verdicts.gates.enough`), and the gate is symmetric (:func:`symmetric_gate`)."""
     dims = steep["dims"]
     complete = {kind: np.flatnonzero(np.all(steep[kind]["reached"] == 1, axis=0))
                 for kind in STEEP_KINDS}
@@ -165,11 +165,11 @@ def steep_claim(steep: dict[str, Any]) -> gates.Decision:
         slopes = {kind: np.array([slope(dims, steep[kind]["max_weight"][:, s])
                                   for s in complete[kind]]) for kind in STEEP_KINDS}
         deq, fnn = slopes["deq_lower"], slopes["fnn"]
-        ci = gates.difference(fnn, deq)
+        ci = intervals.difference(fnn, deq)
         text = (f"slope of log2 max|weight| vs d: FNN {fnn.mean():.3f}, DEQ {deq.mean():.3f} "
                 f"bits/dimension over {len(fnn)} and {len(deq)} seeds (difference "
                 f"{ci.describe(digits=3)}, margin {SLOPE_MARGIN})")
-        found = gates.above(ci, SLOPE_MARGIN)
+        found = margins.above(ci, SLOPE_MARGIN)
         return found.with_reason(text if found.holds is not None else f"{text}; {found.reason}")
 
     return symmetric_gate(fit("deq_lower"), fit("fnn"), "the FNN", measured)
@@ -188,7 +188,7 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
     limit is tested directly: it fails when it is not even a KKT point (null-space part of ∇Q
     above ``kkt_tol``), and is undecided otherwise. Gate: the gradient flow interpolated on
     every problem (relative residual not above ``10 × diag_tol``); the problems' verdicts are
-    combined by :func:`i2o.gates.all_of`."""
+    combined by :func:`i2o.verdicts.gates.all_of`."""
     seeds = _seeds(diagonal)
 
     def interpolated() -> Iterator[gates.Decision]:
@@ -225,8 +225,8 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
 
 def density_claim(diagonal: dict[str, Any], p: Params) -> gates.Decision:
     """The DEQ's interpolant is denser than the diagonal linear network's, on every problem (a
-    larger participation ratio: :func:`i2o.gates.compare`, on all of them:
-    :func:`i2o.gates.all_of`). Gate: both models interpolated on every problem."""
+    larger participation ratio: :func:`i2o.verdicts.gates.compare`, on all of them:
+    :func:`i2o.verdicts.gates.all_of`). Gate: both models interpolated on every problem."""
     seeds = _seeds(diagonal)
     interpolated = (gates.condition(  # not "≤": a NaN residual does not close the gate
         not float(diagonal[seed][model]["relative_residual"]) > 10 * p["diag_tol"],
@@ -250,7 +250,7 @@ def feature_density_claim(gotu: dict[str, Any], p: Params, target: str = "f2"
     entry = gotu[target]
 
     def measured() -> gates.Decision:
-        found = gates.lower_than(entry["fnn"]["feature_density"],
+        found = margins.lower_than(entry["fnn"]["feature_density"],
                                  entry["deq_contractive"]["feature_density"], MARGIN)
         return found.with_reason("FNN vs ReLU DEQ feature participation ratio: " + found.reason)
 
@@ -268,7 +268,7 @@ _NAMES = {"deq_lower": "the DEQ", "linear_deq": "the linear DEQ",
 def prediction_claim(gotu: dict[str, Any], target: str, kind: str, p: Params
                      ) -> gates.Decision:
     """A trained affine model reaches the unseen MSE of the unique affine interpolant: within
-    ``PREDICTION_RTOL`` of it (:func:`i2o.gates.compare`). Gates: the theory gives a value (the
+    ``PREDICTION_RTOL`` of it (:func:`i2o.verdicts.gates.compare`). Gates: the theory gives a value (the
     interpolant exists and is unique), then the model fits."""
     entry = gotu[target]
     pred = entry["prediction"]["bias" if kind == "linear_deq" else "no_bias"]
@@ -321,13 +321,13 @@ def forced_equal(entry: dict[str, Any], a: str, b: str) -> str | None:
 def gotu_comparison(gotu: dict[str, Any], target: str, a: str, b: str, p: Params
                     ) -> gates.Decision:
     """Model ``a`` (a DEQ) has a lower unseen MSE than model ``b``: undecided when the setup
-    forces them equal, then the symmetric fit gate, then :func:`i2o.gates.lower_than`."""
+    forces them equal, then the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than`."""
     entry = gotu[target]
     reason = forced_equal(entry, a, b)
 
     def fitted() -> gates.Decision:
         return symmetric_gate(_fit(entry, a, p), _fit(entry, b, p), _NAMES[b], partial(
-            gates.lower_than, entry[a]["unseen_mse"], entry[b]["unseen_mse"], MARGIN))
+            margins.lower_than, entry[a]["unseen_mse"], entry[b]["unseen_mse"], MARGIN))
 
     return gates.gated([gates.condition(reason is None, reason or "")], fitted)
 
@@ -341,8 +341,8 @@ def _frozen_fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]
 def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
                             ) -> gates.Decision:
     """Every trained ``kind`` model of the frozen-coordinate task (:mod:`.frozen`) reaches its
-    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's, :func:`i2o.gates.compare`), at
-    every ``f̂(∅)`` (:func:`i2o.gates.all_of`); undecided when one does not fit."""
+    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's, :func:`i2o.verdicts.gates.compare`), at
+    every ``f̂(∅)`` (:func:`i2o.verdicts.gates.all_of`); undecided when one does not fit."""
 
     def task(entry: dict[str, Any]) -> gates.Decision:
         ok, text = _frozen_fit(entry, kind, p)
@@ -366,9 +366,9 @@ def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
 
 def frozen_comparison(entry: dict[str, Any], p: Params) -> gates.Decision:
     """On one frozen-coordinate task, the linear DEQ with bias has a lower unseen MSE than the
-    diagonal linear network: the symmetric fit gate, then :func:`i2o.gates.lower_than` over
+    diagonal linear network: the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than` over
     seeds."""
-    lower = partial(gates.lower_than, entry["linear_deq"]["unseen_mse"],
+    lower = partial(margins.lower_than, entry["linear_deq"]["unseen_mse"],
                     entry["dln"]["unseen_mse"], MARGIN)
     return symmetric_gate(_frozen_fit(entry, "linear_deq", p), _frozen_fit(entry, "dln", p),
                           _NAMES["dln"], lower)
@@ -442,14 +442,14 @@ SEED_LISTS = {"diagonal/feature-density": "gotu_seeds", "sawtooth": "seeds",
 
 def seed_list(row: Claim) -> dict[str, str]:
     """The parameter that raises the seeds of ``row``'s intervals, as
-    :func:`i2o.deciding.remedy` reads it."""
+    :func:`i2o.verdicts.deciding.remedy` reads it."""
     return {"seeds": SEED_LISTS.get(row.id, SEED_LISTS[row.section])}
 
 
 def claims(results: SeparationResults) -> Claims:
     """The chapter's table, each row's reason (which quotes its measurement) in ``check``; a row
     undecided in smoke names the quick profile, which decides it, unless its facts say how many
-    seeds would (then it names that run: :func:`i2o.deciding.name_remedies`, not costed)."""
+    seeds would (then it names that run: :func:`i2o.verdicts.deciding.name_remedies`, not costed)."""
     table = Claims("separation", results.params.profile)
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):
