@@ -572,34 +572,7 @@ def clean(figure: str | None = None) -> None:
         shutil.rmtree(target)
 
 
-#: ``python -m i2o.results COMMAND``: each command's module, whose ``main(argv)`` runs it.
-COMMANDS = {"fingerprint": "i2o.provenance.fingerprint", "deps": "i2o.provenance.dependencies",
-            "export": "i2o.provenance.bundles:export_main", "import": "i2o.provenance.bundles:import_main",
-            "plan": "i2o.compute.plan"}
+if __name__ == "__main__":  # ``python -m i2o.results COMMAND``: the commands of i2o.provenance
+    import runpy
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m i2o.results COMMAND ...``: the commands of :data:`COMMANDS`."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["-h"], ["--help"]):
-        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\n\n"
-              "  fingerprint  one SHA-256 per cached result of a chapter's jobs\n"
-              "  deps         the modules each job class's cache key covers\n"
-              "  export       a chapter's cached results as one bundle (manifest, checksums)\n"
-              "  import       a bundle verified, then written into the cache\n"
-              "  plan         the wall time of the book's jobs on K cores, from recorded costs\n\n"
-              "python -m i2o.results COMMAND --help describes each.")
-        return 0
-    if not argv or argv[0] not in COMMANDS:
-        given = f"got {argv[0]!r}" if argv else "none given"
-        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\nerror: the command "
-              f"must be one of {', '.join(COMMANDS)}; {given}", file=sys.stderr)
-        return 2
-    import importlib
-
-    module, _, function = COMMANDS[argv[0]].partition(":")
-    return getattr(importlib.import_module(module), function or "main")(argv[1:])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("i2o.provenance", run_name="__main__", alter_sys=True)

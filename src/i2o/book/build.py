@@ -624,7 +624,3 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         raise
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

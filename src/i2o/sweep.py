@@ -1,0 +1,6 @@
+"""``python -m i2o.sweep``: command line only; the code is in :mod:`i2o.compute.sweep`."""
+
+from i2o.compute.sweep import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())
