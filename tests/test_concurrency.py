@@ -201,7 +201,7 @@ def fake_execute(source, output, parameters, **kwargs):
 
 sys.modules["papermill"] = types.SimpleNamespace(execute_notebook=fake_execute)  # no kernel
 overrides = json.loads(sys.argv[3])
-book.run("affine", "smoke", overrides, force=True)
+build.run("affine", "smoke", overrides, force=True)
 """
 
 

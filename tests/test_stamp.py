@@ -28,10 +28,10 @@ from i2o.book import build
 from i2o.compute import door, profiles
 found = {}
 for figure in profiles.figures():
-    recorded = book._recorded(book.executed_path(figure))
-    stamp, inputs = book.stamped(figure, door.enter(figure, recorded["profile"]).params)
+    recorded = build._recorded(build.executed_path(figure))
+    stamp, inputs = build.stamped(figure, door.enter(figure, recorded["profile"]).params)
     found[figure] = [] if recorded["stamp"] == stamp else \\
-        book.stamp_changes(recorded.get("inputs", {}), inputs)
+        build.stamp_changes(recorded.get("inputs", {}), inputs)
 print(json.dumps(found))
 """
 
@@ -47,7 +47,7 @@ def test_a_stamp_is_the_hash_of_its_inputs_and_its_sources_are_the_hashed_files(
     assert stamp == build.stamp_of({k: v for k, v in inputs.items() if k != "sources"})
     assert set(inputs["sources"]) == {str(p.relative_to(results.PACKAGE_DIR))
                                       for p in results.PACKAGE_DIR.rglob("*.py")}
-    assert "book.py" in inputs["sources"]
+    assert "book/build.py" in inputs["sources"]
 
 
 def test_stamp_changes_is_empty_when_no_input_moved():
@@ -58,9 +58,9 @@ def test_stamp_changes_is_empty_when_no_input_moved():
 def test_stamp_changes_names_the_files_parameters_and_notebook_that_moved():
     before = _affine_inputs()
     after = json.loads(json.dumps(before))
-    after["sources"]["book.py"] = "0" * 16
+    after["sources"]["book/build.py"] = "0" * 16
     after["sources"]["chapters/affine/new.py"] = "1" * 16
-    del after["sources"]["pool.py"]
+    del after["sources"]["compute/pool.py"]
     after["i2o"] = "f" * 64
     after["params"]["n_seeds"] = before["params"]["n_seeds"] + 1
     after["notebook"] = "e" * 64
@@ -68,7 +68,7 @@ def test_stamp_changes_names_the_files_parameters_and_notebook_that_moved():
     assert changes == [
         "the source notebook changed",
         f"parameter n_seeds: {before['params']['n_seeds']} → {before['params']['n_seeds'] + 1}",
-        "i2o source: changed book.py; added chapters/affine/new.py; removed pool.py",
+        "i2o source: changed book/build.py; added chapters/affine/new.py; removed compute/pool.py",
     ]
 
 

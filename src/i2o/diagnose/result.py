@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from i2o.verdicts import gates, intervals, rows
+from i2o.verdicts import gates, rows
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.curves import Curves
+from i2o.verdicts.intervals import Interval
 from i2o.verdicts.rule import RESIDUAL_FALL, Recommendation, Verdicts
 
 
@@ -44,7 +45,7 @@ class Diagnosis:
     train: Curves | None
     verdicts: Verdicts
     recommendation: Recommendation
-    intervals: dict[str, list[intervals.Interval]]
+    intervals: dict[str, list[Interval]]
     shared: bool
     solves: int
     seconds: float
@@ -56,14 +57,14 @@ class Diagnosis:
     def grid(self) -> list[int]:
         return [int(n) for n in np.asarray(self.test.grid)]
 
-    def gap_intervals(self) -> list[intervals.Interval]:
+    def gap_intervals(self) -> list[Interval]:
         """Pointwise interval of ``D(N, ΔN)`` (in the metric's units, not signed) at every count."""
         out = []
         for n in self.grid:
             ci = self.test.improvement(n, self.train_iters, self.level)
             s = self.test.sign
             lo, hi = sorted((s * ci.lo, s * ci.hi))
-            out.append(intervals.Interval(s * ci.mean, lo, hi, ci.n, ci.over, ci.level))
+            out.append(Interval(s * ci.mean, lo, hi, ci.n, ci.over, ci.level))
         return out
 
     # -- tables -------------------------------------------------------------------------------
@@ -159,7 +160,7 @@ class Diagnosis:
 
     # -- JSON ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        def interval(ci: intervals.Interval) -> dict[str, Any]:
+        def interval(ci: Interval) -> dict[str, Any]:
             return {"mean": ci.mean, "lo": ci.lo, "hi": ci.hi, "n": ci.n, "over": ci.over,
                     "level": ci.level}
 

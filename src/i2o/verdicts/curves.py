@@ -192,7 +192,7 @@ class Curves:
             return np.log10(trace[0, :, top] / trace[0, :, at]), over
 
 
-def stack(per_model: Sequence[tuple[np.ndarray, np.ndarray]], grid: Sequence[int],
+def stack(per_model: Sequence[tuple[np.ndarray, np.ndarray]], grid: Sequence[int] | np.ndarray,
           sign: float, transform: str = "mean") -> Curves:
     """:class:`Curves` from each model's ``(values, residual)``, both ``(n_examples, K)``."""
     shapes = {np.shape(v) for v, _ in per_model}
