@@ -253,8 +253,8 @@ def meta_results(shape: Any = META_U_SHAPE, imaml_outer_steps: int = 10,
 
 def replicate_run(profile: str, replicate: int, figure: str, rows: list[dict],
                   cpu: str = "Test CPU") -> None:
-    """A doctored replicate run (:mod:`i2o.provenance.robustness`): the claims a notebook would write, and
-    its stamp."""
+    """A doctored replicate run (:mod:`i2o.provenance.robustness`): the claims a notebook would
+    write, and its stamp."""
     import json
 
     from i2o.provenance import robustness

@@ -1,7 +1,7 @@
 """Tests of i2o.chapters.affine (jobs, runs, claims, figures): the affine chapter's
 computations, quoted numbers, claims verdicts and figures, on smoke-sized results (some doctored
-to make a claim fail), and the gate its verdicts use (:func:`i2o.verdicts.gates.compare`). Budget: under
-10 s."""
+to make a claim fail), and the gate its verdicts use (:func:`i2o.verdicts.gates.compare`). Budget:
+under 10 s."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ table = stability_table
 
 
 def stability_text(rows: Claims) -> str:
-    """The chapter's conclusions, as the notebook writes them (:func:`i2o.verdicts.prose.conclusions`)."""
+    """The chapter's conclusions, as the notebook writes them
+    (:func:`i2o.verdicts.prose.conclusions`)."""
     return conclusions(rows, display=False)
 
 

@@ -1,5 +1,5 @@
-"""One door into every chapter (:mod:`i2o.compute.door`): parameters validated once, before any job is
-listed; the jobs and the tasks a sweep submits come from the entered chapter."""
+"""One door into every chapter (:mod:`i2o.compute.door`): parameters validated once, before any job
+is listed; the jobs and the tasks a sweep submits come from the entered chapter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Predicates and gates of i2o.verdicts.gates: for each, a doctored result that holds and one that fails."""
+"""Predicates and gates of i2o.verdicts.gates: for each, a doctored result that holds and one that
+fails."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The gates of training to the regime and of comparisons that can fail (i2o.verdicts.gates): a fit quorum
-that opens on the models that fit and names the others, a margin that is a fraction of a measured
-reference effect, and a comparison decided only when its margin is above the measurement's
+"""The gates of training to the regime and of comparisons that can fail (i2o.verdicts.gates): a fit
+quorum that opens on the models that fit and names the others, a margin that is a fraction of a
+measured reference effect, and a comparison decided only when its margin is above the measurement's
 resolution. Each one opens (holds) on one doctored input and closes (fails) on another."""
 
 from __future__ import annotations

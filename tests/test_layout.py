@@ -135,8 +135,8 @@ def test_every_chapter_has_its_faces(figure):
     """The manifest names each chapter's package; ``FIGURE`` agrees with the key and the
     notebook stem with the package name; and the faces have the contract's signatures, checked
     on their annotations: ``runs.check_params(Params) -> None``, ``runs.collect(Params) ->
-    <Chapter>Results`` (a :class:`i2o.compute.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``,
-    ``claims.numbers(<Chapter>Results) -> dict``,
+    <Chapter>Results`` (a :class:`i2o.compute.chapter.ChapterResults`), ``runs.jobs(Params) ->
+    list[Job]``, ``claims.numbers(<Chapter>Results) -> dict``,
     ``claims.claims(<Chapter>Results) -> Claims`` and ``prose.paragraphs(Claims, str) ->
     list[str]``."""
     package = profiles.entry(figure)["package"]

@@ -7,8 +7,8 @@ goes, and a misspelt name; and, per chapter, one value its own rules between par
 (``runs.check_params``: :data:`CROSS`). Each case goes through every path into a chapter, all of
 which enter through :mod:`i2o.compute.door`: the command line (``python -m i2o.book run … -p NAME
 VALUE``, ``make fig-*``, with papermill replaced by a tripwire, so "before any compute" is checked,
-not assumed), the notebook's first cell (:func:`i2o.compute.door.enter_namespace`, what a papermill run
-reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
+not assumed), the notebook's first cell (:func:`i2o.compute.door.enter_namespace`, what a papermill
+run reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
 replaced by a tripwire) and the robustness runs (``make robustness``, whose parameters are the
 profile's: the bad value is put into the manifest's profile). Each must refuse and name the
 parameter. The cases are generated, so their count grows with the manifest; it is printed.

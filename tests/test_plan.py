@@ -1,5 +1,5 @@
-"""The forecast of ``make book`` on K cores (:mod:`i2o.compute.plan`): the list scheduler against brute
-force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
+"""The forecast of ``make book`` on K cores (:mod:`i2o.compute.plan`): the list scheduler against
+brute force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
 
 from __future__ import annotations
 

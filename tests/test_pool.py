@@ -120,7 +120,8 @@ def test_a_failing_task_does_not_stop_the_pool(toy_computations):
 
 
 def _submitted(monkeypatch) -> list[dict]:
-    """Replace :func:`i2o.compute.sweep.submit` by a recorder of what the pool asks (nothing runs)."""
+    """Replace :func:`i2o.compute.sweep.submit` by a recorder of what the pool asks (nothing
+    runs)."""
     calls: list[dict] = []
 
     def record(folder, todo, executor="local", max_parallel=2, **options):

@@ -1,6 +1,7 @@
 """Results do not depend on the job pool: a chapter's smoke jobs computed by the book's pool
-(:func:`i2o.compute.pool.run`, submitit's local processes) with 1 and with 2 processes, into two empty
-results caches, have the same fingerprints (:func:`i2o.provenance.fingerprint.fingerprint`)."""
+(:func:`i2o.compute.pool.run`, submitit's local processes) with 1 and with 2 processes, into two
+empty results caches, have the same fingerprints
+(:func:`i2o.provenance.fingerprint.fingerprint`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The job pool's display and its forecast: the schedule of what remains (:mod:`i2o.compute.schedule`),
-the time left the display shows (:func:`i2o.compute.sweep.eta`, :class:`i2o.progress.TaskBoard`), and
-the forecast of :mod:`i2o.compute.plan` against the wall time of the pool measured with 1 and 2 local
-processes, on tasks that sleep a known time (their process's start included)."""
+"""The job pool's display and its forecast: the schedule of what remains
+(:mod:`i2o.compute.schedule`), the time left the display shows (:func:`i2o.compute.sweep.eta`,
+:class:`i2o.progress.TaskBoard`), and the forecast of :mod:`i2o.compute.plan` against the wall time
+of the pool measured with 1 and 2 local processes, on tasks that sleep a known time (their process's
+start included)."""
 
 from __future__ import annotations
 
@@ -263,8 +264,8 @@ def test_a_sweep_without_costs_shows_no_eta_and_a_failure_still_ends_the_board(m
 #: longest first, 1.5 + 0.5 | 1.0 + 1.0, 2 s plus 2 starts on each.
 NAPS = ((1.5,), (1.0,), (0.5, 0.5), (0.5,))
 #: How far the forecast may be from the measured wall time, as a fraction of the measurement:
-#: :data:`i2o.compute.schedule.TASK_START_SECONDS` is one number for every task's start, which varies
-#: with the modules a task imports and the files it reads.
+#: :data:`i2o.compute.schedule.TASK_START_SECONDS` is one number for every task's start, which
+#: varies with the modules a task imports and the files it reads.
 TOLERANCE = 0.25
 #: The largest share of the machine's cores other processes may use during a run for its wall
 #: time to test the forecast: a task's start is CPU work, slower when others take the cores.

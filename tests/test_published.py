@@ -1,5 +1,5 @@
-"""i2o.book.published: summaries measured elsewhere, kept in ``published/``, shown by the Robustness and
-Reproduce pages when the build has none of its own, each chapter marked current or stale."""
+"""i2o.book.published: summaries measured elsewhere, kept in ``published/``, shown by the Robustness
+and Reproduce pages when the build has none of its own, each chapter marked current or stale."""
 
 from __future__ import annotations
 

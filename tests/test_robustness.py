@@ -1,5 +1,6 @@
-"""i2o.provenance.robustness: the agreement of verdicts across replicates, the Robustness page, bad input,
-and one real run (the affine chapter, smoke, replicates 0 and 1). Budget: ~30 s (the real run)."""
+"""i2o.provenance.robustness: the agreement of verdicts across replicates, the Robustness page, bad
+input, and one real run (the affine chapter, smoke, replicates 0 and 1). Budget: ~30 s (the real
+run)."""
 
 from __future__ import annotations
 
@@ -116,8 +117,8 @@ def test_a_non_integer_replicate_is_refused_by_the_parser(capsys):
 
 def test_real_run_redraws_the_random_instances_and_a_rerun_computes_nothing():
     """The affine chapter (smoke) at replicates 0 and 1, through the command line."""
-    argv = [sys.executable, "-m", "i2o.provenance.robustness", "--profile", "smoke", "--replicates", "0",
-            "1", "--figures", "affine"]
+    argv = [sys.executable, "-m", "i2o.provenance.robustness", "--profile", "smoke",
+            "--replicates", "0", "1", "--figures", "affine"]
     first = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout[-2000:]
     summary = robustness.read_summary()

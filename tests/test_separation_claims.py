@@ -23,8 +23,9 @@ def _lower_than(a, b):
 
 
 def test_lower_than_holds_fails_and_needs_power():
-    """The chapter's "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`, margin ``MARGIN``); the
-    texts are those of the chapter's own rule before it moved to :mod:`i2o.verdicts.gates`."""
+    """The chapter's "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`, margin
+    ``MARGIN``); the texts are those of the chapter's own rule before it moved to
+    :mod:`i2o.verdicts.gates`."""
     lower, higher = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
     assert _lower_than(lower, higher) == (
         True, "1 vs 2 (difference +1.000, 90 % CI [+0.826, +1.174] over 3 seeds, margin 0.04)")
@@ -46,8 +47,8 @@ def test_lower_than_holds_fails_and_needs_power():
 def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
     assert intervals.describe_significant(intervals.Interval(1.0, 0.8321, 1.1679, 3, "seeds")) == (
         "+1.000, 90 % CI [+0.832, +1.168] over 3 seeds")
-    assert intervals.describe_significant(intervals.Interval(-0.0017, -0.05264, 0.04924, 3, "seeds")) \
-        == "-0.0017, 90 % CI [-0.0526, +0.0492] over 3 seeds"
+    ci = intervals.Interval(-0.0017, -0.05264, 0.04924, 3, "seeds")
+    assert intervals.describe_significant(ci) == "-0.0017, 90 % CI [-0.0526, +0.0492] over 3 seeds"
     # no spread (a deterministic comparison): to the third digit of the mean
     assert intervals.describe_significant(intervals.Interval(250.0, 250.0, 250.0, 2, "seeds")) == (
         "+250, 90 % CI [+250, +250] over 2 seeds")

@@ -1,5 +1,5 @@
-"""i2o.compute.sweep and the stability chapter's jobs: jobs land in the cache under the notebook's keys.
-Budget: ~30 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor, one
+"""i2o.compute.sweep and the stability chapter's jobs: jobs land in the cache under the notebook's
+keys. Budget: ~30 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor, one
 through the debug executor; the first CIFAR-10 decode of the offline copy adds ~10 s once)."""
 
 from __future__ import annotations

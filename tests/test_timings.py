@@ -1,4 +1,5 @@
-"""i2o.compute.timings: measured costs appended to ``published/``, and the Reproduce page's tables."""
+"""i2o.compute.timings: measured costs appended to ``published/``, and the Reproduce page's
+tables."""
 
 from __future__ import annotations
 

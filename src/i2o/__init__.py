@@ -6,29 +6,36 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - chapters, one package per notebook (:mod:`i2o.chapters`): ``affine`` (Figures 1, G.3),
   ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4),
   ``separation`` (the companion paper), ``diagnose`` (Test your own DEQ);
-- book machinery, which knows the chapters only through ``figures.yaml``: :mod:`i2o.compute.profiles`
+- book machinery, which knows the chapters only through ``figures.yaml``:
+:mod:`i2o.compute.profiles`
   (the manifest and parameter validation), :mod:`i2o.job` (a cached computation as a frozen,
   typed value), :mod:`i2o.results` (the results cache, keyed by a job's fields and the source of
-  its module's import closure, :mod:`i2o.compute.import_graph`), :mod:`i2o.compute.chapter` (the base of every
-  chapter's results: parameters, cost, provenance),
-  :mod:`i2o.verdicts.claims` (the paper's claims as predicates), :mod:`i2o.verdicts.gates` (confidence intervals,
-  equivalence margins, fit and health gates), :mod:`i2o.verdicts.decision` (a verdict with its typed
-  facts: the gate that closed it, what more of would decide it), :mod:`i2o.verdicts.prose` (conclusions
-  written from claims),
-  :mod:`i2o.book.plotting` (one figure style with provenance), :mod:`i2o.compute.sweep` (submitit jobs),
-  :mod:`i2o.compute.pool` (``make book``'s one job pool for every chapter), :mod:`i2o.compute.schedule` (the
-  longest-first scheduler) and :mod:`i2o.compute.plan` (the wall time on K cores from recorded costs,
-  ``python -m i2o.results plan``), :mod:`i2o.compute.timings` (measured costs in ``published/``),
-  :mod:`i2o.compute.job_costs` (each job's published cost, by which a fresh clone's pool is ordered),
+  its module's import closure, :mod:`i2o.compute.import_graph`), :mod:`i2o.compute.chapter` (the
+  base of every chapter's results: parameters, cost, provenance),
+  :mod:`i2o.verdicts.claims` (the paper's claims as predicates), :mod:`i2o.verdicts.gates`
+  (confidence intervals, equivalence margins, fit and health gates), :mod:`i2o.verdicts.decision` (a
+  verdict with its typed facts: the gate that closed it, what more of would decide it),
+  :mod:`i2o.verdicts.prose` (conclusions written from claims),
+  :mod:`i2o.book.plotting` (one figure style with provenance), :mod:`i2o.compute.sweep` (submitit
+  jobs),
+  :mod:`i2o.compute.pool` (``make book``'s one job pool for every chapter),
+  :mod:`i2o.compute.schedule` (the longest-first scheduler) and :mod:`i2o.compute.plan` (the wall
+  time on K cores from recorded costs, ``python -m i2o.results plan``), :mod:`i2o.compute.timings`
+  (measured costs in ``published/``),
+  :mod:`i2o.compute.job_costs` (each job's published cost, by which a fresh clone's pool is
+  ordered),
   :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
   :mod:`i2o.book` (notebook execution, the HTML),
   :mod:`i2o.provenance.robustness` (the chapters at several replicates, the Robustness page),
   :mod:`i2o.verdicts.paper_claims` (each sentence of the paper mapped to the rows that test it) and
   :mod:`i2o.book.claims_page` (the page "The paper's claims at a glance"),
-  :mod:`i2o.provenance.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results fingerprint``),
-  :mod:`i2o.provenance.dependencies` (the modules each job's key covers, ``python -m i2o.results deps``),
+  :mod:`i2o.provenance.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results
+  fingerprint``),
+  :mod:`i2o.provenance.dependencies` (the modules each job's key covers, ``python -m i2o.results
+  deps``),
   :mod:`i2o.provenance.probes` (each kernel family fingerprinted, on this CPU or an emulated one),
-  :mod:`i2o.provenance.golden` (the committed fingerprints every ``make test`` checks, ``make golden``);
+  :mod:`i2o.provenance.golden` (the committed fingerprints every ``make test`` checks, ``make
+  golden``);
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its

@@ -5,24 +5,25 @@ changing a parameter, the code that computes a result, the numerics mode (``I2O_
 portable mode's pins recomputes it; rerunning the book does not. Each entry's ``meta.json`` records
 its provenance (:func:`i2o.lineage.provenance`: machine, library versions, numerics pins). The
 source hashed is the import closure of the module that computes the result (``module=``, for a job
-the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.compute.import_graph.closure`): the
-modules the computation can reach, found from the code and never listed by hand, so that an edit to
-one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's
-own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.compute.import_graph`) stores
-and finds results without computing them, so it is left out, as are the modules that change no
-number (:data:`INERT`: paths, progress bars, provenance, the allocator). An import through a
-package's face (``from i2o.deq import solve``) reaches the submodule that defines the name, not
-everything the face re-exports. What is hashed is each module's code without its comments and
-docstrings (:func:`code_of`). Without ``module`` it is the whole package.
+the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.compute.import_graph.closure`):
+the modules the computation can reach, found from the code and never listed by hand, so that an edit
+to one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The
+cache's own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`,
+:mod:`i2o.compute.import_graph`) stores and finds results without computing them, so it is left out,
+as are the modules that change no number (:data:`INERT`: paths, progress bars, provenance, the
+allocator). An import through a package's face (``from i2o.deq import solve``) reaches the submodule
+that defines the name, not everything the face re-exports. What is hashed is each module's code
+without its comments and docstrings (:func:`code_of`). Without ``module`` it is the whole package.
 
 ``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
-jobs (:mod:`i2o.provenance.fingerprint`), to compare the results of two machines; ``python -m i2o.results
-deps [FIG ...]`` the modules each job class's key covers (:mod:`i2o.provenance.dependencies`).
+jobs (:mod:`i2o.provenance.fingerprint`), to compare the results of two machines; ``python -m
+i2o.results deps [FIG ...]`` the modules each job class's key covers
+(:mod:`i2o.provenance.dependencies`).
 
 Each entry's ``meta.json`` also records what computing it cost (:class:`JobCost`: wall and CPU
 seconds, the computing process's peak memory), outside the key; :func:`recorded_cost` reads the
-most recent record of a job name under any key, for the book's job pool (:mod:`i2o.compute.pool`) and the
-forecast (``python -m i2o.results plan``, :mod:`i2o.compute.plan`).
+most recent record of a job name under any key, for the book's job pool (:mod:`i2o.compute.pool`)
+and the forecast (``python -m i2o.results plan``, :mod:`i2o.compute.plan`).
 
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,

@@ -1,7 +1,7 @@
 """What the toy chapter says about its results: the numbers its text quotes and its claims.
 
-The one claim, "more iterations at test time help", is decided by :mod:`i2o.verdicts.gates`: the 90 %
-interval over seeds of the gain r(train_iters) − r(test_iters) in relative residual must lie
+The one claim, "more iterations at test time help", is decided by :mod:`i2o.verdicts.gates`: the 90
+% interval over seeds of the gain r(train_iters) − r(test_iters) in relative residual must lie
 above :data:`MARGIN` (holds) or below it (fails); an interval that contains it leaves the claim
 undecided, and :mod:`i2o.verdicts.deciding` names the run with more seeds that would decide it.
 """

@@ -1,4 +1,5 @@
-"""The toy chapter's conclusion, written from its claims (:func:`i2o.verdicts.prose.conclusions`)."""
+"""The toy chapter's conclusion, written from its claims
+(:func:`i2o.verdicts.prose.conclusions`)."""
 
 from __future__ import annotations
 

@@ -12,12 +12,12 @@ executes; a second run says the figure is already running, waits for it, and the
 notebook it wrote when that notebook matches its own parameters. The executed notebook, stamp
 included, goes to a private temporary file renamed into place, so a reader never sees half of one.
 ``all`` (and ``book``, which then builds the HTML) first checks that the data sets are there
-(:mod:`i2o.data.preflight`) and keeps going past a chapter that cannot run or fails: it is reported at
-the end with the first line of its error, its page in the HTML says "not built" and why, and the
+(:mod:`i2o.data.preflight`) and keeps going past a chapter that cannot run or fails: it is reported
+at the end with the first line of its error, its page in the HTML says "not built" and why, and the
 exit status is non-zero. Before any notebook, it computes the missing jobs of every chapter it
-will execute in one pool of local processes (:mod:`i2o.compute.pool`: ``--workers N``, default the cores
-this process may use, capped by the memory the jobs' recorded peaks need), the longest first; the
-notebooks then read them from the results cache.
+will execute in one pool of local processes (:mod:`i2o.compute.pool`: ``--workers N``, default the
+cores this process may use, capped by the memory the jobs' recorded peaks need), the longest first;
+the notebooks then read them from the results cache.
 ``html`` stages the book sources with the executed notebooks in place of the clean ones into
 ``_build/stage`` and runs ``jupyter-book build`` on it (execution off), producing ``_build/html``,
 with ``numbers.json`` (every glued number and claim row, :mod:`i2o.provenance.numbers`) beside it.
@@ -32,9 +32,10 @@ Command line (what the Makefile calls)::
 
 ``--record-timing`` (``make book RECORD=1``, ``make fig-NAME RECORD=1``) appends one record per
 executed notebook (and, for ``all``/``book``, one for the whole run) to ``published/timings.json``
-at the end (:mod:`i2o.compute.timings`), and, for ``all``/``book``, the cost of every job of the chapters
-run that the results cache records to ``published/job-costs.json`` (:mod:`i2o.compute.job_costs`, what a
-fresh clone's pool orders and forecasts by); without it nothing is written there.
+at the end (:mod:`i2o.compute.timings`), and, for ``all``/``book``, the cost of every job of the
+chapters run that the results cache records to ``published/job-costs.json``
+(:mod:`i2o.compute.job_costs`, what a fresh clone's pool orders and forecasts by); without it
+nothing is written there.
 """
 
 from __future__ import annotations
@@ -191,8 +192,8 @@ def up_to_date(figure: str, params: profiles.Params) -> bool:
 
 def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = None,
         force: bool = False, chapter: door.Chapter | None = None) -> Path:
-    """Validate (through :mod:`i2o.compute.door`, unless ``chapter`` is the figure already entered with
-    these parameters), then execute one figure's notebook; return the executed copy's path.
+    """Validate (through :mod:`i2o.compute.door`, unless ``chapter`` is the figure already entered
+    with these parameters), then execute one figure's notebook; return the executed copy's path.
 
     While another process runs the same figure, wait for it; then use its notebook if its stamp is
     this run's (even with ``force``: it was executed after this run was asked for).
@@ -326,12 +327,13 @@ def run_all(profile: str = "quick", force: bool = False, workers: int | None = N
 
     A preflight first makes every data set ready (:mod:`i2o.data.preflight`): a figure whose data is
     missing is not started. Then the missing jobs of every chapter to execute (not up to date,
-    or ``force``) are computed in one pool of ``workers`` local processes (:func:`i2o.compute.pool.run`;
-    ``None``: the cores this process may use, capped by memory), and the notebooks run one after
-    the other, reading them. A figure whose notebook fails does not stop the others. Each failure
-    is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for the HTML build.
-    With ``record_timing``, each executed notebook's timing, and the whole run's when every
-    chapter was built, are appended to ``published/timings.json`` at the end (:mod:`i2o.compute.timings`).
+    or ``force``) are computed in one pool of ``workers`` local processes
+    (:func:`i2o.compute.pool.run`; ``None``: the cores this process may use, capped by memory), and
+    the notebooks run one after the other, reading them. A figure whose notebook fails does not stop
+    the others. Each failure is recorded beside the executed notebooks (``<name>.notbuilt.txt``) for
+    the HTML build. With ``record_timing``, each executed notebook's timing, and the whole run's
+    when every chapter was built, are appended to ``published/timings.json`` at the end
+    (:mod:`i2o.compute.timings`).
     """
 
     figures = profiles.figures()

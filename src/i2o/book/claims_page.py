@@ -1,7 +1,7 @@
 """The page "The paper's claims at a glance" (``book/claims.md``), written when the book is staged.
 
-One table row per claim of the paper (:data:`i2o.verdicts.paper_claims.CLAIMS`), and per claim the book
-adds, spanning the chapter rows that test it; for each chapter row:
+One table row per claim of the paper (:data:`i2o.verdicts.paper_claims.CLAIMS`), and per claim the
+book adds, spanning the chapter rows that test it; for each chapter row:
 
 - its verdict at profile ``quick``: from this build's executed chapter (``_build/claims/
   <figure>.json``) when the build ran it at ``quick``; otherwise replicate 0 of the robustness
@@ -16,8 +16,8 @@ adds, spanning the chapter rows that test it; for each chapter row:
   build's notebook took at that profile (its stamp, as the Reproduce page's timings), else "not
   measured";
 - a link to the row in its chapter: :func:`anchor_notebook` gives each row of a staged chapter's
-  claims table the id :func:`anchor` (the table itself, :meth:`i2o.verdicts.claims.Claims.to_html`, has
-  none); a row that is not on the chapter's page links the page.
+  claims table the id :func:`anchor` (the table itself, :meth:`i2o.verdicts.claims.Claims.to_html`,
+  has none); a row that is not on the chapter's page links the page.
 
 Chapter rows that no claim of the registry tests are listed at the end (none should be:
 ``tests/test_paper_claims.py``), so that no row is left off the page unseen. With no chapter
@@ -72,7 +72,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Agreement:
-    """A row's status across replicates (:data:`i2o.provenance.robustness.STATUSES`) and its source."""
+    """A row's status across replicates (:data:`i2o.provenance.robustness.STATUSES`) and its
+    source."""
 
     status: str
     replicates: tuple[int, ...]

@@ -4,17 +4,19 @@ A fresh build has computed no replicate and no paper-scale chapter, so its Robus
 say only what to run, and no reader without a GPU or hours of CPU would see a paper-scale result.
 The repository therefore keeps small *published summaries* in ``published/``:
 
-- ``robustness-<profile>.json``: a robustness summary (:func:`i2o.provenance.robustness.collect`, every
+- ``robustness-<profile>.json``: a robustness summary (:func:`i2o.provenance.robustness.collect`,
+every
   chapter's claims at several replicates);
-- ``numbers-<profile>.json``: a build's ``numbers.json`` (:mod:`i2o.provenance.numbers`: every glued number
+- ``numbers-<profile>.json``: a build's ``numbers.json`` (:mod:`i2o.provenance.numbers`: every glued
+number
   and claim row of each chapter, with its provenance).
 
 Each carries where it came from (commit, date, machines) and, per chapter, two digests that say
 whether this checkout would compute the same thing:
 
 - ``keys``: the SHA-256 of the names of every cache entry of the chapter's jobs at each replicate
-  (:func:`i2o.provenance.fingerprint.chapter_entries`). An entry's name holds its key, which covers the
-  job's parameters, the code that computes it and the numerics pins (:mod:`i2o.results`);
+  (:func:`i2o.provenance.fingerprint.chapter_entries`). An entry's name holds its key, which covers
+  the job's parameters, the code that computes it and the numerics pins (:mod:`i2o.results`);
 - ``claims_code``: the hash of the chapter's claims module and everything it imports
   (:func:`i2o.results.module_source_hash`), which turns results into verdicts.
 

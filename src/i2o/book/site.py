@@ -233,8 +233,8 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
              "under the companion paper's names; the book's own figures as Figure B1, B2, …. "
              "Then a thumbnail, the notebook (a link to its chapter), the profile this build ran "
              "it with, "
-             "and the verdicts of that chapter's claims. Generated from `src/i2o/compute/figures.yaml` "
-             "and the executed notebooks.",
+             "and the verdicts of that chapter's claims. Generated from "
+             "`src/i2o/compute/figures.yaml` and the executed notebooks.",
              "", "```{list-table}", ":header-rows: 1", ":class: i2o-figures", ""]
     for row in [header, *rows]:
         lines.append(f"* - {row[0]}")

@@ -5,15 +5,17 @@ checks their annotations):
 
 - ``__init__.py``: ``FIGURE`` (its key in ``figures.yaml``), a docstring naming the paper's figures;
 - ``runs.py``: what is computed. ``check_params(params: Params) -> None`` raises
-  :class:`i2o.compute.profiles.ParameterError` through :func:`i2o.compute.profiles.require`; it is called by
+  :class:`i2o.compute.profiles.ParameterError` through :func:`i2o.compute.profiles.require`; it is
+  called by
   :mod:`i2o.compute.door` only, the one door every path enters by (notebook, ``make fig-*``, ``make
   sweep``, ``make robustness``); ``jobs(params: Params) -> list[Job]`` lists the chapter's jobs
   (:class:`i2o.job.Job`, frozen values whose fields are their cache key, one entry each), when it
   has any; optionally ``tasks(params: Params) -> list[Task]``, the same jobs grouped as a sweep
   submits them (small ones computed in one process); ``collect(params: Params) ->
   <Chapter>Results`` returns everything the notebook shows, a dataclass deriving from
-  :class:`i2o.compute.chapter.ChapterResults` (the parameters, the run's :class:`i2o.compute.chapter.Cost`, its
-  provenance). Parameters are read one way: ``params["name"]``;
+  :class:`i2o.compute.chapter.ChapterResults` (the parameters, the run's
+  :class:`i2o.compute.chapter.Cost`, its provenance). Parameters are read one way:
+  ``params["name"]``;
 - job classes in chapter-private modules that never import ``runs``, ``claims``, ``figures`` or
   ``prose`` (a job's key hashes the import closure of the module that defines it;
   ``tests/test_keys.py`` checks that none reaches verdict, prose, figure or plotting code);

@@ -64,10 +64,10 @@ class ChapterResults:
 def run_jobs(figure: str, work: Sequence[Job | Task], workers: int = 1, label: str | None = None,
              progress: bool | None = None) -> tuple[list[dict[str, Any]], Cost]:
     """Every job's result, in order, and what it cost: the missing ones computed first in
-    ``workers`` local processes (:func:`i2o.compute.sweep.run_missing`; with one worker each is computed
-    here as it is read), then everything read from the results cache. ``work`` holds jobs, or
-    tasks (:data:`i2o.compute.door.Task`: small jobs a worker computes in one process), whose results
-    come in their place, one per job. Under ``make book`` the book's job pool computed the
+    ``workers`` local processes (:func:`i2o.compute.sweep.run_missing`; with one worker each is
+    computed here as it is read), then everything read from the results cache. ``work`` holds jobs,
+    or tasks (:data:`i2o.compute.door.Task`: small jobs a worker computes in one process), whose
+    results come in their place, one per job. Under ``make book`` the book's job pool computed the
     missing jobs before the notebook started; the cost counts those it did, and its size
     (:func:`i2o.compute.pool.pooled`)."""
     start = time.perf_counter()

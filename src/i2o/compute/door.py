@@ -10,9 +10,9 @@ Every path into a chapter enters here, before any job is listed, submitted or co
 
 Validation is the manifest's schema (:func:`i2o.compute.profiles.resolve`: types, ranges, choices,
 misspelt names) and then the chapter's own rules between parameters (``runs.check_params``),
-both raising :class:`i2o.compute.profiles.ParameterError` that names the parameter. The machinery knows
-a chapter only through the manifest's ``package``: its ``runs`` module is imported by name, never
-by an import statement (``tests/test_layout.py``).
+both raising :class:`i2o.compute.profiles.ParameterError` that names the parameter. The machinery
+knows a chapter only through the manifest's ``package``: its ``runs`` module is imported by name,
+never by an import statement (``tests/test_layout.py``).
 
 A :class:`Chapter` then lists what a sweep computes: :meth:`Chapter.jobs`, every cache entry; and
 :meth:`Chapter.tasks`, the same jobs grouped as the sweep submits them (one process per task: a

@@ -4,16 +4,17 @@ from measurements rather than from a flat guess.
 
 The results cache records each job's cost when it computes it (:class:`i2o.results.JobCost`),
 but a fresh clone has no cache: without this file every job of its first build would be expected
-to cost the same (:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`), the order of its pool would be arbitrary
-and its forecast wrong by hours. ``published/job-costs.json`` holds, per chapter, one record per
-job name and parameters: the wall time, CPU time and peak memory of the job, the CPU it ran on,
-and the digest of its key parameters (:func:`params_digest`), so that a record counts only for a
-job with the same parameters (another profile's run of the same name is another record).
+to cost the same (:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`), the order of its pool would be
+arbitrary and its forecast wrong by hours. ``published/job-costs.json`` holds, per chapter, one
+record per job name and parameters: the wall time, CPU time and peak memory of the job, the CPU it
+ran on, and the digest of its key parameters (:func:`params_digest`), so that a record counts only
+for a job with the same parameters (another profile's run of the same name is another record).
 
 - :func:`publish` (``make book RECORD=1``, at the end of the build) writes the records of every
   job of the chapters run that the results cache holds, replacing earlier records of the same job
   and parameters and keeping the others;
-- :func:`lookup` reads them for :func:`i2o.compute.pool.estimate_jobs`, which prefers the cache's own
+- :func:`lookup` reads them for :func:`i2o.compute.pool.estimate_jobs`, which prefers the cache's
+own
   record (this machine's) and falls back to the published one.
 
 A published cost was measured on another machine, so it orders and forecasts; it decides nothing.

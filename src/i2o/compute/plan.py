@@ -1,14 +1,15 @@
 """A forecast of ``make book``'s wall time on K cores, from the costs the results cache records.
 
 ``python -m i2o.results plan [FIG ...] --profile P --cores K [K ...]`` enters each chapter at the
-profile (:func:`i2o.compute.door.enter`), lists its tasks (:meth:`i2o.compute.door.Chapter.tasks`, every one, as
-from an empty cache) and gives each its expected wall time as the book's job pool does
+profile (:func:`i2o.compute.door.enter`), lists its tasks (:meth:`i2o.compute.door.Chapter.tasks`,
+every one, as from an empty cache) and gives each its expected wall time as the book's job pool does
 (:func:`i2o.compute.pool.estimate_tasks`: each job's most recent recorded wall time for its name and
 parameters; a job without a record is counted as estimated and given its chapter's median, else
-:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`). On K cores the tasks are scheduled as the pool runs them,
-the longest first, each on the core that frees first (:func:`i2o.compute.schedule.lpt`), each task
-taking its jobs' times plus the start of its process (:data:`i2o.compute.schedule.TASK_START_SECONDS`:
-the local pool starts a process per task); the notebooks then run one after the other, as
+:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`). On K cores the tasks are scheduled as the pool runs
+them, the longest first, each on the core that frees first (:func:`i2o.compute.schedule.lpt`), each
+task taking its jobs' times plus the start of its process
+(:data:`i2o.compute.schedule.TASK_START_SECONDS`: the local pool starts a process per task); the
+notebooks then run one after the other, as
 :func:`i2o.book.build.run_all` runs them, each taking its own time: the executed notebook's
 (:func:`notebook_seconds`), else, in a fresh clone, the latest time of that notebook alone
 recorded in ``published/timings.json`` for its chapter and profile (:func:`published_seconds`).
@@ -72,8 +73,8 @@ def forecast(chapters: Sequence[ChapterPlan], cores: int,
              start_seconds: float | None = None) -> Forecast:
     """The wall time of ``chapters`` on ``cores`` cores: their tasks scheduled by :func:`lpt`,
     each taking its jobs' expected times plus its process's start (``start_seconds``, default
-    :data:`i2o.compute.schedule.TASK_START_SECONDS`), then their notebooks' own times added (they run
-    one after the other, after the jobs)."""
+    :data:`i2o.compute.schedule.TASK_START_SECONDS`), then their notebooks' own times added (they
+    run one after the other, after the jobs)."""
     start = TASK_START_SECONDS if start_seconds is None else start_seconds
     tasks = [task for chapter in chapters for task in chapter.tasks]
     schedule = lpt([task_seconds(task.seconds, start) for task in tasks], cores)

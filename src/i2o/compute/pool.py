@@ -1,25 +1,25 @@
 """One pool of local processes for the missing jobs of every chapter (``make book``).
 
-:func:`i2o.book.build.run_all` lists, before any notebook runs, the missing tasks of every chapter it
-will execute (:meth:`i2o.compute.door.Chapter.tasks` reduced by :func:`i2o.compute.sweep.missing_tasks`) and
-computes them here, all in one local pool (:func:`i2o.compute.sweep.submit`: submitit's processes in a
-sliding window, one torch thread each as the portable pins require), the longest first, so that
-the last task does not run alone while other cores wait. The notebooks then read every job from
-the results cache.
+:func:`i2o.book.build.run_all` lists, before any notebook runs, the missing tasks of every chapter
+it will execute (:meth:`i2o.compute.door.Chapter.tasks` reduced by
+:func:`i2o.compute.sweep.missing_tasks`) and computes them here, all in one local pool
+(:func:`i2o.compute.sweep.submit`: submitit's processes in a sliding window, one torch thread each
+as the portable pins require), the longest first, so that the last task does not run alone while
+other cores wait. The notebooks then read every job from the results cache.
 
 What it shows (:class:`i2o.progress.TaskBoard`): before it starts, one line with its size, the
 compute and the wall time it expects (:func:`expected_wall_seconds`); while it runs, the jobs
 done of the total, the tasks running and the time left, the longest-first schedule of what
-remains on the pool's processes from the tasks' expected costs (:func:`i2o.compute.sweep.eta`), redrawn
-on one line in a terminal and written once per finished task in a log; at the end, the wall time
-beside that forecast. The notebooks then print their line each (:func:`i2o.book.build.run`).
+remains on the pool's processes from the tasks' expected costs (:func:`i2o.compute.sweep.eta`),
+redrawn on one line in a terminal and written once per finished task in a log; at the end, the wall
+time beside that forecast. The notebooks then print their line each (:func:`i2o.book.build.run`).
 
 Expected costs (:func:`estimate_tasks`). A job's expected wall time is its recorded one
 (:func:`i2o.results.recorded_costs`: the most recent entry of its name computed with its
 parameters, under any key); without one, the cost published for its name and parameters
-(:mod:`i2o.compute.job_costs`, measured where ``make book RECORD=1`` last ran it: what a fresh clone's
-first build orders and forecasts by); without either, the median of those of its chapter's jobs;
-without any, :data:`DEFAULT_JOB_SECONDS`. A task's is the sum of its jobs'.
+(:mod:`i2o.compute.job_costs`, measured where ``make book RECORD=1`` last ran it: what a fresh
+clone's first build orders and forecasts by); without either, the median of those of its chapter's
+jobs; without any, :data:`DEFAULT_JOB_SECONDS`. A task's is the sum of its jobs'.
 
 Pool size (:func:`pool_size`). ``make book WORKERS=N`` (``python -m i2o.book book --workers N``)
 is taken as given. Otherwise it is the cores this process may run on (``os.sched_getaffinity``),
@@ -30,8 +30,8 @@ psutil is installed, else ``MemAvailable`` of ``/proc/meminfo``), and never more
 Submitit's logs and the pool's ``sweep.log`` go to one folder, ``<results>/_submitit/book/``
 (:data:`LOG_FOLDER`), whatever the chapter of a task. The notebooks are told what the pool
 computed through ``I2O_POOL`` (:data:`POOL_ENV`), the path of a small JSON file (:func:`told`),
-which :func:`i2o.compute.chapter.run_jobs` reads (:func:`pooled`) so that a chapter's cost line says how
-many of its jobs the pool computed and in how many processes. A notebook run alone
+which :func:`i2o.compute.chapter.run_jobs` reads (:func:`pooled`) so that a chapter's cost line says
+how many of its jobs the pool computed and in how many processes. A notebook run alone
 (``make fig-*``) has no ``I2O_POOL`` and computes its missing jobs itself, as before.
 """
 
@@ -106,8 +106,9 @@ def entry_name(job: Job) -> str:
 def estimate_jobs(jobs: Sequence[Job], chapter_jobs: Sequence[Job] | None = None
                   ) -> list[Estimate]:
     """Each of ``jobs``' expected cost, in order: its recorded wall time (the most recent entry
-    of its name and parameters, under any key), else its published one (:mod:`i2o.compute.job_costs`),
-    else the median of those of ``chapter_jobs`` (default ``jobs``), else
+    of its name and parameters, under any key), else its published one
+    (:mod:`i2o.compute.job_costs`), else the median of those of ``chapter_jobs`` (default ``jobs``),
+    else
     :data:`DEFAULT_JOB_SECONDS`."""
     among = list(chapter_jobs if chapter_jobs is not None else jobs)
     wanted: dict[str, dict[str, dict]] = {}
@@ -271,8 +272,8 @@ def _announce(ordered: Sequence[PoolTask], workers: int, requested: int | None, 
 
 def expected_wall_seconds(tasks: Sequence[PoolTask], workers: int) -> float:
     """The pool's expected wall time: ``tasks`` scheduled longest first on ``workers``
-    processes (:func:`i2o.compute.schedule.lpt`), each taking its expected cost plus its process's start
-    (:data:`i2o.compute.schedule.TASK_START_SECONDS`)."""
+    processes (:func:`i2o.compute.schedule.lpt`), each taking its expected cost plus its process's
+    start (:data:`i2o.compute.schedule.TASK_START_SECONDS`)."""
     return schedule.lpt([schedule.task_seconds(task.seconds) for task in tasks],
                         workers).makespan
 

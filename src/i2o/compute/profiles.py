@@ -28,8 +28,8 @@ MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
 _NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 #: The hidden output (a papermill/glue record) by which :func:`show` hands the kernel's
-#: provenance to the build (``i2o.book`` stamps it, ``i2o.provenance.numbers`` publishes it). Its type ends
-#: in ``+json`` so that the notebook format stores it as JSON, not as text.
+#: provenance to the build (``i2o.book`` stamps it, ``i2o.provenance.numbers`` publishes it). Its
+#: type ends in ``+json`` so that the notebook format stores it as JSON, not as text.
 PROVENANCE_RECORD = "i2o-provenance"
 PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
 

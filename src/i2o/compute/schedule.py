@@ -1,5 +1,6 @@
-"""List schedules of tasks on identical cores: the forecast of ``make book`` (:mod:`i2o.compute.plan`)
-and the ETA of its job pool (:mod:`i2o.compute.pool`, the display of :func:`i2o.compute.sweep.submit`).
+"""List schedules of tasks on identical cores: the forecast of ``make book``
+(:mod:`i2o.compute.plan`) and the ETA of its job pool (:mod:`i2o.compute.pool`, the display of
+:func:`i2o.compute.sweep.submit`).
 
 A task of the pool costs its jobs' wall times plus :data:`TASK_START_SECONDS`, the time its
 process takes before its first job starts. :func:`lpt` places tasks longest first, each on the

@@ -5,10 +5,10 @@ A chapter's jobs are the values ``<package>.runs.jobs(params)`` returns (:class:
 one per trained DEQ (the three tasks, the two inverse-problem variants, the overparametrization
 subsets); ``meta`` one per meta-learned and evaluated model (Figures 3 and 4, the ablation);
 ``separation`` one per trained stack of small networks or small model; ``diagnose`` one per model
-checked. A chapter is entered through :mod:`i2o.compute.door`, which validates every parameter before a
-job is listed, so a bad value is refused before anything is submitted. What is submitted is a
-task (:meth:`i2o.compute.door.Chapter.tasks`): one job, or several small ones computed in order in one
-process (separation's models of a second each). Each job is pickled as it is and computes one
+checked. A chapter is entered through :mod:`i2o.compute.door`, which validates every parameter
+before a job is listed, so a bad value is refused before anything is submitted. What is submitted is
+a task (:meth:`i2o.compute.door.Chapter.tasks`): one job, or several small ones computed in order in
+one process (separation's models of a second each). Each job is pickled as it is and computes one
 result with :meth:`i2o.job.Job.run`, under the key the figure's notebook uses, resuming from its
 checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
 are not submitted. The notebook, run afterwards with the same profile and parameters, then only
@@ -124,8 +124,9 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
           slurm_args: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:
     """Submit every job of ``figure`` not yet cached; wait for them; return the tasks run.
 
-    Raises :class:`i2o.compute.profiles.ParameterError` (bad figure parameter, :mod:`i2o.compute.door`) or
-    ``ValueError`` (bad executor option) before anything is listed or submitted.
+    Raises :class:`i2o.compute.profiles.ParameterError` (bad figure parameter,
+    :mod:`i2o.compute.door`) or ``ValueError`` (bad executor option) before anything is listed or
+    submitted.
     """
     if figure not in profiles.load_manifest():
         raise ValueError(f"figure {figure!r} is not in the manifest; allowed: "
@@ -251,10 +252,10 @@ def eta(expected_seconds: Sequence[float], workers: int,
         start_seconds: float | None = None) -> Eta:
     """The time a pool of ``workers`` processes still needs, for a :class:`TaskBoard`: task
     ``i`` takes ``expected_seconds[i]`` plus its process's start (``start_seconds``, default
-    :data:`i2o.compute.schedule.TASK_START_SECONDS`); the tasks not started are scheduled longest first
-    on the processes, each busy until its running task's expected time has elapsed since it was
-    submitted (:func:`i2o.compute.schedule.remaining_seconds`). The rate of the tasks finished so far
-    plays no part."""
+    :data:`i2o.compute.schedule.TASK_START_SECONDS`); the tasks not started are scheduled longest
+    first on the processes, each busy until its running task's expected time has elapsed since it
+    was submitted (:func:`i2o.compute.schedule.remaining_seconds`). The rate of the tasks finished
+    so far plays no part."""
     start = schedule.TASK_START_SECONDS if start_seconds is None else start_seconds
     full = [schedule.task_seconds(seconds, start) for seconds in expected_seconds]
 

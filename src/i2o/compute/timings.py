@@ -21,8 +21,8 @@ A timed run appends only when asked: ``python -m i2o.book book --record-timing``
 RECORD=1``, :func:`i2o.book.build.run_all`) or ``python -m i2o.book run FIG --record-timing``
 (``make fig-FIG RECORD=1``), so tests, CI and casual builds never write to ``published/``. A
 notebook run inside ``make book`` finds its jobs computed by the book's pool
-(:mod:`i2o.compute.pool`): its record's ``seconds`` are the notebook's alone, ``pool_jobs`` says how many
-of its jobs the pool computed, and the whole-book record carries the pool's time.
+(:mod:`i2o.compute.pool`): its record's ``seconds`` are the notebook's alone, ``pool_jobs`` says how
+many of its jobs the pool computed, and the whole-book record carries the pool's time.
 
 At staging the Reproduce page's section "Measured cost" is filled from these files
 (:func:`fill_reproduce`): :func:`table`, one row per chapter × profile with the latest timing
@@ -300,7 +300,8 @@ class JobCount:
 
 
 def count_jobs(chapter: Chapter) -> JobCount:
-    """``chapter``'s (a :class:`i2o.compute.door.Chapter`) jobs missing from the results cache now."""
+    """``chapter``'s (a :class:`i2o.compute.door.Chapter`) jobs missing from the results cache
+    now."""
     jobs = [job for task in chapter.tasks() for job in task]
     return JobCount(sum(not job.is_cached() for job in jobs), len(jobs))
 

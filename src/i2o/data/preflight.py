@@ -58,7 +58,8 @@ def check_data(names: Iterable[str], download: bool = True,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m i2o.data.preflight [figure ...]``: exit 1 with one line per figure that cannot run."""
+    """``python -m i2o.data.preflight [figure ...]``: exit 1 with one line per figure that cannot
+    run."""
 
     figures = list(argv if argv is not None else sys.argv[1:]) or profiles.figures()
     try:

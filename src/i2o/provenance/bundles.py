@@ -84,8 +84,8 @@ class Report:
 def _entries(figure: str, profile: str, replicate: int) -> dict[str, Path]:
     """The cache folders of the chapter's jobs and of the jobs they are made of (a meta
     evaluation's model), under the current code's keys (folder name → path); the same entries
-    :mod:`i2o.provenance.fingerprint` fingerprints. Jobs that measure the machine rather than compute a
-    result (stability's step costs) are not among a chapter's jobs: the importing machine
+    :mod:`i2o.provenance.fingerprint` fingerprints. Jobs that measure the machine rather than
+    compute a result (stability's step costs) are not among a chapter's jobs: the importing machine
     measures them again."""
     chapter = door.enter(figure, profile, replicate=replicate)
     return {path.name: path

@@ -1,8 +1,8 @@
 """Compare two builds of the book number by number: ``python -m i2o.compare THEIRS.json OURS.json``.
 
-Both files are ``numbers.json`` (:mod:`i2o.provenance.numbers`): the one served with the online book and the
-one a reader's ``make book`` wrote to ``_build/numbers.json``. Printed per chapter: every glued
-number that differs (numbers found in the glued text compared with their absolute and relative
+Both files are ``numbers.json`` (:mod:`i2o.provenance.numbers`): the one served with the online book
+and the one a reader's ``make book`` wrote to ``_build/numbers.json``. Printed per chapter: every
+glued number that differs (numbers found in the glued text compared with their absolute and relative
 difference, other text shown as it is), numbers present on one side only, every claim whose
 verdict or measured value differs, and a different profile or numbers mode; then the chapters
 present on one side only. Measured costs (times, memory) are listed apart and never make a chapter
@@ -11,9 +11,10 @@ differ: they change from run to run on one machine.
 Exit status: 0 when every verdict agrees (numbers may differ), 1 when a claim's verdict differs
 or a claim is on one side only, 2 when a file cannot be read.
 
-Given two fingerprint files instead (``python -m i2o.results fingerprint``, :mod:`i2o.provenance.fingerprint`),
-it names, per chapter, the cache entries whose raw results differ and those on one side only, with
-both machines; exit status 0 when every entry agrees, 1 otherwise.
+Given two fingerprint files instead (``python -m i2o.results fingerprint``,
+:mod:`i2o.provenance.fingerprint`), it names, per chapter, the cache entries whose raw results
+differ and those on one side only, with both machines; exit status 0 when every entry agrees, 1
+otherwise.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ from i2o.compute import door, profiles
 from i2o.digests import arrays_sha256, sha256
 from i2o.job import Job
 
-#: The format of a fingerprint file (``kind``), so that ``i2o.provenance.compare`` can tell it apart.
+#: The format of a fingerprint file (``kind``), so that ``i2o.provenance.compare`` can tell it
+#: apart.
 KIND = "i2o-fingerprint"
 _MEASURED = re.compile(r"(^|_)(seconds|mb)(_|$)|^(memory_method|device|resumed_from)$")
 #: What an entry that cannot be read is fingerprinted as (it differs from every true digest).

@@ -2,7 +2,8 @@
 ``tests/golden/`` with the machine that computed them, so that every ``make test`` on another CPU
 checks the portable-numerics promise of the Reproduce page.
 
-- ``tests/golden/smoke.json``: :func:`i2o.provenance.fingerprint.fingerprint` of every chapter at the smoke
+- ``tests/golden/smoke.json``: :func:`i2o.provenance.fingerprint.fingerprint` of every chapter at
+the smoke
   profile, replicate 0, portable mode;
 - ``tests/golden/probes.json``: :mod:`i2o.provenance.probes` on the same machine, portable mode;
 - ``tests/golden/quick.json``: the quick profile's fingerprints at replicate 0, written by hand
@@ -10,9 +11,10 @@ checks the portable-numerics promise of the Reproduce page.
   ``make book``) and never checked by ``make test`` (quick takes an hour): a reproduction compares
   its own with ``python -m i2o.compare tests/golden/quick.json mine.json``.
 
-``make golden`` (``python -m i2o.provenance.golden``) executes every smoke notebook into a temporary build and
-results folder, then rewrites both files. Run it after a change that is meant to change results,
-and say why in the commit; a change that is not meant to change them must leave them as they are.
+``make golden`` (``python -m i2o.provenance.golden``) executes every smoke notebook into a temporary
+build and results folder, then rewrites both files. Run it after a change that is meant to change
+results, and say why in the commit; a change that is not meant to change them must leave them as
+they are.
 
 :func:`mismatch` is what the tests report when a fingerprint differs: the entries, the first probe
 that differs (the kernel family to blame) and both machines.
@@ -163,8 +165,8 @@ def regenerate() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m i2o.provenance.golden`` (``make golden``): rewrite ``tests/golden/``."""
-    argparse.ArgumentParser(prog="python -m i2o.provenance.golden", description=__doc__.split("\n\n")[0]
-                            ).parse_args(argv)
+    argparse.ArgumentParser(prog="python -m i2o.provenance.golden",
+                            description=__doc__.split("\n\n")[0]).parse_args(argv)
     if runtime.numerics_mode() != "portable" or not runtime.is_x86_64():
         print(f"error: the golden fingerprints are those of portable mode on x86-64; here: "
               f"{runtime.numerics_mode()} on {lineage.machine_facts()['machine']} (unset "

@@ -4,14 +4,14 @@ Every chapter ends with a table of claims: the statement, whether the results th
 just computed support it (``holds``: True / False, or ``None`` when the profile that ran is too
 small to decide), the measured number behind the verdict, which profile decides it, the
 regime/power ``check`` that allowed (or refused) the verdict, and the equivalence ``margin`` the
-predicate used (:mod:`i2o.verdicts.gates`). The same rows are written to ``_build/claims/<figure>.json``;
-``make claims`` prints them all.
+predicate used (:mod:`i2o.verdicts.gates`). The same rows are written to
+``_build/claims/<figure>.json``; ``make claims`` prints them all.
 
 One writer records every row, :meth:`Claims.decide`: the reason of the verdict always goes to
 ``check``, the measurement to ``value``, the section of the chapter to ``section`` (so that
 ``robustness`` and ``compare`` can group rows), and the decision's typed facts
-(:class:`i2o.verdicts.decision.Facts`: which gate closed, the models set aside, whether the regime was
-reached, what would decide it) to ``facts``, which is what the prose reads: no prose reads a
+(:class:`i2o.verdicts.decision.Facts`: which gate closed, the models set aside, whether the regime
+was reached, what would decide it) to ``facts``, which is what the prose reads: no prose reads a
 reason's wording.
 """
 
@@ -62,7 +62,8 @@ class Claims:
     figure: str
     profile: str
     rows: list[Claim] = field(default_factory=list)
-    #: rows recorded with an ``id``, for the chapter's prose (:func:`i2o.verdicts.prose.conclusions`)
+    #: rows recorded with an ``id``, for the chapter's prose
+    #: (:func:`i2o.verdicts.prose.conclusions`)
     by_id: dict[str, Claim] = field(default_factory=dict)
     #: what the prose needs besides the rows (counts, sizes); never written to the JSON
     facts: dict[str, object] = field(default_factory=dict)
@@ -92,9 +93,10 @@ class Claims:
         return self.decide(claim, Decision(holds, check), value, margin, decided_by, id, section)
 
     def remedy(self, id: str, remedy: Any) -> None:
-        """Name the run that would decide the undecided row ``id`` (an :class:`i2o.verdicts.deciding.
-        Remedy`): its command becomes the row's ``decided_by`` (so the JSON and ``make claims``
-        show it) and :func:`i2o.verdicts.prose.conclusions` lists it with its cost."""
+        """Name the run that would decide the undecided row ``id`` (an
+        :class:`i2o.verdicts.deciding. Remedy`): its command becomes the row's ``decided_by`` (so
+        the JSON and ``make claims`` show it) and :func:`i2o.verdicts.prose.conclusions` lists it
+        with its cost."""
         row = self.by_id[id]
         if row.holds is not None:
             raise ValueError(f"claim {id!r} is decided: nothing to remedy")

@@ -156,7 +156,8 @@ class Curves:
         values = values[np.isfinite(values)]
         return float(values.mean()) if values.size else float("nan")
 
-    def improvement(self, n: int, reference: int, level: float = intervals.LEVEL) -> intervals.Interval:
+    def improvement(self, n: int, reference: int, level: float = intervals.LEVEL
+                    ) -> intervals.Interval:
         """Interval of ``I(n, reference) = s · (M(n) − M(reference))`` (module docstring)."""
         i, j = self.at(n), self.at(reference)
         if self.n_models >= 2:

@@ -1,14 +1,15 @@
 """What would decide an undecided claim: the one command that runs it, with its cost measured in
 this run.
 
-A row left undecided for want of power carries, in its typed facts (:class:`i2o.verdicts.decision.Needs`),
-about how many independent values (seeds, seed pairs, examples) of the spread it measured would
-decide it, and what they are (:class:`i2o.verdicts.decision.Over`, which names the parameter raising them).
-The chapter turns that into a :class:`Remedy`: the parameters to raise (its seeds, or the size of
-an evaluation set), the command that runs the chapter with them, and what the extra
-work costs at the rate this run measured (training seconds per seed, for instance). The command's
-parameters pass the chapter's own checks (:func:`i2o.compute.door.enter`) before it is printed; a count
-beyond what the manifest allows gives no command.
+A row left undecided for want of power carries, in its typed facts
+(:class:`i2o.verdicts.decision.Needs`), about how many independent values (seeds, seed pairs,
+examples) of the spread it measured would decide it, and what they are
+(:class:`i2o.verdicts.decision.Over`, which names the parameter raising them). The chapter turns
+that into a :class:`Remedy`: the parameters to raise (its seeds, or the size of an evaluation set),
+the command that runs the chapter with them, and what the extra work costs at the rate this run
+measured (training seconds per seed, for instance). The command's parameters pass the chapter's own
+checks (:func:`i2o.compute.door.enter`) before it is printed; a count beyond what the manifest
+allows gives no command.
 
 Machinery: knows chapters only through the manifest and their door.
 """
@@ -109,8 +110,8 @@ def more_examples(figure: str, params: Mapping[str, Any], needs: Needs | None, p
                   ) -> Remedy | None:
     """The evaluation set ``parameter`` raised to :data:`HEADROOM` × ``needs.count``, when
     ``needs`` counts what that parameter raises (an evaluation set's examples, or units whose
-    :attr:`~i2o.verdicts.decision.Over.raises` is ``parameter``); ``None`` otherwise or when the manifest
-    refuses it. The size is part of every job's key, so the whole chapter recomputes:
+    :attr:`~i2o.verdicts.decision.Over.raises` is ``parameter``); ``None`` otherwise or when the
+    manifest refuses it. The size is part of every job's key, so the whole chapter recomputes:
     ``rerun_seconds`` (this run's measured total) plus ``eval_seconds`` (its evaluation part)
     scaled to the new size."""
     if needs is None or needs.of.raises not in (EVALUATION_SET, parameter):

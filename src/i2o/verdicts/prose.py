@@ -3,9 +3,9 @@ with two renderings, a sentence per row (:func:`sentence`) and a bullet per row 
 
 Every chapter's conclusions are written by :func:`conclusions` from its claims table: the
 chapter's ``prose`` module (``<package>.prose``, found through the manifest like
-:mod:`i2o.compute.sweep` finds ``runs``) has ``paragraphs(claims, section) -> list[str]``, each sentence
-built with :func:`sentence`: one text for a claim that holds, one for a claim that fails, and for
-an undecided claim a sentence that says so and gives the reason the claim row carries (its
+:mod:`i2o.compute.sweep` finds ``runs``) has ``paragraphs(claims, section) -> list[str]``, each
+sentence built with :func:`sentence`: one text for a claim that holds, one for a claim that fails,
+and for an undecided claim a sentence that says so and gives the reason the claim row carries (its
 ``check``). Sentences are joined with :func:`paragraph`; :func:`conclusions` shows the result
 (Markdown in a notebook, text elsewhere), followed by the runs that would decide the rows left
 open (:func:`remedies`).

@@ -1,7 +1,7 @@
-r"""The book's one rule for its central question, decided by :mod:`i2o.verdicts.gates`: do more (or fewer)
-test-time iterations than the training ``N`` help, hurt, or make no difference beyond a margin,
-and does the solver keep converging? The stability and deq_gaps chapters take their rows from
-here, and so do the diagnose chapter and ``python -m i2o.diagnose``.
+r"""The book's one rule for its central question, decided by :mod:`i2o.verdicts.gates`: do more (or
+fewer) test-time iterations than the training ``N`` help, hurt, or make no difference beyond a
+margin, and does the solver keep converging? The stability and deq_gaps chapters take their rows
+from here, and so do the diagnose chapter and ``python -m i2o.diagnose``.
 
 With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` means better),
 ``[lo_{N'}, hi_{N'}]`` its pointwise confidence interval at the level ``1 − α`` (90 %),
@@ -104,13 +104,13 @@ else ``"hurt"`` when "hurt" holds, else ``"no difference"`` when that holds, els
 ``"undecided"``.
 
 **Recommendation.** ``N_b`` is the count of the best mean metric. A count ``N'`` is *as good as
-the best* when the interval of ``I(N', N_b)`` lies above ``−δ`` (:func:`i2o.verdicts.margins.not_below`).
-The recommendation is the smallest such ``N'`` (the cheapest), reported with the interval of
-its improvement over ``N`` and the range of counts as good as the best — except when the data
-cannot rank ``N`` itself against the best (its ``not_below`` is undecided): then the
-recommendation is ``N`` (test like you train), not a count chosen by noise. It is *decided* when
-the recommended count is as good as the best and every smaller count is decidedly worse
-(``not_below`` fails); otherwise the recommendation says that the data cannot decide.
+the best* when the interval of ``I(N', N_b)`` lies above ``−δ``
+(:func:`i2o.verdicts.margins.not_below`). The recommendation is the smallest such ``N'`` (the
+cheapest), reported with the interval of its improvement over ``N`` and the range of counts as good
+as the best — except when the data cannot rank ``N`` itself against the best (its ``not_below`` is
+undecided): then the recommendation is ``N`` (test like you train), not a count chosen by noise. It
+is *decided* when the recommended count is as good as the best and every smaller count is decidedly
+worse (``not_below`` fails); otherwise the recommendation says that the data cannot decide.
 """
 
 from __future__ import annotations
@@ -157,8 +157,8 @@ class Margin:
     @classmethod
     def relative(cls, fraction: float, reference: float, named: str, unit: str = "",
                  digits: int = 3, floor: float = 0.0) -> Margin:
-        """``δ = max(fraction × |reference|, floor)`` (:func:`i2o.verdicts.margins.relative_margin`),
-        ``named`` the reference effect."""
+        """``δ = max(fraction × |reference|, floor)``
+        (:func:`i2o.verdicts.margins.relative_margin`), ``named`` the reference effect."""
         if not floor >= 0:
             raise ValueError(f"a margin's floor must be ≥ 0; got {floor!r}")
         scaled = margins.relative_margin(fraction, reference)

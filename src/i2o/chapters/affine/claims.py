@@ -144,9 +144,9 @@ def checks_table(checks: Mapping[str, Any]) -> str:
 
 def claims(results: AffineResults) -> Claims:
     """The chapter's claims table on ``results`` (its parameters name the profile); call
-    ``.report()`` on it to show and write it. Every verdict is a :mod:`i2o.verdicts.gates` decision: the
-    chapter's tolerances through :func:`i2o.verdicts.gates.compare`, its minimum counts of seeds and
-    draws through :func:`i2o.verdicts.gates.enough` (the rows carry no check text)."""
+    ``.report()`` on it to show and write it. Every verdict is a :mod:`i2o.verdicts.gates` decision:
+    the chapter's tolerances through :func:`i2o.verdicts.gates.compare`, its minimum counts of seeds
+    and draws through :func:`i2o.verdicts.gates.enough` (the rows carry no check text)."""
     p = results.params
     left, right, g3, checks, cor2 = (results.left, results.right, results.g3, results.checks,
                                      results.cor2)

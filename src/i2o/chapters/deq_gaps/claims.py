@@ -36,9 +36,9 @@ networks here are trained by the book (×2 super-resolution on CIFAR-10), not Zo
 
 **Which models, which intervals.** The classifier and the language model are trained once per seed;
 their claims are decided on the seeds whose model fits its training set by the task's criterion
-(:func:`fit_check`) when at least ``fit_quorum`` do (:func:`i2o.verdicts.gates.fit_quorum`; the others are
-named), with intervals over those seeds. The reconstruction networks are trained once: their
-intervals are over the evaluation examples (paired per-example differences), and their gate is
+(:func:`fit_check`) when at least ``fit_quorum`` do (:func:`i2o.verdicts.gates.fit_quorum`; the
+others are named), with intervals over those seeds. The reconstruction networks are trained once:
+their intervals are over the evaluation examples (paired per-example differences), and their gate is
 that they *have learned* (training PSNR at least ``inv_fit_db`` above the initial guess ``A⁺y``) —
 which is not the overparametrized regime of Theorem 1: whether that regime was reached (training
 PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows

@@ -1,5 +1,6 @@
 """The deq_gaps chapter's conclusions, written from its claim rows (:mod:`.claims`): one
-paragraph per task and one for the overparametrization sweep (:func:`i2o.verdicts.prose.conclusions`)."""
+paragraph per task and one for the overparametrization sweep
+(:func:`i2o.verdicts.prose.conclusions`)."""
 
 from __future__ import annotations
 

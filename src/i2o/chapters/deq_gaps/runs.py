@@ -134,8 +134,8 @@ def build_jobs(params: Params) -> ChapterJobs:
 
 
 def jobs(params: Params) -> list[Job]:
-    """The distinct jobs of a run, the longest first, for :mod:`i2o.compute.sweep` and :func:`collect`:
-    the language models, the ELDER and DEQ reconstructions, the classifiers, the
+    """The distinct jobs of a run, the longest first, for :mod:`i2o.compute.sweep` and
+    :func:`collect`: the language models, the ELDER and DEQ reconstructions, the classifiers, the
     overparametrization sweep."""
     return build_jobs(params).all()
 

@@ -33,9 +33,9 @@ def claims(results: DiagnoseResults) -> Claims:
 
 def name_remedies(table: Claims, results: DiagnoseResults) -> None:
     """For each row left undecided for want of test images, the run that would decide it
-    (:func:`i2o.verdicts.deciding.name_remedies`): ``test_size`` is in both jobs' keys, so both models
-    retrain (their measured training time) and sweep the larger test set (their measured sweep
-    time, scaled)."""
+    (:func:`i2o.verdicts.deciding.name_remedies`): ``test_size`` is in both jobs' keys, so both
+    models retrain (their measured training time) and sweep the larger test set (their measured
+    sweep time, scaled)."""
     records = results.records.values()
     training = sum(float(r["train_seconds"]) for r in records)
     sweeps = sum(float(r["sweep_seconds"]) for r in records)

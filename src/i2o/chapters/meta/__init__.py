@@ -35,8 +35,8 @@ search in float32 was measured to slow down by more than 25× on some runs.
 
 Importing the package therefore imports JAX: a process first asks XLA for its threads and pins
 (:func:`i2o.runtime.jax_single_thread`, before any module of the chapter is imported: the
-notebook's cell after its parameters, :func:`i2o.compute.door.runs_module`; the sweep's workers start
-with them in their environment).
+notebook's cell after its parameters, :func:`i2o.compute.door.runs_module`; the sweep's workers
+start with them in their environment).
 """
 
 import jax

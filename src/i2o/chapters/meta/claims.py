@@ -1,8 +1,8 @@
 """The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail.
 
-Every predicate returns an :class:`i2o.verdicts.decision.Decision`: ``holds`` is True or False when the
-data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's row
-shows. Each claim is decided behind its gates (:func:`i2o.verdicts.gates.gated`), whose values
+Every predicate returns an :class:`i2o.verdicts.decision.Decision`: ``holds`` is True or False when
+the data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's
+row shows. Each claim is decided behind its gates (:func:`i2o.verdicts.gates.gated`), whose values
 are the chapter's :class:`Thresholds`.
 
 **Figure 3** (one model each). Gates, in the order they are checked:
@@ -19,12 +19,13 @@ are the chapter's :class:`Thresholds`.
 
 Its comparisons are made on held-out tasks: the best step count k* is chosen on one half of the
 test tasks (even indices) and the difference is measured on the other half (odd indices), as a
-paired mean with the book's interval (:func:`i2o.verdicts.intervals.from_se`: Student's t at 90 %, two
-one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
-below 0 (:func:`i2o.verdicts.margins.positive`), and is undecided when it contains 0, with the number of
-held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
-claim. Why this test and not the book's rule for more iterations (:mod:`i2o.verdicts.rule`,
-which the DEQ chapters share) is stated there, as that rule's one exception.
+paired mean with the book's interval (:func:`i2o.verdicts.intervals.from_se`: Student's t at 90 %,
+two one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
+below 0 (:func:`i2o.verdicts.margins.positive`), and is undecided when it contains 0, with the
+number of held-out tasks that would decide it. Choosing k* and testing it on the same tasks would
+favour the claim. Why this test and not the book's rule for more iterations
+(:mod:`i2o.verdicts.rule`, which the DEQ chapters share) is stated there, as that rule's one
+exception.
 
 *Convergence* ("the best MSE is reached before convergence", Figure 3's caption and Section 4).
 MAML: the test curve has converged at k_conv, the first grid count from which every later
@@ -42,8 +43,8 @@ overfitting the training dataset –i.e. low ℓ(z_N(θ*,N)) – the less it ben
 iterations at inference –i.e. higher D(N, ΔN)"): Kendall's τ between each model's training loss
 ℓ(z_N(θ*,N)) and its D(N, ΔN) at the grid's largest ΔN, with its exact null distribution
 (no ties), one-sided towards the paper's negative association at α = :data:`ALPHA`
-(:func:`fit_ordering`, :func:`i2o.verdicts.ranks.rank_association`). Every model counts, whether or not
-it learned to use the support set and whatever its outer loss did during training (the largest
+(:func:`fit_ordering`, :func:`i2o.verdicts.ranks.rank_association`). Every model counts, whether or
+not it learned to use the support set and whatever its outer loss did during training (the largest
 rise of that loss, :func:`largest_rise`, is reported beside it, never used to select); gates:
 the models were trained ``fig4_min_outer_steps`` outer steps, at most ``max_diverged_fraction``
 of their training tasks diverged, every ℓ and D is finite, untied, and there are enough models
@@ -190,8 +191,8 @@ def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> inter
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
-    """:func:`i2o.verdicts.margins.positive` on :func:`_held_out_interval`, with the interval as its reason
-    (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
+    """:func:`i2o.verdicts.margins.positive` on :func:`_held_out_interval`, with the interval as its
+    reason (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
     ci = _held_out_interval(per_task, reference, best)
     found = margins.positive(ci)
     return Decision(found.holds, ci.describe(digits=4)
@@ -540,9 +541,9 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
     higher D(N, ΔN) is.").
 
     Over every Figure 4 model, x = its ℓ(z_N), y = its D(N, ΔN) at the grid's largest ΔN;
-    Kendall's τ with its exact null distribution (:func:`i2o.verdicts.ranks.rank_association`), one-sided at
-    α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower loss,
-    higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
+    Kendall's τ with its exact null distribution (:func:`i2o.verdicts.ranks.rank_association`),
+    one-sided at α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower
+    loss, higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
     otherwise (more models would decide it). D at ΔN ≈ N (:func:`near_n_index`) and each model's
     largest rise of its outer loss are reported beside it, never used to select. Every model
     counts: one that did not learn to use the support set (ℓ above the task-agnostic MSE) is a
@@ -664,8 +665,8 @@ def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
 
 def _without_seed(label: str) -> str:
     """A model's label without its seed (``maml-N1-online``): a replicate redraws the seed, and a
-    claim's id must name the same claim at every replicate (:mod:`i2o.provenance.robustness` matches rows by
-    id)."""
+    claim's id must name the same claim at every replicate (:mod:`i2o.provenance.robustness` matches
+    rows by id)."""
     return label.rsplit("-seed", 1)[0]
 
 
@@ -717,10 +718,10 @@ def name_remedies(table: Claims, results: MetaResults) -> None:
     (:func:`i2o.verdicts.deciding.name_remedies`).
 
     - A row undecided for want of held-out tasks (the odd half of the test tasks) names
-      ``n_test_tasks`` at twice what its held-out half needs (:data:`i2o.verdicts.deciding.PER_UNIT`).
-      The size enters only the keys of the sweeps of Figure 3's and the ablation's models:
-      those sweeps run again at the new size (their measured time, scaled) and the trained
-      models are read from the cache.
+      ``n_test_tasks`` at twice what its held-out half needs
+      (:data:`i2o.verdicts.deciding.PER_UNIT`). The size enters only the keys of the sweeps of
+      Figure 3's and the ablation's models: those sweeps run again at the new size (their measured
+      time, scaled) and the trained models are read from the cache.
     - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run (more
       models, trained longer), costed at the CPU time per outer step each of this run's models
       measured. At the paper's scale no run is named: its reason says what would decide it."""

@@ -2,7 +2,8 @@
 
 Gates, in the order checked:
 
-- **fit**, symmetric (:func:`i2o.verdicts.gates.symmetric_gate`): a claim about trained models uses only
+- **fit**, symmetric (:func:`i2o.verdicts.gates.symmetric_gate`): a claim about trained models uses
+only
   models whose seed-mean training MSE is at most ``fit_fraction`` × the variance of the target
   (the overparametrized regime the paper's statements are about). When the comparator fits and
   the DEQ does not, the claim *fails* with the status "DEQ not trainable with this recipe" (a DEQ
@@ -12,13 +13,14 @@ Gates, in the order checked:
   that must reach the same unique interpolant) is undecided, "not testable here", never a fail;
 - **seeds**: a comparison needs at least 2 seeds;
 - **power**: "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`) *holds* when the book's
-  interval of the difference of the means (:func:`i2o.verdicts.intervals.difference`: Welch, 90 %, two
-  one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
+  interval of the difference of the means (:func:`i2o.verdicts.intervals.difference`: Welch, 90 %,
+  two one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
   when it lies below it (equivalence), and is undecided when it contains it.
 
 A claim over several comparisons (every FLOPs-matched FNN, every problem, every ``f̂(∅)``) fails
 when one fails and holds when all hold (:func:`i2o.verdicts.gates.all_of`); tolerances are
-:func:`i2o.verdicts.gates.compare`. Each predicate returns a :class:`i2o.verdicts.decision.Decision`;
+:func:`i2o.verdicts.gates.compare`. Each predicate returns a
+:class:`i2o.verdicts.decision.Decision`;
 :func:`claims` assembles the table (each row with an id ``<section>/<name>``) and
 :func:`i2o.chapters.separation.prose.paragraphs` writes the prose from it, so no verdict is typed
 by hand.
@@ -57,8 +59,8 @@ UNTRAINABLE = "DEQ not trainable with this recipe"
 def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparator_name: str,
                    predicate: Callable[[], gates.Decision]) -> gates.Decision:
     """The fit gate of a claim "the DEQ does better than the comparator"
-    (:func:`i2o.verdicts.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit, else
-    the verdict the gate itself gives (module docstring)."""
+    (:func:`i2o.verdicts.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit,
+    else the verdict the gate itself gives (module docstring)."""
     (deq_fits, deq_text), (other_fits, other_text) = deq, comparator
     return gates.symmetric_gate(
         deq_fits, other_fits, predicate,
@@ -68,8 +70,8 @@ def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparat
 
 
 def _named_lower_than(name: str, a: Any, b: Any) -> gates.Decision:
-    """:func:`i2o.verdicts.margins.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its reason
-    prefixed by the comparator's ``name``."""
+    """:func:`i2o.verdicts.margins.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its
+    reason prefixed by the comparator's ``name``."""
     found = margins.lower_than(a, b, MARGIN)
     return found.with_reason(f"{name}: {found.reason}")
 
@@ -148,9 +150,10 @@ STEEP_KINDS = ("deq_lower", "fnn")
 def steep_claim(steep: dict[str, Any]) -> gates.Decision:
     """Rebuttal Figure 1 with δ = 2^-d: at equal training loss, the FNN's max |weight| grows with
     d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, its interval
-    (:func:`i2o.verdicts.intervals.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed counts for a
-    model kind when its runs reached the loss level at every d; a kind "fits" with at least 2
-    such seeds (:func:`i2o.verdicts.gates.enough`), and the gate is symmetric (:func:`symmetric_gate`)."""
+    (:func:`i2o.verdicts.intervals.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed
+    counts for a model kind when its runs reached the loss level at every d; a kind "fits" with at
+    least 2 such seeds (:func:`i2o.verdicts.gates.enough`), and the gate is symmetric
+    (:func:`symmetric_gate`)."""
     dims = steep["dims"]
     complete = {kind: np.flatnonzero(np.all(steep[kind]["reached"] == 1, axis=0))
                 for kind in STEEP_KINDS}
@@ -268,8 +271,8 @@ _NAMES = {"deq_lower": "the DEQ", "linear_deq": "the linear DEQ",
 def prediction_claim(gotu: dict[str, Any], target: str, kind: str, p: Params
                      ) -> gates.Decision:
     """A trained affine model reaches the unseen MSE of the unique affine interpolant: within
-    ``PREDICTION_RTOL`` of it (:func:`i2o.verdicts.gates.compare`). Gates: the theory gives a value (the
-    interpolant exists and is unique), then the model fits."""
+    ``PREDICTION_RTOL`` of it (:func:`i2o.verdicts.gates.compare`). Gates: the theory gives a value
+    (the interpolant exists and is unique), then the model fits."""
     entry = gotu[target]
     pred = entry["prediction"]["bias" if kind == "linear_deq" else "no_bias"]
 
@@ -341,8 +344,9 @@ def _frozen_fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]
 def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
                             ) -> gates.Decision:
     """Every trained ``kind`` model of the frozen-coordinate task (:mod:`.frozen`) reaches its
-    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's, :func:`i2o.verdicts.gates.compare`), at
-    every ``f̂(∅)`` (:func:`i2o.verdicts.gates.all_of`); undecided when one does not fit."""
+    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's,
+    :func:`i2o.verdicts.gates.compare`), at every ``f̂(∅)`` (:func:`i2o.verdicts.gates.all_of`);
+    undecided when one does not fit."""
 
     def task(entry: dict[str, Any]) -> gates.Decision:
         ok, text = _frozen_fit(entry, kind, p)
@@ -366,8 +370,8 @@ def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
 
 def frozen_comparison(entry: dict[str, Any], p: Params) -> gates.Decision:
     """On one frozen-coordinate task, the linear DEQ with bias has a lower unseen MSE than the
-    diagonal linear network: the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than` over
-    seeds."""
+    diagonal linear network: the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than`
+    over seeds."""
     lower = partial(margins.lower_than, entry["linear_deq"]["unseen_mse"],
                     entry["dln"]["unseen_mse"], MARGIN)
     return symmetric_gate(_frozen_fit(entry, "linear_deq", p), _frozen_fit(entry, "dln", p),
@@ -449,7 +453,8 @@ def seed_list(row: Claim) -> dict[str, str]:
 def claims(results: SeparationResults) -> Claims:
     """The chapter's table, each row's reason (which quotes its measurement) in ``check``; a row
     undecided in smoke names the quick profile, which decides it, unless its facts say how many
-    seeds would (then it names that run: :func:`i2o.verdicts.deciding.name_remedies`, not costed)."""
+    seeds would (then it names that run: :func:`i2o.verdicts.deciding.name_remedies`, not
+    costed)."""
     table = Claims("separation", results.params.profile)
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):

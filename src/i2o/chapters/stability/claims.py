@@ -3,9 +3,9 @@
 
 **Which models.** Every model is trained until it fits (:mod:`.jobs`); the claims are decided on the
 models that meet the fit criterion (``train_accuracy ≥ fit_accuracy`` at N, own training images,
-after training) when at least ``fit_quorum`` of each arm's do (:func:`i2o.verdicts.gates.fit_quorum`;
-the others are named), and none of those diverged (:mod:`i2o.train.health`); otherwise every claim
-is undecided with the count.
+after training) when at least ``fit_quorum`` of each arm's do
+(:func:`i2o.verdicts.gates.fit_quorum`; the others are named), and none of those diverged
+(:mod:`i2o.train.health`); otherwise every claim is undecided with the count.
 
 **Each arm** (IFT, unrolled): its fitting models' test accuracy in points at every ``N'``, read from
 the per-image errors the jobs store (:func:`i2o.verdicts.curves.from_evaluations`), decides "more
@@ -40,8 +40,9 @@ dropout masks in both arms); δ is ``margin_fraction`` × the unrolled arm's mea
 ratio form "IFT's change is at least ``1 − f`` of unrolled's"). It is decided only when δ is at
 least the resolution of an accuracy change (one model's standard error over the test images of a
 change between two counts, :meth:`i2o.verdicts.curves.Curves.resolution`) and the interval is at
-most ``POWER_RATIO × δ`` wide (:func:`i2o.verdicts.margins.powered`). Where accuracy hardly moves with
-``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it undecided.
+most ``POWER_RATIO × δ`` wide (:func:`i2o.verdicts.margins.powered`). Where accuracy hardly moves
+with ``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it
+undecided.
 
 A row left undecided for want of seeds or test images names the run that would decide it
 (:func:`name_remedies`, :mod:`i2o.verdicts.deciding`).
