@@ -94,7 +94,7 @@ def test_the_kernel_runs_over_ipc_sockets_without_the_tcp_warning(tmp_path, capf
     assert build.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
     for figure, path in built_book["executed"].items():
         notebook = json.loads(Path(path).read_text())
@@ -110,14 +110,14 @@ def test_smoke_notebooks_ran_and_wrote_claims_and_figures(built_book):
                 assert (built_book["build"] / "figures" / f"{output}{suffix}").is_file()
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_the_book_builds_without_a_warning(built_book):
     """The fixture's build runs with warnings as errors; its log says so and shows none."""
     log = (built_book["build"] / "jupyter-book.log").read_text()
     assert "WARNING" not in log and "ERROR" not in log, log[-3000:]
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_pages_carry_no_job_log_and_no_library_noise(built_book):
     """What a chapter prints is for the reader: no sweep job lines, nothing on stderr (library
     warnings are filtered at their source)."""
@@ -131,7 +131,7 @@ def test_pages_carry_no_job_log_and_no_library_noise(built_book):
                 assert "submitted " not in text and "finished " not in text, (figure, text)
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_html_has_every_chapter_with_images_and_profile(built_book):
     site = built_book["html"]
     assert (site / "index.html").is_file()
@@ -143,7 +143,7 @@ def test_html_has_every_chapter_with_images_and_profile(built_book):
         assert "i2o-claims" in text, f"{page} has no claims table"
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_every_chapter_records_its_numerics_and_serves_its_numbers(built_book):
     served = json.loads((built_book["html"] / "numbers.json").read_text())
     assert set(served) == set(profiles.figures())
@@ -156,7 +156,7 @@ def test_every_chapter_records_its_numerics_and_serves_its_numbers(built_book):
         assert f"Numerics {runtime.numerics_mode()}" in page.read_text(), page
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_smoke_results_match_the_golden_fingerprints(built_book):
     """The cross-machine test of portable numerics: every smoke result of every chapter is bit
     for bit what the machine that wrote ``tests/golden/`` computed (``make golden`` rewrites them
@@ -180,7 +180,7 @@ def test_smoke_results_match_the_golden_fingerprints(built_book):
     pytest.fail(message)
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_second_run_is_up_to_date(built_book, capsys):
     figure = profiles.figures()[0]
     with pytest.MonkeyPatch.context() as patch:
@@ -202,7 +202,7 @@ def _pages(site: Path) -> list[str]:
     return sorted(f"{name}.html" for name in toc)
 
 
-@pytest.mark.build
+@pytest.mark.book
 @pytest.mark.browser
 def test_pages_render_in_a_real_browser(built_book):
     """Headless Chromium loads every page: no console error, every image decoded, every internal

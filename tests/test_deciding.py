@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from bank import DROPPING, STABILITY_PARAMS, gap_results, gap_table, stability_run, stability_table
 
-from i2o.book import _parse_overrides
+from i2o.book.build import _parse_overrides
 from i2o.compute import door, profiles
 from i2o.verdicts import deciding
 from i2o.verdicts.decision import Needs, Over

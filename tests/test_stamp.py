@@ -97,7 +97,7 @@ def test_a_re_execution_says_what_moved_and_an_unchanged_run_says_nothing(monkey
                                                if k != "sources"})
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_a_second_build_finds_every_stamp_unchanged(built_book):
     """After a build (every chapter at smoke), a new process, as the next `make book` is, computes
     every chapter's recorded stamp again: nothing the first build did moved one."""
@@ -121,7 +121,7 @@ def _fresh_tree(root: Path) -> Path:
     return root
 
 
-@pytest.mark.build
+@pytest.mark.book
 def test_the_first_chapter_run_twice_in_a_fresh_tree_executes_once(tmp_path):
     """The first chapter executed in a fresh tree (its first notebook, its first bytecode, its
     first build and results folders), then asked again by a new process: up to date."""
