@@ -12,8 +12,8 @@ REPLICATES ?= 0 1 2
 FIGURES    ?=
 WORKERS    ?= 1
 # RECORD=1: `make book` and `make fig-*` append each executed notebook's timing (and the whole
-# book's) to published/timings.json, the Reproduce page's measured costs (i2o.timings); `make
-# book RECORD=1` also writes every job's recorded cost to published/job-costs.json (i2o.job_costs).
+# book's) to published/timings.json, the Reproduce page's measured costs (i2o.compute.timings); `make
+# book RECORD=1` also writes every job's recorded cost to published/job-costs.json (i2o.compute.job_costs).
 RECORD     ?=
 # `make publish` writes published/<KIND>-<PROFILE>.json (robustness or numbers).
 KIND       ?= robustness
@@ -113,27 +113,27 @@ bench: $(INSTALLED)
 # The golden fingerprints of tests/golden/: every smoke notebook executed afresh, its results and
 # the numerics probes fingerprinted (portable mode). Say in the commit why results changed.
 golden: $(INSTALLED) $(MATHJAX)
-	$(PY) -m i2o.golden
+	$(PY) -m i2o.provenance.golden
 
 sweep: $(INSTALLED)
-	$(PY) -m i2o.preflight $(FIG)
+	$(PY) -m i2o.data.preflight $(FIG)
 	$(PY) -m i2o.sweep $(FIG) --profile $(PROFILE) --executor $(EXECUTOR) $(SLURM) $(P)
 
 # Every chapter at several replicates (every random choice redrawn), through the results cache;
 # writes _build/robustness.json, shown on the book's Robustness page after `make html`.
 robustness: $(INSTALLED)
-	$(PY) -m i2o.robustness --profile $(PROFILE) --replicates $(REPLICATES) \
+	$(PY) -m i2o.provenance.robustness --profile $(PROFILE) --replicates $(REPLICATES) \
 	  $(if $(FIGURES),--figures $(FIGURES),) --workers $(WORKERS)
 	$(PY) -m i2o.book html
 
 # Keeps a summary measured here in published/ (committed), which the book shows, marked current or
 # stale, when a build has not computed its own.
 publish: $(INSTALLED)
-	$(PY) -m i2o.published $(KIND) --profile $(PROFILE) \
+	$(PY) -m i2o.book.published $(KIND) --profile $(PROFILE) \
 	  $(if $(filter command line,$(origin FIGURES)),--figures $(FIGURES),)
 
 claims: $(INSTALLED)
-	$(PY) -m i2o.claims
+	$(PY) -m i2o.verdicts.claims
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check src tests benchmarks

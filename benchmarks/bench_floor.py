@@ -112,7 +112,7 @@ def _grid(given: str) -> list[int]:
     """The sweep's counts ``N'``: as given, else the stability chapter's quick grid."""
     if given.strip():
         return [int(n) for n in given.split(",")]
-    from i2o.profiles import resolve
+    from i2o.compute.profiles import resolve
 
     return [int(n) for n in resolve("stability", "quick")["test_iters"]]
 
@@ -286,7 +286,7 @@ def step_entry(what: str, history: dict, timed: list[Counts],
 def classification_job(architecture: str):
     """The deq_gaps classification job of the first profile that trains ``architecture``."""
     from i2o.chapters.deq_gaps.runs import build_jobs
-    from i2o.profiles import PROFILES, resolve
+    from i2o.compute.profiles import PROFILES, resolve
 
     for profile in PROFILES:
         params = resolve("deq_gaps", profile)
@@ -338,7 +338,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
 
 def language_job(profile: str, s: dict[str, object]):
     from i2o.chapters.deq_gaps.runs import build_jobs
-    from i2o.profiles import resolve
+    from i2o.compute.profiles import resolve
 
     job = build_jobs(resolve("deq_gaps", profile)).language[0]
     return dataclasses.replace(job, steps=1 + s["steps"], pretrain_steps=0,

@@ -39,8 +39,8 @@ import jaxopt  # noqa: E402
 import optax  # noqa: E402
 from jaxopt import linear_solve  # noqa: E402
 
-from i2o import profiles  # noqa: E402
 from i2o.chapters.meta import imaml, maml, mlp, outer, runs  # noqa: E402
+from i2o.compute import profiles  # noqa: E402
 
 ROUNDS = 5
 META_BATCH = 25
@@ -115,7 +115,8 @@ import functools, time
 start = time.perf_counter()
 from i2o import runtime
 runtime.jax_single_thread()
-from i2o import profiles, results
+from i2o import results
+from i2o.compute import profiles
 results.jax_compilation_cache()
 import jax, jax.numpy as jnp, optax
 from i2o.chapters.meta import imaml, mlp, outer

@@ -59,9 +59,9 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
-from i2o import profiles  # noqa: E402
 from i2o.chapters.meta import descent, imaml, mlp, outer, runs  # noqa: E402
 from i2o.chapters.meta.tasks import TaskBatch  # noqa: E402
+from i2o.compute import profiles  # noqa: E402
 
 ROUNDS = 3
 STEPS = 2  # outer steps per compiled call

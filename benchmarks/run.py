@@ -6,7 +6,7 @@ optionally ``goal`` and ``note``. Nothing here asserts a time: the numbers are r
 
 A module that reads data sets names them in ``DATA_SETS`` (a tuple of literals, read from its
 source without importing it); before any benchmark runs, every data set the chosen ones name is
-made ready (:func:`i2o.preflight.check_data`), and a missing one stops the run (exit status 2)
+made ready (:func:`i2o.data.preflight.check_data`), and a missing one stops the run (exit status 2)
 with one line each naming the data set and ``I2O_DATA_DIR`` (``DATA_DIR=...`` with make).
 
     python benchmarks/run.py [topic ...]     # e.g. `python benchmarks/run.py broyden`
@@ -23,7 +23,8 @@ import time
 import traceback
 from pathlib import Path
 
-from i2o import lineage, locations, preflight, runtime
+from i2o import lineage, locations, runtime
+from i2o.data import preflight
 
 HERE = Path(__file__).resolve().parent
 REQUIRED = ("name", "value", "unit")

@@ -11,8 +11,8 @@ import numpy as np
 
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.stability import claims as stability_claims
-from i2o.claims import Claims
-from i2o.diagnose.curves import Curves, from_sweeps
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.curves import Curves, from_sweeps
 
 # -- stability ---------------------------------------------------------------------------------
 
@@ -162,7 +162,7 @@ DIAGNOSE_GRID = np.arange(1, 13)
 def diagnose_curves(shift: float, n: int = 10_000) -> Curves:
     """Test accuracies: 50 % at N = 4, 0 below 3; above N a fraction |shift| of the examples
     turns right (shift > 0) or wrong (shift < 0). Enough examples that the intervals are narrower
-    than half the margin (the power gate of :mod:`i2o.diagnose.verdicts`)."""
+    than half the margin (the power gate of :mod:`i2o.verdicts.rule`)."""
     rng = np.random.default_rng(0)
     grid = DIAGNOSE_GRID
     base = np.broadcast_to((rng.uniform(size=(1, n, 1)) < 0.5).astype(float), (1, n, grid.size))
@@ -180,9 +180,9 @@ def diagnose_training(level: float, n: int = 100) -> Curves:
 
 def diagnose_results(shift: float, fits: bool = True) -> Any:
     """The diagnose chapter's results for both models, from doctored curves (no training)."""
-    from i2o import profiles
-    from i2o.chapter import Cost
     from i2o.chapters.diagnose import LABELS, MODELS, runs
+    from i2o.compute import profiles
+    from i2o.compute.chapter import Cost
     from i2o.diagnose import from_curves
     from i2o.diagnose.metrics import resolve
 
@@ -232,9 +232,9 @@ def meta_results(shape: Any = META_U_SHAPE, imaml_outer_steps: int = 10,
     """The meta chapter's results from doctored curves (smoke parameters, decided from 1,000
     outer steps): MAML and an iMAML trained ``imaml_outer_steps`` (10: too few to decide), the
     per-set-BN ablation above the ``floor``, and the meta-gradient noise."""
-    from i2o import profiles
-    from i2o.chapter import Cost
     from i2o.chapters.meta import runs
+    from i2o.compute import profiles
+    from i2o.compute.chapter import Cost
 
     params = profiles.resolve("meta", "smoke", min_outer_steps_to_decide=1000)
     maml, imaml = meta_curves(shape), meta_curves(shape, outer_steps=imaml_outer_steps)
@@ -253,11 +253,11 @@ def meta_results(shape: Any = META_U_SHAPE, imaml_outer_steps: int = 10,
 
 def replicate_run(profile: str, replicate: int, figure: str, rows: list[dict],
                   cpu: str = "Test CPU") -> None:
-    """A doctored replicate run (:mod:`i2o.robustness`): the claims a notebook would write, and
-    its stamp."""
+    """A doctored replicate run (:mod:`i2o.provenance.robustness`): the claims a notebook would
+    write, and its stamp."""
     import json
 
-    from i2o import robustness
+    from i2o.provenance import robustness
 
     folder = robustness.replicate_dir(profile, replicate)
     (folder / "claims").mkdir(parents=True, exist_ok=True)

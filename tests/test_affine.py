@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from i2o import profiles
 from i2o.chapters.affine import checks, runs, sweeps, theory
-from i2o.profiles import ParameterError
+from i2o.compute import profiles
+from i2o.compute.profiles import ParameterError
 
 
 def _problem(seed: int = 0, **sizes) -> theory.AffineProblem:

@@ -1,7 +1,7 @@
 """Tests of i2o.chapters.affine (jobs, runs, claims, figures): the affine chapter's
 computations, quoted numbers, claims verdicts and figures, on smoke-sized results (some doctored
-to make a claim fail), and the gate its verdicts use (:func:`i2o.gates.compare`). Budget: under
-10 s."""
+to make a claim fail), and the gate its verdicts use (:func:`i2o.verdicts.gates.compare`). Budget:
+under 10 s."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ import nbformat
 import numpy as np
 import pytest
 
-from i2o import gates, profiles
 from i2o.chapters.affine import claims as affine_claims
 from i2o.chapters.affine import figures as affine_figures
 from i2o.chapters.affine import jobs as affine_jobs
 from i2o.chapters.affine import runs as affine_runs
+from i2o.compute import profiles
 from i2o.job import Job
+from i2o.verdicts import gates
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "affine.ipynb"
 

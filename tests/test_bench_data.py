@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import preflight
+from i2o.data import preflight
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import book, locations, profiles, runtime
+from i2o import locations, runtime
+from i2o.book import build
+from i2o.compute import profiles
 
 REPO = locations.repo_root()
 
@@ -50,11 +52,11 @@ def test_source_notebooks_are_clean_and_parametrized():
 
 def test_cli_refuses_bad_parameters_before_compute(capsys):
     figure = profiles.figures()[0]
-    assert book.main(["run", figure, "--profile", "huge"]) == 2
+    assert build.main(["run", figure, "--profile", "huge"]) == 2
     assert "parameter 'profile' must be one of 'smoke', 'quick', 'paper'" in capsys.readouterr().err
-    assert book.main(["run", figure, "-p", "no_such_parameter", "1"]) == 2
+    assert build.main(["run", figure, "-p", "no_such_parameter", "1"]) == 2
     assert "unknown parameter(s) 'no_such_parameter'" in capsys.readouterr().err
-    assert not book.executed_path(figure).exists()
+    assert not build.executed_path(figure).exists()
 
 
 def test_notebook_itself_validates_papermill_parameters(tmp_path):
@@ -85,11 +87,11 @@ def test_the_kernel_runs_over_ipc_sockets_without_the_tcp_warning(tmp_path, capf
     sockets.mkdir()
     papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "out.ipynb"),
                                kernel_name="python3", progress_bar=False,
-                               **book.kernel_manager(str(sockets)))
+                               **build.kernel_manager(str(sockets)))
     assert nbformat.read(tmp_path / "out.ipynb", 4).cells[0].outputs[0]["text"] == "42\n"
     captured = capfd.readouterr()
     assert "without encryption" not in captured.out + captured.err
-    assert book.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
+    assert build.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
 
 
 @pytest.mark.book
@@ -160,7 +162,7 @@ def test_smoke_results_match_the_golden_fingerprints(built_book):
     for bit what the machine that wrote ``tests/golden/`` computed (``make golden`` rewrites them
     after a change meant to change results). On a mismatch: the entries, the first numerics
     probe that differs, both CPUs."""
-    from i2o import fingerprint, golden, probes
+    from i2o.provenance import fingerprint, golden, probes
 
     if runtime.numerics_mode() != "portable" or not runtime.is_x86_64():
         pytest.skip("the goldens are those of portable mode on x86-64")
@@ -183,7 +185,7 @@ def test_second_run_is_up_to_date(built_book, capsys):
     figure = profiles.figures()[0]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
-        book.run(figure, "smoke")
+        build.run(figure, "smoke")
     assert "up to date" in capsys.readouterr().out
 
 
@@ -218,7 +220,7 @@ def test_pages_render_in_a_real_browser(built_book):
     import urllib.parse
     import urllib.request
 
-    from i2o import site as site_module
+    from i2o.book import site as site_module
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
@@ -297,7 +299,7 @@ def _check_chapter(page, name: str, widths: list) -> None:
         "Array.from(document.querySelectorAll('details.hide')).filter(d => !d.open"
         " && d.parentElement.textContent.includes('profile =')).length")
     assert folded >= 1, f"{name}: the parameters cell is not folded"
-    from i2o import site as site_module
+    from i2o.book import site as site_module
 
     captions = page.evaluate("Array.from(document.querySelectorAll('figure[id]'))"
                              ".map(f => [f.id, f.querySelector('figcaption')?.innerText || ''])")
@@ -319,7 +321,7 @@ def _check_chapter(page, name: str, widths: list) -> None:
 def _check_figures_page(page, root: Path) -> None:
     """One row per manifest figure, each linking by its paper name to its labelled figure in its
     chapter, and no cell or column wider than a 1280 px window allows."""
-    from i2o import site as site_module
+    from i2o.book import site as site_module
 
     outputs = [o for f in profiles.figures() for o in profiles.entry(f)["outputs"]]
     rows = page.evaluate("Array.from(document.querySelectorAll('table.i2o-figures tbody tr'))"

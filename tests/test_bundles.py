@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from i2o import bundles, door, fingerprint, results
+from i2o import results
+from i2o.compute import door
+from i2o.provenance import __main__ as commands
+from i2o.provenance import bundles, fingerprint
 
 FIGURE, PROFILE = "affine", "smoke"
 
@@ -168,9 +171,9 @@ def test_entries_of_another_version_of_the_code_are_named_not_used(exported, tmp
 
 def test_the_commands_report_errors_with_status_2(tmp_path, capsys):
     (tmp_path / "bad.tar").write_text("x")
-    assert results.main(["import", str(tmp_path / "bad.tar")]) == 2
+    assert commands.main(["import", str(tmp_path / "bad.tar")]) == 2
     assert "error:" in capsys.readouterr().err
-    assert results.main(["export", "intro-not-a-figure", "-o", str(tmp_path / "o.tar")]) == 2
+    assert commands.main(["export", "intro-not-a-figure", "-o", str(tmp_path / "o.tar")]) == 2
 
 
 def _forget_first_entry(manifest: dict, cache: Path) -> str:
@@ -191,12 +194,12 @@ def test_an_export_that_would_leave_out_entries_is_refused_unless_partial(export
     gone = _forget_first_entry(complete, theirs)
     command = ["export", FIGURE, "--profile", PROFILE, "-o", str(tmp_path / "part.tar")]
 
-    assert results.main(command) == 2
+    assert commands.main(command) == 2
     err = capsys.readouterr().err
     assert f"1 of {total} entries of {FIGURE} ({PROFILE}) are not computed yet: {gone};" in err
     assert "--partial" in err and not (tmp_path / "part.tar").exists()
 
-    assert results.main([*command, "--partial"]) == 0
+    assert commands.main([*command, "--partial"]) == 0
     out = capsys.readouterr().out
     assert f"partial bundle: 1 of {total} entries of {FIGURE} ({PROFILE}) are not computed " \
            f"yet: {gone}" in out

@@ -26,21 +26,22 @@ from bank import (
     stability_table,
 )
 
-from i2o import gates
 from i2o.chapters.deq_gaps import claims as gaps_claims
 from i2o.chapters.deq_gaps import prose as gaps_prose
 from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
-from i2o.claims import Claims
-from i2o.prose import conclusions
+from i2o.verdicts import intervals
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import conclusions
 
 PARAMS = STABILITY_PARAMS
 table = stability_table
 
 
 def stability_text(rows: Claims) -> str:
-    """The chapter's conclusions, as the notebook writes them (:func:`i2o.prose.conclusions`)."""
+    """The chapter's conclusions, as the notebook writes them
+    (:func:`i2o.verdicts.prose.conclusions`)."""
     return conclusions(rows, display=False)
 
 
@@ -64,8 +65,8 @@ def test_stability_claims_hold_on_the_papers_picture():
 def test_stability_glued_best_gain_is_the_no_gain_rows_number():
     """The text's "best gain from more iterations" is the number the arm's row quotes: the
     largest mean over the fitting seeds (a seed that does not fit is left out of both)."""
-    from i2o.chapter import Cost
     from i2o.chapters.stability.runs import StabilityResults, summarize
+    from i2o.compute.chapter import Cost
 
     runs = {"ift": seeds(IMPROVING)[:4] + [stability_run(PLATEAU, 9, train_accuracy=0.5)],
             "unrolled": seeds(PLATEAU)}
@@ -179,7 +180,7 @@ def test_stability_comparison_is_undecided_where_accuracy_does_not_move_with_n()
 
 
 def test_stability_resolution_is_the_paired_standard_error_of_an_accuracy_change():
-    from i2o.diagnose.curves import from_evaluations
+    from i2o.verdicts.curves import from_evaluations
 
     errors = np.zeros((1000, len(ITERS)), dtype=np.uint8)
     errors[:400, :] = 1
@@ -302,7 +303,7 @@ def test_gap_claims_undecided_when_the_model_does_not_fit_or_diverged():
 
 
 def test_gap_prose_follows_the_rows():
-    from i2o.prose import sentence
+    from i2o.verdicts.prose import sentence
 
     rows = gap_rows([0.9, 0.5, 0.4, 0.4, 0.4], FITTED)
     assert "no improvement beyond" in gaps_prose.task_paragraph(rows, "classification")
@@ -330,7 +331,7 @@ def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep()
 
 @pytest.mark.parametrize("task, fit", [("language", 1.2), ("deq", 3.0)])
 def test_regression_fit_criteria(task, fit):
-    from i2o.diagnose.curves import Curves
+    from i2o.verdicts.curves import Curves
 
     def constant(level):
         values = np.full((1, 2, len(GRID)), level)
@@ -430,7 +431,7 @@ def test_stability_comparison_pairs_the_arms_by_seed():
     # unpaired, the same numbers spread by the seeds' shifts would not be powered
     ift, unrolled = (stability_claims.per_seed(a, ITERS, 18)["deviation"]
                      for a in (arm(DROPPING), arm(DROPPING)))
-    welch = gates.difference(100 * ift, 100 * unrolled)
+    welch = intervals.difference(100 * ift, 100 * unrolled)
     assert (welch.hi - welch.lo) / 2 > 0.5 * float(rows["equally_stable"].margin[1:5])
     # a seed that fits in one arm only leaves its pair out
     one_short = arm(DROPPING)
@@ -453,7 +454,7 @@ def test_gap_residual_check_is_an_interval_over_models_naming_the_ones_that_rose
 
 
 def test_gap_values_print_on_the_scale_of_the_curve():
-    from i2o.diagnose.curves import Curves
+    from i2o.verdicts.curves import Curves
 
     def at_level(level):
         values = np.full((1, 2, len(GRID)), level)

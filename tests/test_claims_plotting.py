@@ -3,7 +3,9 @@ import json
 import matplotlib.pyplot as plt
 from PIL import Image
 
-from i2o import claims, plotting, profiles
+from i2o.book import plotting
+from i2o.compute import profiles
+from i2o.verdicts import claims
 
 
 def test_claims_json_and_table():

@@ -7,7 +7,11 @@ import json
 
 import pytest
 
-from i2o import book, claims, compare, locations, numbers, profiles
+from i2o import locations
+from i2o.book import build
+from i2o.compute import profiles
+from i2o.provenance import compare, numbers
+from i2o.verdicts import claims
 
 ROWS = [{"claim": "IFT keeps its accuracy", "holds": True, "value": "86.9 % vs 85.1 %",
          "profile": "quick"},
@@ -113,15 +117,15 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
                          "data": {profiles.PROVENANCE_MIME: provenance},
                          "metadata": {"scrapbook": {"name": profiles.PROVENANCE_RECORD}}},
                         {"output_type": "stream", "name": "stdout", "text": "7\n"}]}
-    executed = book.executed_path(figure)
+    executed = build.executed_path(figure)
     executed.parent.mkdir(parents=True)
     notebook = {"cells": [cell], "metadata": {"i2o": {"profile": "quick", "params": {"n": 1},
                                                       "git": "abc", "provenance": provenance}},
                 "nbformat": 4, "nbformat_minor": 5}
     executed.write_text(json.dumps(notebook))
     claims.Claims(figure, "quick", [claims.Claim("a claim", True, "1.0", "quick")]).write()
-    assert book.kernel_provenance(notebook) == provenance
-    book.stage()
+    assert build.kernel_provenance(notebook) == provenance
+    build.stage()
     written = json.loads((locations.build_dir() / "numbers.json").read_text())
     assert list(written) == [figure]  # the chapters not executed are absent
     assert written[figure]["numbers"] == {"x-rank": "3", "x-eta": "0.125"}
@@ -137,7 +141,7 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     assert numbers.digests(written)[figure] == digest
     written[figure]["numbers"]["x-rank"] = "4"
     assert numbers.digests(written)[figure] != digest
-    book.failure_path(figure).write_text("boom\n")
+    build.failure_path(figure).write_text("boom\n")
     assert numbers.collect() == {}
 
 

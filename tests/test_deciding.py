@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from bank import DROPPING, STABILITY_PARAMS, gap_results, gap_table, stability_run, stability_table
 
-from i2o import deciding, door, profiles
-from i2o.book import _parse_overrides
-from i2o.decision import Needs, Over
-from i2o.prose import conclusions
+from i2o.book.build import _parse_overrides
+from i2o.compute import door, profiles
+from i2o.verdicts import deciding
+from i2o.verdicts.decision import Needs, Over
+from i2o.verdicts.prose import conclusions
 
 
 def overrides_of(command: str) -> tuple[str, str, dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from i2o import door
+from i2o.compute import door
 
 #: Two small smoke jobs per chapter (names of the jobs its ``runs.jobs`` lists).
 JOBS = {
@@ -26,14 +26,14 @@ JOBS = {
 }
 RUN_JOBS = """
 import json, sys
-from i2o import door, sweep
+from i2o.compute import door, sweep
 figure, names, workers = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 jobs = [job for job in door.enter(figure, "smoke").jobs() if job.name in names]
 assert len(jobs) == len(names), (names, jobs)
 sweep.submit(figure, [(job,) for job in jobs], "local", max_parallel=workers)
 """
 RUN_AFFINE = """
-from i2o import profiles
+from i2o.compute import profiles
 from i2o.chapters.affine import runs
 runs.collect(profiles.resolve("affine", "smoke"))
 """

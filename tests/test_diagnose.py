@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-from i2o import gates
 from i2o.deq import DEQ, SolverSpec
 from i2o.diagnose import (
     BookMDEQ,
@@ -22,9 +21,9 @@ from i2o.diagnose import (
     cli,
     diagnose,
     from_book_deq,
-    verdicts,
 )
 from i2o.diagnose.metrics import NAMED, resolve
+from i2o.verdicts import gates, intervals, rule
 
 torchdeq = pytest.importorskip("torchdeq")
 
@@ -171,42 +170,42 @@ def doctored(shift_above: float, shift_below: float = -0.2, noise: float = 0.002
 ])
 def test_every_branch_of_more_iterations(shift, label, help_, hurt, same):
     noise = 0.002 if label != "undecided" else 0.3
-    v, _ = verdicts.decide(doctored(shift, noise=noise), N, margin=0.01)
+    v, _ = rule.decide(doctored(shift, noise=noise), N, margin=0.01)
     assert v.more == label
     assert (v.help.holds, v.hurt.holds, v.same.holds) == (help_, hurt, same)
 
 
 def test_fewer_hurt_holds_and_fails():
-    assert verdicts.decide(doctored(0.0, shift_below=-0.1), N, 0.01)[0].fewer.holds is True
-    assert verdicts.decide(doctored(0.0, shift_below=+0.1), N, 0.01)[0].fewer.holds is False
+    assert rule.decide(doctored(0.0, shift_below=-0.1), N, 0.01)[0].fewer.holds is True
+    assert rule.decide(doctored(0.0, shift_below=+0.1), N, 0.01)[0].fewer.holds is False
     above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
                         residual=np.ones((1, 3, 2)), sign=1.0)
-    assert verdicts.decide(above_only, 5, 0.01)[0].fewer.holds is None
+    assert rule.decide(above_only, 5, 0.01)[0].fewer.holds is None
 
 
 def test_a_closed_fit_gate_makes_every_verdict_undecided():
-    v, _ = verdicts.decide(doctored(+0.05), N, 0.01, gate=gates.Decision(None, "does not fit"))
+    v, _ = rule.decide(doctored(+0.05), N, 0.01, gate=gates.Decision(None, "does not fit"))
     assert v.more == "undecided"
     assert all((d.holds, d.reason) == (None, "does not fit")
                for d in (v.help, v.hurt, v.same, v.fewer))
 
 
 def test_predicates_hold_and_fail_at_the_margin():
-    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
+    ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "examples")  # noqa: E731
 
     def one(rule, lo, hi):
         return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01).holds
 
-    assert one(verdicts.help_beyond, 0.02, 0.03) is True
-    assert one(verdicts.help_beyond, -0.02, 0.005) is False
-    assert one(verdicts.help_beyond, 0.0, 0.02) is None
-    assert one(verdicts.hurt_beyond, -0.03, -0.02) is True
-    assert one(verdicts.hurt_beyond, -0.005, 0.03) is False
-    assert one(verdicts.hurt_beyond, -0.02, 0.0) is None
-    assert one(verdicts.no_difference, -0.005, 0.005) is True
-    assert one(verdicts.no_difference, 0.02, 0.03) is False
-    assert one(verdicts.no_difference, 0.0, 0.02) is None
-    fewer = lambda cost, lo, hi: verdicts.fewer_hurt(  # noqa: E731
+    assert one(rule.help_beyond, 0.02, 0.03) is True
+    assert one(rule.help_beyond, -0.02, 0.005) is False
+    assert one(rule.help_beyond, 0.0, 0.02) is None
+    assert one(rule.hurt_beyond, -0.03, -0.02) is True
+    assert one(rule.hurt_beyond, -0.005, 0.03) is False
+    assert one(rule.hurt_beyond, -0.02, 0.0) is None
+    assert one(rule.no_difference, -0.005, 0.005) is True
+    assert one(rule.no_difference, 0.02, 0.03) is False
+    assert one(rule.no_difference, 0.0, 0.02) is None
+    fewer = lambda cost, lo, hi: rule.fewer_hurt(  # noqa: E731
         cost, [ci(lo, hi)], [ci(lo, hi)], [1], 0.01).holds
     assert fewer(ci(0.1, 0.2), -0.2, -0.1) is True
     assert fewer(ci(-0.1, 0.0), 0.0, 0.1) is False  # the fewest cost nothing
@@ -220,57 +219,57 @@ def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise()
     helps" the pointwise ones (an intersection): a pointwise interval above δ whose widened one
     is not decides nothing, and pointwise intervals below δ decide "no gain" although the
     widened ones reach above it."""
-    ci = lambda lo, hi: gates.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
+    ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
     plain, wide = [ci(0.011, 0.02), ci(-0.01, 0.0)], [ci(0.005, 0.026), ci(-0.02, 0.01)]
-    found = verdicts.help_beyond(plain, wide, [6, 7], 0.01)
+    found = rule.help_beyond(plain, wide, [6, 7], 0.01)
     assert found.holds is None and found.facts.needs is not None
-    assert verdicts.no_gain(found).holds is None
+    assert rule.no_gain(found).holds is None
     below = [ci(-0.01, 0.009), ci(-0.01, 0.0)]
-    assert verdicts.help_beyond(below, wide, [6, 7], 0.01).holds is False
-    assert verdicts.no_gain(verdicts.help_beyond(below, wide, [6, 7], 0.01)).holds is True
-    assert verdicts.no_gain(verdicts.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
+    assert rule.help_beyond(below, wide, [6, 7], 0.01).holds is False
+    assert rule.no_gain(rule.help_beyond(below, wide, [6, 7], 0.01)).holds is True
+    assert rule.no_gain(rule.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
 
 
 def test_rows_with_a_margin_need_resolution_power_and_an_established_reference():
     clear = doctored(+0.001, shift_below=-0.2)
-    fewest = verdicts.Margin.fewest(clear, N, 0.25)
+    fewest = rule.Margin.fewest(clear, N, 0.25)
     assert fewest.of_fewest and abs(fewest.delta - 0.05) < 1e-3
-    v, _ = verdicts.decide(clear, N, fewest)
+    v, _ = rule.decide(clear, N, fewest)
     assert v.no_gain.holds is True and v.scale.holds is True
     flat = doctored(+0.001, shift_below=+0.001)  # the fewest cost nothing: δ has no scale
-    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25) if False else
-                           verdicts.Margin(0.05, "0.05", of_fewest=True))
+    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25) if False else
+                           rule.Margin(0.05, "0.05", of_fewest=True))
     assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
     noisy = doctored(+0.001, noise=0.3)  # δ below one model's resolution
-    v, _ = verdicts.decide(noisy, N, 0.01)
+    v, _ = rule.decide(noisy, N, 0.01)
     assert v.help.holds is None and v.help.facts.closed_by == "resolution"
     seeds = Curves(grid=GRID, values=np.concatenate([clear.values, clear.values + 0.02,
                                                      clear.values - 0.02 * (GRID > N)]),
                    residual=np.concatenate([clear.residual] * 3), sign=1.0)
-    v, _ = verdicts.decide(seeds, N, 0.01)  # seeds disagree by about δ: too little power
+    v, _ = rule.decide(seeds, N, 0.01)  # seeds disagree by about δ: too little power
     assert v.same.holds is None and v.same.facts.closed_by == "power"
     assert v.same.facts.needs is not None and v.same.facts.needs.of == "seeds"
 
 
 def test_the_residual_check_holds_fails_and_needs_two_values():
     falling_ = doctored(0.0)
-    assert verdicts.decide(falling_, N, 0.01)[0].residual.holds is True
+    assert rule.decide(falling_, N, 0.01)[0].residual.holds is True
     rising = Curves(GRID, falling_.values, falling_.residual[:, :, ::-1].copy(), 1.0)
-    assert verdicts.decide(rising, N, 0.01)[0].residual.holds is False
+    assert rule.decide(rising, N, 0.01)[0].residual.holds is False
     one = Curves(GRID, falling_.values[:, :1], falling_.residual[:, :1], 1.0)
-    assert verdicts.falling(one, N)[0].facts.closed_by == "count"
-    sick = verdicts.decide(falling_, N, 0.01, health=gates.undecided("diverged", "health"))[0]
+    assert rule.falling(one, N)[0].facts.closed_by == "count"
+    sick = rule.decide(falling_, N, 0.01, health=gates.undecided("diverged", "health"))[0]
     assert sick.residual.holds is None and sick.residual.facts.closed_by == "health"
 
 
 def test_the_recommendation_follows_the_curve():
-    helps = verdicts.recommend(doctored(+0.05), N, 0.01)
+    helps = rule.recommend(doctored(+0.05), N, 0.01)
     assert helps.n == 6 and helps.decided and helps.best > N  # the cheapest count above N
-    hurts = verdicts.recommend(doctored(-0.05), N, 0.01)
+    hurts = rule.recommend(doctored(-0.05), N, 0.01)
     assert hurts.n == N and hurts.decided  # fewer hurt, more hurt: N
-    noisy = verdicts.recommend(doctored(+0.02, noise=0.3), N, 0.01)
+    noisy = rule.recommend(doctored(+0.02, noise=0.3), N, 0.01)
     assert noisy.n == N and not noisy.decided  # cannot rank N against the best: keep N
-    flat = verdicts.recommend(doctored(0.0, shift_below=0.0), N, 0.01)
+    flat = rule.recommend(doctored(0.0, shift_below=0.0), N, 0.01)
     assert flat.n == 1  # one iteration is as good as any: the cheapest
 
 
@@ -485,7 +484,7 @@ def test_fewer_hurt_reads_every_count_below_n():
     values = doctored(0.0, shift_below=-0.2).values.copy()
     values[:, :, GRID == N - 1] += 0.3  # N' = N − 1 beats N by 0.1, the fewest still cost
     dip = Curves(GRID, values, doctored(0.0).residual, 1.0)
-    v, intervals = verdicts.decide(dip, N, 0.01)
+    v, intervals = rule.decide(dip, N, 0.01)
     assert intervals["below"][0].lo > 0  # the fewest cost
     assert v.fewer.holds is False and "fewer iterations help" in v.fewer.reason
     assert len(intervals["fewer"]) == len(intervals["fewer_simultaneous"]) == N - 1
@@ -493,32 +492,32 @@ def test_fewer_hurt_reads_every_count_below_n():
 
 def test_a_floor_keeps_the_margin_when_the_reference_is_small_or_not_established():
     small = doctored(+0.001, shift_below=-0.002)  # the fewest cost 0.002: ¼ of it is 5e-4
-    assert verdicts.Margin.fewest(small, N, 0.25).delta < 1e-3
-    floored = verdicts.Margin.fewest(small, N, 0.25, floor=0.01)
+    assert rule.Margin.fewest(small, N, 0.25).delta < 1e-3
+    floored = rule.Margin.fewest(small, N, 0.25, floor=0.01)
     assert floored.delta == 0.01 and "floor 0.01" in floored.text
     flat = doctored(+0.001, shift_below=+0.0)  # the fewest cost nothing: not established
-    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25, floor=0.01))
+    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25, floor=0.01))
     assert v.margin.delta == 0.01 and not v.margin.of_fewest
     assert v.no_gain.holds is True and v.same.holds is True  # decided on the floor alone
-    v, _ = verdicts.decide(flat, N, verdicts.Margin.fewest(flat, N, 0.25))  # no floor
+    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25))  # no floor
     assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
     with pytest.raises(ValueError, match="floor"):
-        verdicts.Margin.relative(0.25, 1.0, "x", floor=-1.0)
+        rule.Margin.relative(0.25, 1.0, "x", floor=-1.0)
 
 
 def test_a_significant_gain_below_the_margin_is_reported():
-    v, _ = verdicts.decide(doctored(+0.005, noise=0.0005), N, 0.01)
+    v, _ = rule.decide(doctored(+0.005, noise=0.0005), N, 0.01)
     assert v.no_gain.holds is True and "significant gain smaller than δ" in v.no_gain.reason
-    v, _ = verdicts.decide(doctored(0.0, noise=0.0005), N, 0.01)
+    v, _ = rule.decide(doctored(0.0, noise=0.0005), N, 0.01)
     assert v.no_gain.holds is True and "significant gain" not in v.no_gain.reason
 
 
 def test_the_residual_must_fall_tenfold_or_the_rows_on_more_iterations_close():
     fast = doctored(+0.05)  # 0.5 ** N': 32-fold from N = 5 to 10
-    v, _ = verdicts.decide(fast, N, 0.01)
+    v, _ = rule.decide(fast, N, 0.01)
     assert v.residual.holds is True and v.help.holds is True
     slow = Curves(GRID, fast.values, np.broadcast_to(1.0 / GRID, fast.values.shape).copy(), 1.0)
-    v, _ = verdicts.decide(slow, N, 0.01)  # 2-fold: a solver that barely moves beyond N
+    v, _ = rule.decide(slow, N, 0.01)  # 2-fold: a solver that barely moves beyond N
     assert v.residual.holds is False
     for row in (v.help, v.hurt, v.same, v.no_gain):
         assert row.holds is None and row.facts.closed_by == "convergence"
@@ -527,9 +526,9 @@ def test_the_residual_must_fall_tenfold_or_the_rows_on_more_iterations_close():
 
 
 def test_the_residual_row_quotes_the_health_gate_only_when_it_says_something():
-    v, _ = verdicts.decide(doctored(0.0), N, 0.01)
+    v, _ = rule.decide(doctored(0.0), N, 0.01)
     assert v.residual.reason.startswith("log10")
-    v, _ = verdicts.decide(doctored(0.0), N, 0.01, health=gates.Decision(True, "no model diverged"))
+    v, _ = rule.decide(doctored(0.0), N, 0.01, health=gates.Decision(True, "no model diverged"))
     assert v.residual.reason.startswith("no model diverged; log10")
 
 
@@ -538,11 +537,11 @@ def test_fewer_help_holds_when_a_count_below_n_beats_n_by_more_than_the_margin()
     values = doctored(0.0, shift_below=-0.2).values.copy()
     values[:, :, GRID == N - 1] += 0.3  # N' = N − 1 beats N by 0.1
     dip = Curves(GRID, values, doctored(0.0).residual, 1.0)
-    assert verdicts.decide(dip, N, 0.01)[0].fewer_help.holds is True
-    assert verdicts.decide(doctored(0.0, shift_below=-0.2), N, 0.01)[0].fewer_help.holds is False
+    assert rule.decide(dip, N, 0.01)[0].fewer_help.holds is True
+    assert rule.decide(doctored(0.0, shift_below=-0.2), N, 0.01)[0].fewer_help.holds is False
     above_only = Curves(grid=np.array([5, 6]), values=np.zeros((1, 3, 2)),
                         residual=np.ones((1, 3, 2)), sign=1.0)
-    assert verdicts.decide(above_only, 5, 0.01)[0].fewer_help.holds is None
+    assert rule.decide(above_only, 5, 0.01)[0].fewer_help.holds is None
 
 
 def test_an_interval_beyond_the_margin_decides_whatever_the_resolution_and_power():
@@ -550,18 +549,18 @@ def test_an_interval_beyond_the_margin_decides_whatever_the_resolution_and_power
     beyond δ: with noise above δ's resolution, a large gain decides "help" (and a count below N
     far better than N decides "fewer hurt" fails) while no gain stays closed by resolution."""
     big = doctored(+0.3, noise=0.3)
-    v, _ = verdicts.decide(big, N, 0.01)
+    v, _ = rule.decide(big, N, 0.01)
     assert v.scale.holds is None and v.scale.facts.closed_by == "resolution"
     assert v.help.holds is True and v.same.holds is False and v.more == "help"
-    assert verdicts.BEYOND in v.help.reason
+    assert rule.BEYOND in v.help.reason
     assert v.hurt.holds is None and v.hurt.facts.closed_by == "resolution"
-    flat = verdicts.decide(doctored(0.0, noise=0.3), N, 0.01)[0]
+    flat = rule.decide(doctored(0.0, noise=0.3), N, 0.01)[0]
     assert flat.help.holds is None and flat.help.facts.closed_by == "resolution"
     values = doctored(0.0, shift_below=-0.5, noise=0.3).values.copy()
     values[:, :, GRID == N - 1] += 0.8  # N' = N − 1 beats N by 0.3
-    dip = verdicts.decide(Curves(GRID, values, doctored(0.0).residual, 1.0), N, 0.01)[0]
+    dip = rule.decide(Curves(GRID, values, doctored(0.0).residual, 1.0), N, 0.01)[0]
     assert dip.fewer.holds is False and dip.fewer_help.holds is True
-    plain_fewer = verdicts.decide(doctored(0.0, shift_below=-0.5, noise=0.3), N, 0.01)[0]
+    plain_fewer = rule.decide(doctored(0.0, shift_below=-0.5, noise=0.3), N, 0.01)[0]
     assert plain_fewer.fewer.holds is None and plain_fewer.fewer.facts.closed_by == "resolution"
     assert plain_fewer.fewer_help.holds is None
 
@@ -573,7 +572,7 @@ def test_seeds_that_disagree_still_decide_a_gain_far_beyond_the_margin():
     gains = (0.10, 0.14, 0.12)
     values = np.concatenate([base.values + g * (GRID > N) for g in gains])
     seeds = Curves(GRID, values, np.concatenate([base.residual] * 3), 1.0)
-    v, intervals = verdicts.decide(seeds, N, 0.01)
+    v, intervals = rule.decide(seeds, N, 0.01)
     assert v.scale.facts.closed_by == "power"
     assert min(ci.lo for ci in intervals["above_simultaneous"]) > 0.01
     assert v.help.holds is True and v.no_gain.holds is False

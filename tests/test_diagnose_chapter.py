@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from bank import diagnose_results
 
-from i2o import import_graph, profiles
 from i2o.chapters.diagnose import MODELS, claims, runs
 from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
+from i2o.compute import import_graph, profiles
 from i2o.job import Job
-from i2o.prose import conclusions
+from i2o.verdicts.prose import conclusions
 
 results = diagnose_results
 
@@ -68,6 +68,6 @@ def test_the_jobs_depend_on_what_trains_and_diagnoses_them():
     closure = set(import_graph.closure(TorchDEQJob.__module__))
     assert {"i2o.diagnose.measure", "i2o.diagnose.adapters", "i2o.chapters.diagnose.torchdeq_net",
             "i2o.train.classifier", "i2o.models.mdeq", "i2o.data.cifar10"} <= closure
-    assert not {"i2o.diagnose.verdicts", "i2o.diagnose.run", "i2o.gates"} & closure
+    assert not {"i2o.verdicts.rule", "i2o.diagnose.run", "i2o.verdicts.gates"} & closure
     assert not {f"i2o.chapters.diagnose.{face}" for face in ("runs", "claims", "figures",
                                                              "prose")} & closure

@@ -1,11 +1,11 @@
-"""One door into every chapter (:mod:`i2o.door`): parameters validated once, before any job is
-listed; the jobs and the tasks a sweep submits come from the entered chapter."""
+"""One door into every chapter (:mod:`i2o.compute.door`): parameters validated once, before any job
+is listed; the jobs and the tasks a sweep submits come from the entered chapter."""
 
 from __future__ import annotations
 
 import pytest
 
-from i2o import door, profiles
+from i2o.compute import door, profiles
 
 
 def test_entering_validates_the_schema_then_the_chapters_rules():

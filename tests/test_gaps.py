@@ -275,8 +275,8 @@ def test_training_stops_on_a_non_finite_loss():
 
 
 def test_chapter_jobs_train_per_seed_to_the_regime_and_the_sweep_on_a_fixed_budget():
-    from i2o import profiles
     from i2o.chapters.deq_gaps import runs
+    from i2o.compute import profiles
 
     params = profiles.resolve("deq_gaps", "quick")
     jobs = runs.build_jobs(params)
@@ -299,8 +299,8 @@ def test_chapter_jobs_train_per_seed_to_the_regime_and_the_sweep_on_a_fixed_budg
 def test_each_task_carries_its_solvers_built_once_from_the_manifest():
     """N becomes ``max_iter`` in one place (:func:`runs.solver`); training and the sweep read
     the job's specs (the classifier's training settings rebuild exactly them)."""
-    from i2o import profiles
     from i2o.chapters.deq_gaps import runs
+    from i2o.compute import profiles
 
     params = profiles.resolve("deq_gaps", "quick", cls_backward_iter=11, inv_backward_iter=13)
     jobs = runs.build_jobs(params)
@@ -325,8 +325,8 @@ def test_each_task_carries_its_solvers_built_once_from_the_manifest():
 def test_jobs_are_distinct_picklable_values_whose_modules_stay_out_of_plots_and_claims():
     import pickle
 
-    from i2o import import_graph, profiles
     from i2o.chapters.deq_gaps import runs
+    from i2o.compute import import_graph, profiles
     from i2o.job import Job
 
     params = profiles.resolve("deq_gaps", "smoke")
@@ -378,7 +378,7 @@ def test_mdeq_training_warm_up_then_ift_and_resume(tmp_path):
     ({"lm_train_chars": 64}, "lm_train_chars"),
 ])
 def test_check_params_names_the_parameter_before_any_compute(change, named):
-    from i2o import door, profiles
+    from i2o.compute import door, profiles
 
     door.enter("deq_gaps", "quick")  # the profiles themselves pass
     with pytest.raises(profiles.ParameterError, match=named):
@@ -434,10 +434,10 @@ def test_every_task_spec_names_a_job_role_and_parameters_of_the_manifest():
     metrics are curves the sweep can draw."""
     from dataclasses import fields
 
-    from i2o import profiles
     from i2o.chapters.deq_gaps.runs import ChapterJobs
     from i2o.chapters.deq_gaps.tasks import TASKS
-    from i2o.diagnose.curves import TRANSFORMS
+    from i2o.compute import profiles
+    from i2o.verdicts.curves import TRANSFORMS
 
     roles = {f.name for f in fields(ChapterJobs)}
     parameters = profiles.entry("deq_gaps")["parameters"]

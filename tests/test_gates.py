@@ -1,12 +1,13 @@
-"""Predicates and gates of i2o.gates: for each, a doctored result that holds and one that fails."""
+"""Predicates and gates of i2o.verdicts.gates: for each, a doctored result that holds and one that
+fails."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from i2o import claims, gates
-from i2o.decision import Decision, Facts, Gate, Needs, Over
+from i2o.verdicts import claims, gates, intervals, margins, ranks
+from i2o.verdicts.decision import Decision, Facts, Gate, Needs, Over
 
 
 def pair(decision: Decision) -> tuple[bool | None, str]:
@@ -14,13 +15,13 @@ def pair(decision: Decision) -> tuple[bool | None, str]:
     return decision.holds, decision.reason
 
 
-def ci(lo: float, hi: float, n: int = 5) -> gates.Interval:
-    return gates.Interval((lo + hi) / 2, lo, hi, n, "seeds")
+def ci(lo: float, hi: float, n: int = 5) -> intervals.Interval:
+    return intervals.Interval((lo + hi) / 2, lo, hi, n, "seeds")
 
 
 def test_interval_is_students_t():
     values = [1.0, 2.0, 3.0, 4.0, 5.0]
-    got = gates.interval(values, level=0.90)
+    got = intervals.interval(values, level=0.90)
     half = 2.1318 * np.std(values, ddof=1) / np.sqrt(5)  # t_{0.95, 4}
     assert got.mean == pytest.approx(3.0)
     assert got.hi - got.mean == pytest.approx(half, rel=1e-3)
@@ -29,26 +30,26 @@ def test_interval_is_students_t():
 
 def test_difference_is_welch_and_shrinks_with_seeds():
     rng = np.random.default_rng(0)
-    few = gates.difference(rng.normal(0, 1, 3), rng.normal(0, 1, 3))
-    many = gates.difference(rng.normal(0, 1, 300), rng.normal(0, 1, 300))
+    few = intervals.difference(rng.normal(0, 1, 3), rng.normal(0, 1, 3))
+    many = intervals.difference(rng.normal(0, 1, 300), rng.normal(0, 1, 300))
     assert (many.hi - many.lo) < (few.hi - few.lo)
-    same = gates.difference([1.0, 1.0], [0.5, 0.5])
+    same = intervals.difference([1.0, 1.0], [0.5, 0.5])
     assert same.lo == same.hi == pytest.approx(0.5)
 
 
 def test_interval_refuses_too_few_or_nonfinite():
     with pytest.raises(ValueError, match="at least 2"):
-        gates.interval([1.0])
+        intervals.interval([1.0])
     with pytest.raises(ValueError, match="non-finite"):
-        gates.interval([1.0, float("nan")])
+        intervals.interval([1.0, float("nan")])
 
 
 @pytest.mark.parametrize("predicate, holding, failing, straddling", [
-    (lambda c: gates.equivalent(c, 1.0), ci(-0.5, 0.5), ci(1.2, 3.0), ci(0.5, 1.5)),
-    (lambda c: gates.above(c, 1.0), ci(1.1, 2.0), ci(-3.0, 0.9), ci(0.5, 1.5)),
-    (lambda c: gates.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
-    (gates.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),
-    (gates.negative, ci(-2.0, -0.1), ci(0.0, 2.0), ci(-0.1, 0.1)),
+    (lambda c: margins.equivalent(c, 1.0), ci(-0.5, 0.5), ci(1.2, 3.0), ci(0.5, 1.5)),
+    (lambda c: margins.above(c, 1.0), ci(1.1, 2.0), ci(-3.0, 0.9), ci(0.5, 1.5)),
+    (lambda c: margins.not_below(c, 1.0), ci(-0.9, 3.0), ci(-2.0, -1.1), ci(-1.5, 0.5)),
+    (margins.positive, ci(0.1, 2.0), ci(-2.0, 0.0), ci(-0.1, 0.1)),
+    (margins.negative, ci(-2.0, -0.1), ci(0.0, 2.0), ci(-0.1, 0.1)),
 ])
 def test_predicates_hold_fail_and_refuse(predicate, holding, failing, straddling):
     assert predicate(holding).holds is True
@@ -58,12 +59,12 @@ def test_predicates_hold_fail_and_refuse(predicate, holding, failing, straddling
 
 
 def test_equivalence_fails_on_either_side():
-    assert gates.equivalent(ci(-3.0, -1.5), 1.0).holds is False
+    assert margins.equivalent(ci(-3.0, -1.5), 1.0).holds is False
 
 
 def test_margin_must_be_positive():
     with pytest.raises(ValueError, match="margin"):
-        gates.above(ci(0, 1), 0.0)
+        margins.above(ci(0, 1), 0.0)
 
 
 def test_fit_gate_opens_and_closes():
@@ -108,29 +109,29 @@ def test_claims_keep_old_signature_and_store_check_and_margin(tmp_path, monkeypa
 
 
 def test_an_undecided_interval_says_how_many_values_would_decide_it():
-    ci = gates.Interval(mean=-0.7, lo=-1.5, hi=0.1, n=10, over="seeds")
-    found = gates.not_below(ci, 1.0)
+    ci = intervals.Interval(mean=-0.7, lo=-1.5, hi=0.1, n=10, over="seeds")
+    found = margins.not_below(ci, 1.0)
     assert found.holds is None and found.facts.needs == Needs(72, Over.SEEDS)
     # half-width 0.8, distance to the boundary −1.0 is 0.3: 10 × (0.8 / 0.3)² = 71.1 → 72
     assert "about 72 seeds (now 10) would decide it" in found.reason
-    on_boundary = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=5, over="examples")
-    assert "no number of examples would decide it" in gates.positive(on_boundary).reason
+    on_boundary = intervals.Interval(mean=0.0, lo=-1.0, hi=1.0, n=5, over="examples")
+    assert "no number of examples would decide it" in margins.positive(on_boundary).reason
 
 
 def test_a_decided_interval_carries_no_power_note():
-    ci = gates.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
-    assert gates.positive(ci) == Decision(True, "CI above 0")
+    ci = intervals.Interval(mean=2.0, lo=1.5, hi=2.5, n=10, over="seeds")
+    assert margins.positive(ci) == Decision(True, "CI above 0")
 
 
 def test_powered_opens_with_headroom_and_names_the_seeds_it_needs():
-    wide = gates.Interval(mean=0.0, lo=-1.0, hi=1.0, n=10, over="seeds")
-    found = gates.powered(wide, margin=1.0)
+    wide = intervals.Interval(mean=0.0, lo=-1.0, hi=1.0, n=10, over="seeds")
+    found = margins.powered(wide, margin=1.0)
     assert found.holds is None and "about 40 seeds would give it" in found.reason  # 10 × (1/0.5)²
     assert found.facts == Facts(closed_by=Gate.POWER, needs=Needs(40, Over.SEEDS))
-    narrow = gates.Interval(mean=0.9, lo=0.5, hi=1.3, n=10, over="seeds")
-    assert gates.powered(narrow, margin=1.0).holds is True
+    narrow = intervals.Interval(mean=0.9, lo=0.5, hi=1.3, n=10, over="seeds")
+    assert margins.powered(narrow, margin=1.0).holds is True
     with pytest.raises(ValueError):
-        gates.powered(narrow, margin=0.0)
+        margins.powered(narrow, margin=0.0)
 
 
 def test_enough_opens_at_the_count_needed_and_stays_closed_below():
@@ -199,16 +200,16 @@ def test_all_of_holds_when_every_part_holds_and_fails_when_one_fails():
 
 def test_rank_association_holds_fails_and_stays_undecided_with_its_exact_p():
     x = np.arange(6.0)
-    found = gates.rank_association(x, -x, direction=-1)
+    found = ranks.rank_association(x, -x, direction=-1)
     assert found.holds is True and "p = 0.00139" in found.reason  # 1/6! = 0.00139
-    assert gates.rank_association(x, x, direction=-1).holds is False
-    assert gates.rank_association(x, x, direction=+1).holds is True
-    assert gates.rank_association(x, [2, 5, 0, 3, 1, 4], direction=-1).holds is None
-    few = gates.rank_association([1, 2, 3], [3, 2, 1], direction=-1)
+    assert ranks.rank_association(x, x, direction=-1).holds is False
+    assert ranks.rank_association(x, x, direction=+1).holds is True
+    assert ranks.rank_association(x, [2, 5, 0, 3, 1, 4], direction=-1).holds is None
+    few = ranks.rank_association([1, 2, 3], [3, 2, 1], direction=-1)
     assert few.holds is None and few.facts.closed_by == "count"
-    assert gates.rank_association([1, 2, np.nan], [3, 2, 1], -1).facts.closed_by == "count"
+    assert ranks.rank_association([1, 2, np.nan], [3, 2, 1], -1).facts.closed_by == "count"
     with pytest.raises(ValueError, match="direction"):
-        gates.rank_association(x, x, direction=0)
+        ranks.rank_association(x, x, direction=0)
 
 
 
@@ -225,10 +226,10 @@ def test_a_decision_is_a_value_whose_facts_take_part_in_equality():
 
 
 def test_the_vocabularies_refuse_a_word_outside_them():
-    assert gates.Interval(1.0, 0.0, 2.0, 3, "seed pairs").over is Over.SEED_PAIRS
+    assert intervals.Interval(1.0, 0.0, 2.0, 3, "seed pairs").over is Over.SEED_PAIRS
     assert Needs(4, "examples").of is Over.EXAMPLES and f"{Over.HELD_OUT_TASKS}" == "held-out tasks"
     with pytest.raises(ValueError, match="seeds"):
-        gates.Interval(1.0, 0.0, 2.0, 3, "sedes")
+        intervals.Interval(1.0, 0.0, 2.0, 3, "sedes")
     with pytest.raises(ValueError):
         Facts(closed_by="powre")
     # what raises each count: seeds for models and pairs, the chapter's evaluation set for examples

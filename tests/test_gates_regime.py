@@ -1,6 +1,6 @@
-"""The gates of training to the regime and of comparisons that can fail (i2o.gates): a fit quorum
-that opens on the models that fit and names the others, a margin that is a fraction of a measured
-reference effect, and a comparison decided only when its margin is above the measurement's
+"""The gates of training to the regime and of comparisons that can fail (i2o.verdicts.gates): a fit
+quorum that opens on the models that fit and names the others, a margin that is a fraction of a
+measured reference effect, and a comparison decided only when its margin is above the measurement's
 resolution. Each one opens (holds) on one doctored input and closes (fails) on another."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from i2o import gates
+from i2o.verdicts import gates, intervals, margins
 
 NAMES = {"IFT": [f"seed {s}" for s in range(5)], "unrolled": [f"seed {s}" for s in range(5)]}
 
@@ -44,12 +44,12 @@ def test_fit_quorum_refuses_a_bad_quorum_or_names():
 
 
 def test_relative_margin_is_a_fraction_of_the_reference_effect():
-    assert gates.relative_margin(0.25, -12.0) == pytest.approx(3.0)
+    assert margins.relative_margin(0.25, -12.0) == pytest.approx(3.0)
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="fraction"):
-            gates.relative_margin(bad, 1.0)
+            margins.relative_margin(bad, 1.0)
     with pytest.raises(ValueError, match="not finite"):
-        gates.relative_margin(0.25, float("nan"))
+        margins.relative_margin(0.25, float("nan"))
 
 
 def test_resolves_opens_above_the_resolution_and_closes_below():
@@ -69,10 +69,10 @@ def test_resolves_opens_above_the_resolution_and_closes_below():
 def test_a_comparison_against_a_relative_margin_holds_and_fails():
     # deviations (points) per seed of two arms; margin: 25 % of the reference arm's mean
     reference = np.array([10.0, 11.0, 9.0, 10.5, 9.5])
-    margin = gates.relative_margin(0.25, reference.mean())
-    same = gates.difference(reference + 0.3, reference)
-    assert gates.not_below(same, margin).holds is True
-    assert gates.equivalent(same, margin).holds is True
-    calmer = gates.difference(reference * 0.3, reference)
-    assert gates.not_below(calmer, margin).holds is False
-    assert gates.equivalent(calmer, margin).holds is False
+    margin = margins.relative_margin(0.25, reference.mean())
+    same = intervals.difference(reference + 0.3, reference)
+    assert margins.not_below(same, margin).holds is True
+    assert margins.equivalent(same, margin).holds is True
+    calmer = intervals.difference(reference * 0.3, reference)
+    assert margins.not_below(calmer, margin).holds is False
+    assert margins.equivalent(calmer, margin).holds is False

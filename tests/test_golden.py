@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from toy_jobs import ResidualJob, toy
 
-from i2o import compare, fingerprint, golden, probes, results, runtime
+from i2o import results, runtime
 from i2o.job import Job
+from i2o.provenance import __main__ as commands
+from i2o.provenance import compare, fingerprint, golden, probes
 
 
 def _portable_x86() -> str | None:
@@ -210,9 +212,9 @@ def test_not_portable_entries_are_left_out_by_name(monkeypatch):
 
 
 def test_the_fingerprint_command_refuses_an_unknown_figure(capsys):
-    assert results.main(["fingerprint", "nonesuch"]) == 2
+    assert commands.main(["fingerprint", "nonesuch"]) == 2
     assert "'nonesuch'" in capsys.readouterr().err
-    assert results.main(["frobnicate"]) == 2
+    assert commands.main(["frobnicate"]) == 2
     assert "must be one of fingerprint" in capsys.readouterr().err
 
 
@@ -232,15 +234,15 @@ def test_an_emulated_cpu_is_named_with_its_own_vendor():
 
 
 def test_deps_lists_each_job_class_with_the_modules_its_key_covers(capsys):
-    assert results.main(["deps", "stability", "--profile", "smoke"]) == 0
+    assert commands.main(["deps", "stability", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out
     assert "stability: i2o.chapters.stability.jobs.TrainJob (2 entries in smoke), keyed by" in out
     covered = [line.strip() for line in out.splitlines() if line.startswith("  ")]
     assert "i2o.deq.broyden" in covered and "i2o.chapters.stability.jobs" in covered
     assert "i2o.chapters.stability.claims" not in covered and "i2o.results" not in covered
-    assert results.main(["deps", "nonesuch"]) == 2
+    assert commands.main(["deps", "nonesuch"]) == 2
     assert "'nonesuch'" in capsys.readouterr().err
-    assert results.main(["--help"]) == 0
+    assert commands.main(["--help"]) == 0
     assert "fingerprint" in capsys.readouterr().out
 
 

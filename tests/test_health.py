@@ -33,9 +33,9 @@ def test_diverging_learning_rate_is_flagged_and_nulls_the_claims(tmp_path, monke
     """A smoke stability job with lr = 10 diverges (at lr = 1 the unrolled arm stayed above chance
     under the portable pins): its result carries the flag and the chapter's claims that depend on
     it are undecided, naming it."""
-    from i2o import profiles
     from i2o.chapters.stability import claims as stability_claims
     from i2o.chapters.stability.jobs import TrainJob
+    from i2o.compute import profiles
 
     monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path))
     params = dict(profiles.resolve("stability", "smoke"))

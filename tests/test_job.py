@@ -1,5 +1,5 @@
 """Jobs as values (:mod:`i2o.job`): the cache key is the fields plus the source of the import
-closure of the job's module (:mod:`i2o.import_graph`), found from the code, never listed."""
+closure of the job's module (:mod:`i2o.compute.import_graph`), found from the code, never listed."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from typing import ClassVar
 import pytest
 from toy_jobs import toy
 
-from i2o import import_graph, results
+from i2o import results
+from i2o.compute import import_graph
 from i2o.job import Job
 
-PACKAGE = Path(import_graph.__file__).resolve().parent
+PACKAGE = import_graph.PACKAGE_DIR
 
 
 @pytest.fixture
@@ -53,8 +54,8 @@ def test_the_key_covers_the_module_that_defines_the_job():
 
 def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
     closure = import_graph.closure("i2o.job")
-    assert {"i2o.job", "i2o.results", "i2o.runtime", "i2o.import_graph"} <= set(closure)
-    assert "i2o.chapters.meta.maml" not in closure and "i2o.sweep" not in closure
+    assert {"i2o.job", "i2o.results", "i2o.runtime", "i2o.compute.import_graph"} <= set(closure)
+    assert "i2o.chapters.meta.maml" not in closure and "i2o.compute.sweep" not in closure
     assert import_graph.closure("i2o.job", stop=frozenset({"i2o.results"})) == ("i2o.job",)
 
 
@@ -92,11 +93,11 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
 
 def test_the_graph_sees_function_level_and_relative_imports():
     assert "i2o.chapters.affine.sweeps" in import_graph.graph()["i2o.chapters.affine.jobs"]
-    assert "i2o.lineage" in import_graph.graph()["i2o.profiles"]
+    assert "i2o.lineage" in import_graph.graph()["i2o.compute.profiles"]
 
 
 def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache, toy_computations):
-    from i2o.chapter import run_jobs
+    from i2o.compute.chapter import run_jobs
 
     jobs = [toy(4), toy(5)]
     found, cost = run_jobs("toy", jobs)

@@ -1,6 +1,8 @@
 """The package's layout as a checked contract (see ``i2o.chapters``): the import graph of
 ``src/i2o`` has no cycle, imports run only downward (chapters → book machinery → engines →
-runtime), no chapter imports another, and every chapter of the manifest has its faces."""
+runtime), no chapter imports another, the lower rooms of the machinery (``i2o.compute``,
+``i2o.verdicts``) import neither the upper ones (``i2o.book``, ``i2o.provenance``) nor a chapter,
+and every chapter of the manifest has its faces."""
 
 from __future__ import annotations
 
@@ -11,15 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from i2o import import_graph, profiles
-from i2o.chapter import ChapterResults
-from i2o.claims import Claims
+from i2o.compute import import_graph, profiles
+from i2o.compute.chapter import ChapterResults
+from i2o.compute.profiles import Params
 from i2o.job import Job
-from i2o.profiles import Params
+from i2o.verdicts.claims import Claims
 
 ENGINES = ("deq", "models", "data", "train")
 BASE = ("runtime", "replicates", "digests", "locations", "progress", "lineage", "allocator")
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
+#: The rooms of the machinery: the lower ones enter, compute and decide; the upper ones present
+#: and trace, and may import the lower ones, never the reverse.
+LOWER_ROOMS = ("compute", "verdicts")
+UPPER_ROOMS = ("book", "provenance")
+#: Machinery kept beside the engine it serves: the data preflight reads the manifest
+#: (:mod:`i2o.compute.profiles`) to know which data sets a figure needs.
+MACHINERY_AMONG_ENGINES = {"i2o.data.preflight"}
 PACKAGE_DIR = import_graph.PACKAGE_DIR
 GRAPH = import_graph.graph()
 
@@ -31,12 +40,26 @@ def chapter_of(module: str) -> str | None:
 def layer_of(module: str) -> str:
     if chapter_of(module) or module == "i2o.chapters":
         return "chapter"
+    if module in MACHINERY_AMONG_ENGINES:
+        return "machinery"
     top = module.split(".")[1] if "." in module else ""
     if top in BASE:
         return "base"
     if top in ENGINES:
         return "engine"
     return "machinery"  # i2o itself, book, profiles, results, claims, plotting, sweep, …
+
+
+def room_of(module: str) -> str | None:
+    top = module.split(".")[1] if "." in module else ""
+    return top if top in LOWER_ROOMS + UPPER_ROOMS else None
+
+
+def upward_from_lower_rooms(graph: dict[str, set[str]] | dict[str, frozenset[str]]
+                            ) -> list[str]:
+    """Each import from a lower room into an upper room or a chapter."""
+    return [f"{m} imports {n}" for m, targets in graph.items() if room_of(m) in LOWER_ROOMS
+            for n in sorted(targets) if room_of(n) in UPPER_ROOMS or layer_of(n) == "chapter"]
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -77,6 +100,20 @@ def test_imports_run_only_downward():
     assert not upward, "\n".join(upward)
 
 
+def test_compute_and_verdicts_import_no_book_provenance_or_chapter():
+    assert {room_of(m) for m in GRAPH} >= set(LOWER_ROOMS + UPPER_ROOMS)
+    found = upward_from_lower_rooms(GRAPH)
+    assert not found, "\n".join(found)
+
+
+def test_the_room_check_finds_a_lower_room_importing_upward():
+    graph = {"i2o.compute.pool": {"i2o.book.build", "i2o.compute.schedule"},
+             "i2o.verdicts.rows": {"i2o.chapters.meta.claims", "i2o.verdicts.claims"},
+             "i2o.book.build": {"i2o.compute.pool"}, "i2o.provenance.golden": {"i2o.book.build"}}
+    assert upward_from_lower_rooms(graph) == ["i2o.compute.pool imports i2o.book.build",
+                                              "i2o.verdicts.rows imports i2o.chapters.meta.claims"]
+
+
 def test_no_chapter_imports_another():
     crossing = [f"{m} imports {n}" for m, targets in GRAPH.items() for n in targets
                 if chapter_of(m) and chapter_of(n) and chapter_of(m) != chapter_of(n)]
@@ -98,8 +135,8 @@ def test_every_chapter_has_its_faces(figure):
     """The manifest names each chapter's package; ``FIGURE`` agrees with the key and the
     notebook stem with the package name; and the faces have the contract's signatures, checked
     on their annotations: ``runs.check_params(Params) -> None``, ``runs.collect(Params) ->
-    <Chapter>Results`` (a :class:`i2o.chapter.ChapterResults`), ``runs.jobs(Params) -> list[Job]``,
-    ``claims.numbers(<Chapter>Results) -> dict``,
+    <Chapter>Results`` (a :class:`i2o.compute.chapter.ChapterResults`), ``runs.jobs(Params) ->
+    list[Job]``, ``claims.numbers(<Chapter>Results) -> dict``,
     ``claims.claims(<Chapter>Results) -> Claims`` and ``prose.paragraphs(Claims, str) ->
     list[str]``."""
     package = profiles.entry(figure)["package"]

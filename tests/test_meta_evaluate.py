@@ -107,8 +107,9 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     """``python -m i2o.sweep meta`` runs each job of ``runs.jobs`` (a model's sweep, which trains
     the model first); afterwards the notebook's jobs of the same parameters find the model and
     its sweep cached."""
-    from i2o import profiles, results
+    from i2o import results
     from i2o.chapters.meta import runs
+    from i2o.compute import profiles
 
     p = profiles.resolve("meta", "smoke", maml_outer_steps=3, n_test_tasks=4)
     jobs = runs.evaluations(p)

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from i2o import gates, prose
 from i2o.chapters.meta import claims
+from i2o.verdicts import prose, ranks
 
 LIMITS = claims.Thresholds(min_outer_steps=1000, fig4_min_outer_steps=1000, baseline_mse=3.0)
 SIZES = (1, 2, 5, 10, 25)
@@ -63,7 +63,7 @@ def test_fit_ordering_fails_when_lower_loss_means_lower_d(n):
 def test_fit_ordering_is_undecided_without_an_association():
     losses = np.geomspace(0.01, 2.0, 10)
     finals = np.array([0.3, 0.9, 0.1, 0.6, 0.5, 0.2, 0.8, 0.4, 0.0, 0.7])
-    found = gates.kendall(losses, finals)
+    found = ranks.kendall(losses, finals)
     assert abs(found.tau) < 0.2
     verdict = claims.fit_ordering(_models(losses, finals), LIMITS)
     assert verdict.holds is None and verdict.facts.closed_by == "power"
@@ -153,7 +153,7 @@ def test_exact_p_value_matches_brute_force_enumeration_for_six_models(seed):
     x = rng.random(6)
     y = -x + rng.normal(0, 0.3, 6)
     observed, p_negative, p_positive = _brute_force(x, y)
-    found = gates.kendall(x, y)
+    found = ranks.kendall(x, y)
     assert found.tau == pytest.approx(observed)
     assert found.p_negative == pytest.approx(p_negative)
     assert found.p_positive == pytest.approx(p_positive)
@@ -164,12 +164,12 @@ def test_exact_p_value_at_ten_and_fifteen_models(n):
     """A perfect reversal is one ordering in n!; the p-values of both sides sum to 1 + P(τ =
     observed)."""
     x = np.arange(n, dtype=float)
-    found = gates.kendall(x, -x)
+    found = ranks.kendall(x, -x)
     assert found.tau == pytest.approx(-1.0)
     assert found.p_negative == pytest.approx(1 / math.factorial(n))
     assert found.p_positive == pytest.approx(1.0)
     rng = np.random.default_rng(n)
-    found = gates.kendall(rng.random(n), rng.random(n))
+    found = ranks.kendall(rng.random(n), rng.random(n))
     assert 1.0 < found.p_negative + found.p_positive <= 1.0 + 0.2
 
 
@@ -215,7 +215,7 @@ def test_figure_4_undecided_below_the_paper_scale_names_the_paper_run():
 def test_figure_4_undecided_at_the_paper_scale_names_no_run_and_says_what_would_decide_it():
     from bank import meta_results
 
-    from i2o import profiles
+    from i2o.compute import profiles
 
     results = dataclasses.replace(meta_results(), params=profiles.resolve("meta", "paper"))
     losses = np.geomspace(0.01, 2.0, 15)
@@ -234,7 +234,7 @@ def test_figure_4_numbers():
     assert numbers["meta-fig4-models"] == 10 and numbers["meta-fig4-seeds"] == 2
     assert numbers["meta-fig4-outer-steps"] == 30000
     assert numbers["meta-fig4-max-delta"] == 1008 and numbers["meta-fig4-near-n-delta"] == 16
-    found = gates.kendall(losses, finals)
+    found = ranks.kendall(losses, finals)
     assert numbers["meta-fig4-tau"] == found.tau
     assert numbers["meta-fig4-p-negative"] == found.p_negative
     losses[0] = np.nan

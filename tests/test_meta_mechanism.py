@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from i2o import gates, profiles
 from i2o.chapters.meta import checkpoint, descent, imaml, mechanism, mlp, outer, runs, tasks
 from i2o.chapters.meta import mechanism_probe as probing
 from i2o.chapters.meta.evaluate import Evaluation
 from i2o.chapters.meta.imaml import IMAMLModel
-from i2o.profiles import ParameterError, Params
+from i2o.compute import profiles
+from i2o.compute.profiles import ParameterError, Params
+from i2o.verdicts import gates
 
 SMOKE_MODEL = dict(inner_steps=2, outer_steps=4, regularization=8.0, hidden=(8,),
                    meta_batch_size=3, n_meta_batches=2, checkpoint_every=2)

@@ -5,12 +5,12 @@ import jax
 import numpy as np
 import pytest
 
-from i2o import import_graph, profiles
 from i2o.chapters.meta import checkpoint, outer, runs
 from i2o.chapters.meta.imaml import IMAMLModel
 from i2o.chapters.meta.maml import MAMLModel
 from i2o.chapters.meta.model import best_point as model_best_point
 from i2o.chapters.meta.model import params_of
+from i2o.compute import import_graph, profiles
 
 MODELS = {"maml": MAMLModel, "imaml": IMAMLModel}
 

@@ -214,7 +214,7 @@ def test_floor_and_baselines():
                                             ({"fig4_meta_batches": [5]}, "fig4_meta_batches"),
                                             ({"maml_inner_steps": [1, 1]}, "maml_inner_steps")])
 def test_chapter_parameters_checked_before_compute(override, word):
-    from i2o import door, profiles
+    from i2o.compute import door, profiles
 
     with pytest.raises(profiles.ParameterError, match=word):
         door.enter("meta", "smoke", **override)
@@ -256,9 +256,10 @@ def test_one_claims_table_with_sections_and_its_conclusions():
     """``claims.claims`` records every verdict as a row (the paper's claims, then the ablation's
     and the check of λ), each section's ids in ``facts``; the chapter's prose writes one line per
     row of a section, with the reason of an undecided one."""
-    from i2o import profiles, prose
-    from i2o.chapter import Cost
     from i2o.chapters.meta import runs
+    from i2o.compute import profiles
+    from i2o.compute.chapter import Cost
+    from i2o.verdicts import prose
 
     params = profiles.resolve("meta", "smoke", min_outer_steps_to_decide=1000)
     maml, imaml = _curves(U_SHAPE), _curves(U_SHAPE, outer_steps=10)
@@ -301,7 +302,8 @@ def test_a_row_short_of_held_out_tasks_names_the_run_that_decides_it():
     decided row names nothing."""
     from bank import meta_results
 
-    from i2o import deciding, door, prose
+    from i2o.compute import door
+    from i2o.verdicts import deciding, prose
 
     results = meta_results()
     small = np.r_[np.full(1, 0.5), np.full(len(GRID) - 1, 0.495)]
@@ -345,7 +347,7 @@ def test_maml_best_before_convergence_prose_reads_for_every_verdict(case, verdic
     moving), its verdict and its reason."""
     from bank import meta_results
 
-    from i2o import prose
+    from i2o.verdicts import prose
 
     curves = {"settling": lambda: _curves(SETTLING),
               "best at the end": lambda: _tail_within_noise(

@@ -15,8 +15,10 @@ import pytest
 from PIL import Image
 from toy_jobs import toy
 
-from i2o import book, locations, pool, preflight
-from i2o.data import CLASSES, fetch
+from i2o import locations
+from i2o.book import build
+from i2o.compute import pool
+from i2o.data import CLASSES, fetch, preflight
 
 REPO = locations.repo_root()
 
@@ -136,10 +138,10 @@ def test_make_book_names_the_bad_files_at_the_end(damaged, monkeypatch, capsys):
         raise OSError("offline")
 
     monkeypatch.setattr(shakespeare, "_download", offline)
-    monkeypatch.setattr(book, "run", lambda figure, *a, **k: book.executed_path(figure))
-    monkeypatch.setattr(book, "html", lambda: None)
+    monkeypatch.setattr(build, "run", lambda figure, *a, **k: build.executed_path(figure))
+    monkeypatch.setattr(build, "html", lambda: None)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
-    assert book.main(["book", "--profile", "smoke"]) == 1
+    assert build.main(["book", "--profile", "smoke"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     last = [line for line in err if line.startswith("[i2o] not built: stability:")]
     assert len(last) == 1  # among the closing lines: only other chapters' such lines follow it
@@ -270,7 +272,8 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
     import submitit
     import torch
 
-    from i2o import results, sweep
+    from i2o import results
+    from i2o.compute import sweep
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: _InstantExecutor())
@@ -287,10 +290,10 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
 
 def test_the_font_timestamp_warning_is_filtered_at_its_source(caplog):
     """matplotlib's PDF backend subsets fonts with fontTools, which warns about a font file's
-    header dates; i2o.plotting drops that one message and nothing else of fontTools."""
+    header dates; i2o.book.plotting drops that one message and nothing else of fontTools."""
     import logging
 
-    import i2o.plotting  # noqa: F401  (installs the filter)
+    import i2o.book.plotting  # noqa: F401  (installs the filter)
 
     logger = logging.getLogger("fontTools.ttLib.tables._h_e_a_d")
     with caplog.at_level(logging.WARNING, logger=logger.name):

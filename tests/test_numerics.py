@@ -13,7 +13,9 @@ import pytest
 import toy_chapter
 from toy_jobs import toy
 
-from i2o import book, lineage, locations, profiles, results, runtime, sweep
+from i2o import lineage, locations, results, runtime
+from i2o.book import build
+from i2o.compute import profiles, sweep
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -203,7 +205,7 @@ def test_results_key_depends_on_the_portable_pins(monkeypatch):
 def test_the_books_adam_is_fused():
     """The fused kernel takes its square roots from the CPU's exact instruction; the CPU's
     default Adam from MKL's vector math, which differs between vendors
-    (i2o.golden.NOT_PORTABLE_PROBES); it stays fused when an older state is loaded."""
+    (i2o.provenance.golden.NOT_PORTABLE_PROBES); it stays fused when an older state is loaded."""
     import torch
 
     from i2o.train.schedule import adam, make_optimizer
@@ -223,9 +225,9 @@ def test_the_books_adam_is_fused():
 def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):
     params = profiles.resolve("affine", "smoke")
     monkeypatch.setenv("I2O_NUMERICS", "portable")
-    portable = book._stamp("affine", params)
+    portable = build._stamp("affine", params)
     monkeypatch.setenv("I2O_NUMERICS", "native")
-    assert book._stamp("affine", params) != portable
+    assert build._stamp("affine", params) != portable
 
 
 def test_stored_entries_record_their_provenance(monkeypatch):

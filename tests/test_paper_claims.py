@@ -12,10 +12,13 @@ from dataclasses import asdict
 import pytest
 import yaml
 
-from i2o import claims_page, locations, paper_claims, profiles, published
-from i2o.claims import Claims
-from i2o.claims_page import BuildRun, ChapterEvidence
-from i2o.paper_claims import CLAIMS, PaperClaim, rows
+from i2o import locations
+from i2o.book import claims_page, published
+from i2o.book.claims_page import BuildRun, ChapterEvidence
+from i2o.compute import profiles
+from i2o.verdicts import paper_claims
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.paper_claims import CLAIMS, PaperClaim, rows
 
 REPO = locations.repo_root()
 PAPERS = REPO.parent / "shared" / "papers"
@@ -113,7 +116,7 @@ def _row(row_id: str, holds: bool | None, profile: str = "quick") -> dict:
 
 def _summary(verdicts: dict[str, list[str]]) -> dict:
     """A robustness summary of stability: each row's verdict at replicates 0, 1, …"""
-    from i2o.robustness import agreement
+    from i2o.provenance.robustness import agreement
 
     claims = [{"claim": f"claim {i}", "id": i, "section": "",
                "replicates": {str(r): {"verdict": v, "value": f"r{r} {i}", "check": ""}

@@ -5,10 +5,10 @@ values outside its range (below ``min``, above ``max``, not among ``choices``, a
 range in a list), an empty list where a non-empty list goes, a non-finite number where a number
 goes, and a misspelt name; and, per chapter, one value its own rules between parameters refuse
 (``runs.check_params``: :data:`CROSS`). Each case goes through every path into a chapter, all of
-which enter through :mod:`i2o.door`: the command line (``python -m i2o.book run … -p NAME
+which enter through :mod:`i2o.compute.door`: the command line (``python -m i2o.book run … -p NAME
 VALUE``, ``make fig-*``, with papermill replaced by a tripwire, so "before any compute" is checked,
-not assumed), the notebook's first cell (:func:`i2o.door.enter_namespace`, what a papermill run
-reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
+not assumed), the notebook's first cell (:func:`i2o.compute.door.enter_namespace`, what a papermill
+run reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
 replaced by a tripwire) and the robustness runs (``make robustness``, whose parameters are the
 profile's: the bad value is put into the manifest's profile). Each must refuse and name the
 parameter. The cases are generated, so their count grows with the manifest; it is printed.
@@ -29,7 +29,9 @@ from typing import Any
 import pytest
 import yaml
 
-from i2o import book, door, profiles, robustness, sweep
+from i2o.book import build
+from i2o.compute import door, profiles, sweep
+from i2o.provenance import robustness
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def _refusals(case: Case, capsys, monkeypatch) -> list[str]:
     """The paths that did not refuse ``case`` naming its parameter (empty: all refused)."""
     failures = []
     text = _yaml(case.value)
-    code = book.main(["run", case.figure, "--profile", "smoke", "-p", case.name, text])
+    code = build.main(["run", case.figure, "--profile", "smoke", "-p", case.name, text])
     error = capsys.readouterr().err
     if code != 2 or not _names_it(case, error):
         failures.append(f"CLI {case}: exit {code}, {error!r}")
@@ -189,7 +191,7 @@ def test_every_bad_parameter_is_refused_on_every_path_before_any_compute(
         start = time.perf_counter()
         failures += _refusals(case, capsys, monkeypatch)
         slowest = max(slowest, time.perf_counter() - start)
-    assert not book.executed_path(figure).exists()
+    assert not build.executed_path(figure).exists()
     assert not failures, "\n".join(failures)
     with capsys.disabled():
         count = len(profiles.entry(figure)["parameters"])

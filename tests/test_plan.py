@@ -1,5 +1,5 @@
-"""The forecast of ``make book`` on K cores (:mod:`i2o.plan`): the list scheduler against brute
-force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
+"""The forecast of ``make book`` on K cores (:mod:`i2o.compute.plan`): the list scheduler against
+brute force, the notebooks' own time, and ``python -m i2o.results plan`` on a temporary cache."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import other, toy
 
-from i2o import door, lineage, plan, pool, results
+from i2o import lineage, results
+from i2o.compute import door, plan, pool
 from i2o.job import Job
+from i2o.provenance import __main__ as commands
 
 
 def optimum(durations: list[float], cores: int) -> float:
@@ -89,7 +91,7 @@ def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys, toy_c
         _record(job, seconds)  # b2 has none: its chapter's median, 30 s
     chapters = {"toy": _chapter("toy", a), "toy-b": _chapter("toy-b", b)}
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
-    assert results.main(["plan", "toy", "toy-b", "--profile", "quick",
+    assert commands.main(["plan", "toy", "toy-b", "--profile", "quick",
                          "--cores", "1", "2", "8"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "5 jobs in 5 tasks, 1 without a recorded cost" in out[0]
@@ -170,7 +172,7 @@ def test_a_fresh_clone_plans_the_notebooks_from_their_published_times(monkeypatc
     _record(b, 30.0)
     chapters = {"toy": _chapter("toy", [a]), "toy-b": _chapter("toy-b", [b])}
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
-    assert results.main(["plan", "toy", "toy-b", "--profile", "quick", "--cores", "2"]) == 0
+    assert commands.main(["plan", "toy", "toy-b", "--profile", "quick", "--cores", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("then the notebooks one after the other, 12 s (from the latest "
                            "record of each notebook alone in published/timings.json "

@@ -1,4 +1,4 @@
-"""The book's job pool (:mod:`i2o.pool`) and the costs the results cache records for it
+"""The book's job pool (:mod:`i2o.compute.pool`) and the costs the results cache records for it
 (:func:`i2o.results.recorded_cost`). The toy chapter's jobs, in two chapters (``toy``, ``toy-b``),
 computed in this process by submitit's debug executor (a few seconds in all)."""
 
@@ -13,9 +13,12 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import ResidualJob, other, toy
 
-from i2o import book, door, job_costs, pool, preflight, profiles, results, sweep
-from i2o.chapter import run_jobs
-from i2o.door import Task
+from i2o import results
+from i2o.book import build
+from i2o.compute import door, job_costs, pool, profiles, sweep
+from i2o.compute.chapter import run_jobs
+from i2o.compute.door import Task
+from i2o.data import preflight
 from i2o.job import Job
 
 
@@ -117,7 +120,8 @@ def test_a_failing_task_does_not_stop_the_pool(toy_computations):
 
 
 def _submitted(monkeypatch) -> list[dict]:
-    """Replace :func:`i2o.sweep.submit` by a recorder of what the pool asks (nothing runs)."""
+    """Replace :func:`i2o.compute.sweep.submit` by a recorder of what the pool asks (nothing
+    runs)."""
     calls: list[dict] = []
 
     def record(folder, todo, executor="local", max_parallel=2, **options):
@@ -226,7 +230,7 @@ def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(mo
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
     monkeypatch.setattr(preflight, "needs", lambda figure: False)
     monkeypatch.setattr(preflight, "check", lambda figures, **_: dict.fromkeys(figures))
-    monkeypatch.setattr(book, "up_to_date", lambda figure, params: figure == "toy-b")
+    monkeypatch.setattr(build, "up_to_date", lambda figure, params: figure == "toy-b")
     real = sweep.submit
     asked = []
 
@@ -240,8 +244,8 @@ def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(mo
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
         seen[figure] = pool.pooled(chapters["toy"].jobs())
 
-    monkeypatch.setattr(book, "run", notebook)
-    assert book.run_all("quick", workers=2) == {}
+    monkeypatch.setattr(build, "run", notebook)
+    assert build.run_all("quick", workers=2) == {}
     assert asked == [2] and toy_computations == Counter({"toy/residuals-seed1": 1,
                                                          "toy/residuals-seed2": 1})
     assert seen == {"toy": (2, 2), "toy-b": (2, 2)}

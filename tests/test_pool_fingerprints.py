@@ -1,12 +1,14 @@
 """Results do not depend on the job pool: a chapter's smoke jobs computed by the book's pool
-(:func:`i2o.pool.run`, submitit's local processes) with 1 and with 2 processes, into two empty
-results caches, have the same fingerprints (:func:`i2o.fingerprint.fingerprint`)."""
+(:func:`i2o.compute.pool.run`, submitit's local processes) with 1 and with 2 processes, into two
+empty results caches, have the same fingerprints
+(:func:`i2o.provenance.fingerprint.fingerprint`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from i2o import door, fingerprint, pool
+from i2o.compute import door, pool
+from i2o.provenance import fingerprint
 
 #: The chapter computed twice: affine's smoke jobs, 5 tasks of under a second each, so that the
 #: test costs the pool's process starts (about 35 s on two idle cores).

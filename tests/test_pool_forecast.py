@@ -1,7 +1,8 @@
-"""The job pool's display and its forecast: the schedule of what remains (:mod:`i2o.schedule`),
-the time left the display shows (:func:`i2o.sweep.eta`, :class:`i2o.progress.TaskBoard`), and
-the forecast of :mod:`i2o.plan` against the wall time of the pool measured with 1 and 2 local
-processes, on tasks that sleep a known time (their process's start included)."""
+"""The job pool's display and its forecast: the schedule of what remains
+(:mod:`i2o.compute.schedule`), the time left the display shows (:func:`i2o.compute.sweep.eta`,
+:class:`i2o.progress.TaskBoard`), and the forecast of :mod:`i2o.compute.plan` against the wall time
+of the pool measured with 1 and 2 local processes, on tasks that sleep a known time (their process's
+start included)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from typing import ClassVar
 
 import pytest
 
-from i2o import door, plan, pool, progress, results, schedule, sweep
-from i2o.door import Task
+from i2o import progress, results
+from i2o.compute import door, plan, pool, schedule, sweep
+from i2o.compute.door import Task
 from i2o.job import Job
 
 TESTS = Path(__file__).resolve().parent
@@ -262,8 +264,8 @@ def test_a_sweep_without_costs_shows_no_eta_and_a_failure_still_ends_the_board(m
 #: longest first, 1.5 + 0.5 | 1.0 + 1.0, 2 s plus 2 starts on each.
 NAPS = ((1.5,), (1.0,), (0.5, 0.5), (0.5,))
 #: How far the forecast may be from the measured wall time, as a fraction of the measurement:
-#: :data:`i2o.schedule.TASK_START_SECONDS` is one number for every task's start, which varies
-#: with the modules a task imports and the files it reads.
+#: :data:`i2o.compute.schedule.TASK_START_SECONDS` is one number for every task's start, which
+#: varies with the modules a task imports and the files it reads.
 TOLERANCE = 0.25
 #: The largest share of the machine's cores other processes may use during a run for its wall
 #: time to test the forecast: a task's start is CPU work, slower when others take the cores.
@@ -325,7 +327,7 @@ def machine_cpu() -> tuple[float, float] | None:
 
 def measure(workers: int) -> Measured:
     """Run the sleeping tasks in a pool of ``workers`` local processes into the results cache
-    (empty); the forecast is :func:`i2o.plan.forecast` of the costs the run recorded."""
+    (empty); the forecast is :func:`i2o.compute.plan.forecast` of the costs the run recorded."""
     chapter = _nap_chapter(f"w{workers}-")
     machine, mine = machine_cpu(), time.process_time()
     cpu, start = _children_cpu(), time.perf_counter()
@@ -346,7 +348,7 @@ def measure(workers: int) -> Measured:
 
 @pytest.mark.slow
 def test_the_forecast_is_within_its_tolerance_of_the_measured_pool(monkeypatch, tmp_path, capsys):
-    """With 1 and 2 local processes on sleeping tasks: :func:`i2o.plan.forecast` from the
+    """With 1 and 2 local processes on sleeping tasks: :func:`i2o.compute.plan.forecast` from the
     recorded costs is within :data:`TOLERANCE` of the pool's measured wall time, when the pool
     had the cores to itself (other processes used at most :data:`MOST_OTHERS` of them, read
     from ``/proc/stat``; else, or where that cannot be read, the test is skipped with its

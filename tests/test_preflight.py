@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from i2o import book, door, pool, preflight, profiles
-from i2o.data import cifar10, fetch, shakespeare
+from i2o.book import build
+from i2o.compute import door, pool, profiles
+from i2o.data import cifar10, fetch, preflight, shakespeare
 
 
 def test_the_manifest_says_which_chapters_read_data():
@@ -147,7 +148,7 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
         ran.append(figure)
         if figure == "affine":
             raise RuntimeError("boom\nsecond line")
-        return book.executed_path(figure)
+        return build.executed_path(figure)
 
     entered = door.enter
 
@@ -156,11 +157,11 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
             raise ImportError("no module named torchdeq")
         return entered(figure, *args, **kwargs)
 
-    monkeypatch.setattr(book, "run", fake_run)
-    monkeypatch.setattr(book, "html", lambda: None)
+    monkeypatch.setattr(build, "run", fake_run)
+    monkeypatch.setattr(build, "html", lambda: None)
     monkeypatch.setattr(door, "enter", enter)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
-    assert book.main(["book", "--profile", "smoke"]) == 1
+    assert build.main(["book", "--profile", "smoke"]) == 1
     assert ran == [f for f in figures if f not in ("stability", "diagnose")]
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("[i2o] not built:")]
@@ -168,9 +169,9 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
     assert any("diagnose: ImportError: no module named torchdeq" in line for line in lines)
     assert any("affine: RuntimeError: boom" in line and "second" not in line for line in lines)
     assert any("stability: " in line and "I2O_DATA_DIR" in line for line in lines)
-    assert book.failure_path("affine").read_text().strip() == "RuntimeError: boom"
+    assert build.failure_path("affine").read_text().strip() == "RuntimeError: boom"
 
-    staged = book.stage()
+    staged = build.stage()
     for figure in ("affine", "stability"):
         notebook = json.loads((staged / profiles.entry(figure)["notebook"]).read_text())
         text = "".join(notebook["cells"][0]["source"])
@@ -178,8 +179,8 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
 
 
 def test_a_bad_parameter_still_stops_before_anything_runs(monkeypatch, capsys):
-    monkeypatch.setattr(book, "run", lambda *a, **k: pytest.fail("ran a notebook"))
-    assert book.main(["all", "--profile", "huge"]) == 2
+    monkeypatch.setattr(build, "run", lambda *a, **k: pytest.fail("ran a notebook"))
+    assert build.main(["all", "--profile", "huge"]) == 2
     assert "profile" in capsys.readouterr().err
 
 
@@ -187,5 +188,5 @@ def test_first_error_line_of_a_notebook_error():
     class PapermillExecutionError(Exception):
         ename, evalue = "DataNotFoundError", "CIFAR-10 (train) not found: looked for …\nmore"
 
-    assert book.first_error_line(PapermillExecutionError("long traceback")) == \
+    assert build.first_error_line(PapermillExecutionError("long traceback")) == \
         "DataNotFoundError: CIFAR-10 (train) not found: looked for …"

@@ -1,7 +1,7 @@
 import pytest
 
-from i2o import profiles
-from i2o.profiles import ParameterError
+from i2o.compute import profiles
+from i2o.compute.profiles import ParameterError
 
 SCHEMA = {
     "n": {"type": "int", "min": 1},
@@ -76,7 +76,7 @@ def test_show_prints_profile_and_sizes(manifest, capsys):
 
 
 def test_an_empty_list_only_where_the_schema_allows_it():
-    from i2o.profiles import ParameterError, validate_value
+    from i2o.compute.profiles import ParameterError, validate_value
 
     schema = {"type": "int_list", "min": 0}
     with pytest.raises(ParameterError, match="a list of integers with every element ≥ 0"):

@@ -1,5 +1,5 @@
-"""i2o.published: summaries measured elsewhere, kept in ``published/``, shown by the Robustness and
-Reproduce pages when the build has none of its own, each chapter marked current or stale."""
+"""i2o.book.published: summaries measured elsewhere, kept in ``published/``, shown by the Robustness
+and Reproduce pages when the build has none of its own, each chapter marked current or stale."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import json
 import pytest
 from bank import replicate_run
 
-from i2o import bundles, locations, numbers, profiles, published, robustness
+from i2o import locations
+from i2o.book import published
+from i2o.compute import profiles
+from i2o.provenance import bundles, numbers, robustness
 
 COMPUTED_BY_THIS_CODE = published.missing_entries
 

@@ -27,12 +27,11 @@ from bank import (
     stability_table,
 )
 
-from i2o import gates
 from i2o.chapters.diagnose import claims as diagnose_claims
 from i2o.chapters.meta import claims as meta_claims
-from i2o.claims import Claims
-from i2o.diagnose import verdicts
-from i2o.prose import conclusions
+from i2o.verdicts import gates, margins, ranks, rule
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import conclusions
 
 
 def _reword(decision: object) -> object:
@@ -45,10 +44,12 @@ def _reword(decision: object) -> object:
 
 
 #: the functions that write a reason (the combinators only join them)
-WRITERS = {gates: ("equivalent", "above", "not_below", "positive", "negative",
-                   "fit_gate", "fit_quorum", "resolves", "powered", "health_gate", "compare",
-                   "lower_than", "condition", "rank_association", "symmetric_gate", "undecided"),
-           verdicts: ("help_beyond", "hurt_beyond", "no_difference", "fewer_hurt")}
+WRITERS = {gates: ("fit_gate", "fit_quorum", "resolves", "health_gate", "compare", "condition",
+                   "symmetric_gate", "undecided"),
+           margins: ("equivalent", "above", "not_below", "positive", "negative", "powered",
+                     "lower_than", "undecided"),
+           ranks: ("rank_association", "undecided"),
+           rule: ("help_beyond", "hurt_beyond", "no_difference", "fewer_hurt")}
 
 
 @pytest.fixture

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from i2o import profiles, replicates, results
+from i2o import replicates, results
 from i2o.chapters.deq_gaps import runs as deq_gaps
 from i2o.chapters.meta import runs as meta
 from i2o.chapters.separation import runs as separation
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import job_name
+from i2o.compute import profiles
 
 
 def test_replicate_zero_keeps_every_seed():

@@ -1,5 +1,6 @@
-"""i2o.robustness: the agreement of verdicts across replicates, the Robustness page, bad input,
-and one real run (the affine chapter, smoke, replicates 0 and 1). Budget: ~30 s (the real run)."""
+"""i2o.provenance.robustness: the agreement of verdicts across replicates, the Robustness page, bad
+input, and one real run (the affine chapter, smoke, replicates 0 and 1). Budget: ~30 s (the real
+run)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sys
 import pytest
 from bank import replicate_run
 
-from i2o import book, profiles, robustness
+from i2o.book import build
+from i2o.compute import profiles
+from i2o.provenance import robustness
 
 
 def _rows(*verdicts: bool | None, claim: str = "a claim") -> list[dict]:
@@ -87,7 +90,7 @@ def test_page_without_replicates_names_the_command():
 
 
 def test_robustness_page_is_in_the_table_of_contents():
-    toc = (book.locations.repo_root() / "_toc.yml").read_text()
+    toc = (build.locations.repo_root() / "_toc.yml").read_text()
     assert "book/robustness" in toc
 
 
@@ -114,8 +117,8 @@ def test_a_non_integer_replicate_is_refused_by_the_parser(capsys):
 
 def test_real_run_redraws_the_random_instances_and_a_rerun_computes_nothing():
     """The affine chapter (smoke) at replicates 0 and 1, through the command line."""
-    argv = [sys.executable, "-m", "i2o.robustness", "--profile", "smoke", "--replicates", "0",
-            "1", "--figures", "affine"]
+    argv = [sys.executable, "-m", "i2o.provenance.robustness", "--profile", "smoke",
+            "--replicates", "0", "1", "--figures", "affine"]
     first = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout[-2000:]
     summary = robustness.read_summary()

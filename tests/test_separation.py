@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from i2o import door, profiles, sweep
 from i2o.chapters.separation import diagonal, gotu, nets, runs, sawtooth, steep
 from i2o.chapters.separation.gotu import GotuModel
+from i2o.compute import door, profiles, sweep
 
 
 @pytest.mark.parametrize("m", range(1, 13))

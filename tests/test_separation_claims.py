@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from i2o import gates, profiles
 from i2o.chapters.separation import claims, prose, runs
-from i2o.claims import Claims
+from i2o.compute import profiles
+from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts.claims import Claims
 
 
 @pytest.fixture
@@ -17,13 +18,14 @@ def p():
 
 
 def _lower_than(a, b):
-    found = gates.lower_than(a, b, claims.MARGIN)
+    found = margins.lower_than(a, b, claims.MARGIN)
     return found.holds, found.reason
 
 
 def test_lower_than_holds_fails_and_needs_power():
-    """The chapter's "A is lower than B" (:func:`i2o.gates.lower_than`, margin ``MARGIN``); the
-    texts are those of the chapter's own rule before it moved to :mod:`i2o.gates`."""
+    """The chapter's "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`, margin
+    ``MARGIN``); the texts are those of the chapter's own rule before it moved to
+    :mod:`i2o.verdicts.gates`."""
     lower, higher = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
     assert _lower_than(lower, higher) == (
         True, "1 vs 2 (difference +1.000, 90 % CI [+0.826, +1.174] over 3 seeds, margin 0.04)")
@@ -39,16 +41,16 @@ def test_lower_than_holds_fails_and_needs_power():
     # both means 0: no relative margin, the interval must lie above 0
     assert _lower_than([0.0, 0.0], [0.0, 0.0]) == (
         False, "0 vs 0 (difference +0.00, 90 % CI [+0.00, +0.00] over 2 seeds, margin 0)")
-    assert gates.lower_than([-1.0, 1.0], [1.0, -1.0], claims.MARGIN).holds is None
+    assert margins.lower_than([-1.0, 1.0], [1.0, -1.0], claims.MARGIN).holds is None
 
 
 def test_an_interval_is_described_to_three_significant_digits_of_its_spread():
-    assert gates.describe_significant(gates.Interval(1.0, 0.8321, 1.1679, 3, "seeds")) == (
+    assert intervals.describe_significant(intervals.Interval(1.0, 0.8321, 1.1679, 3, "seeds")) == (
         "+1.000, 90 % CI [+0.832, +1.168] over 3 seeds")
-    assert gates.describe_significant(gates.Interval(-0.0017, -0.05264, 0.04924, 3, "seeds")) \
-        == "-0.0017, 90 % CI [-0.0526, +0.0492] over 3 seeds"
+    ci = intervals.Interval(-0.0017, -0.05264, 0.04924, 3, "seeds")
+    assert intervals.describe_significant(ci) == "-0.0017, 90 % CI [-0.0526, +0.0492] over 3 seeds"
     # no spread (a deterministic comparison): to the third digit of the mean
-    assert gates.describe_significant(gates.Interval(250.0, 250.0, 250.0, 2, "seeds")) == (
+    assert intervals.describe_significant(intervals.Interval(250.0, 250.0, 250.0, 2, "seeds")) == (
         "+250, 90 % CI [+250, +250] over 2 seeds")
 
 
@@ -302,9 +304,10 @@ def test_an_open_comparison_names_the_seed_list_that_would_decide_it(p):
     """A row undecided for want of seeds keeps what it needs (its facts) and names the run with
     more seeds of the list its intervals are over (``seeds``, ``steep_seeds``, ``gotu_seeds``);
     a row closed by a gate names none."""
-    from i2o import deciding, door
+    from i2o.compute import door
+    from i2o.verdicts import deciding
 
-    noisy = gates.lower_than([1.0, 3.0], [1.5, 3.5], claims.MARGIN)
+    noisy = margins.lower_than([1.0, 3.0], [1.5, 3.5], claims.MARGIN)
     assert noisy.holds is None and noisy.facts.needs is not None
     table = Claims("separation", p.profile)
     for row_id in ("sawtooth/adam-k3", "steep/weights", "diagonal/feature-density",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from i2o.chapters.separation import claims, frozen
-from i2o.profiles import resolve_namespace
+from i2o.compute.profiles import resolve_namespace
 
 
 @pytest.fixture

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import book, locations, profiles, site
+from i2o import locations
+from i2o.book import build, site
+from i2o.compute import profiles
 
 REPO = locations.repo_root()
 
@@ -192,7 +194,7 @@ def test_mathjax_is_pinned_by_the_npm_lock():
 def test_staging_serves_mathjax_from_the_book(tmp_path):
     if site.mathjax_source() is None:
         pytest.skip("node_modules/mathjax is absent: run `npm ci`")
-    staged = book.stage()
+    staged = build.stage()
     config = yaml.safe_load((staged / "_config.yml").read_text())
     assert config["sphinx"]["config"]["mathjax_path"] == "mathjax/tex-chtml.js"
     assert (staged / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file()

@@ -1,5 +1,5 @@
-"""i2o.sweep and the stability chapter's jobs: jobs land in the cache under the notebook's keys.
-Budget: ~30 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor, one
+"""i2o.compute.sweep and the stability chapter's jobs: jobs land in the cache under the notebook's
+keys. Budget: ~30 s (two micro jobs through `python -m i2o.sweep` and submitit's local executor, one
 through the debug executor; the first CIFAR-10 decode of the offline copy adds ~10 s once)."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import sys
 import numpy as np
 import pytest
 
-from i2o import door, profiles, results, sweep
+from i2o import results
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import TrainJob
+from i2o.compute import door, profiles, sweep
 from i2o.job import Job
 
 TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,

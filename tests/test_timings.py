@@ -1,4 +1,5 @@
-"""i2o.timings: measured costs appended to ``published/``, and the Reproduce page's tables."""
+"""i2o.compute.timings: measured costs appended to ``published/``, and the Reproduce page's
+tables."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import json
 
 import pytest
 
-from i2o import book, door, locations, pool, preflight, profiles, timings
+from i2o import locations
+from i2o.book import build
+from i2o.compute import door, pool, profiles, timings
+from i2o.data import preflight
 
 
 @pytest.fixture
@@ -143,7 +147,7 @@ def test_the_numerics_table_shows_each_steps_latest_ratio_against_the_goal():
 def test_the_staged_reproduce_page_has_the_generated_tables_and_no_marker(kept):
     timings.record(entry(chapter="affine", seconds=29.0, commit="staged1"))
     timings.record(numerics_entry())
-    text = (book.stage() / "book" / "reproduce.md").read_text()
+    text = (build.stage() / "book" / "reproduce.md").read_text()
     assert "| `affine` | `quick` | 29 s |" in text and "`staged1`" in text
     assert "| TINY step | 1.17× |" in text
     for marker in (timings.COST_START, timings.COST_END, timings.NUMERICS_START,
@@ -211,24 +215,24 @@ def test_make_book_records_timings_only_when_asked(kept, monkeypatch):
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
     monkeypatch.setattr(preflight, "needs", lambda figure: False)
     monkeypatch.setattr(preflight, "check", lambda names, **_: dict.fromkeys(names))
-    monkeypatch.setattr(book, "up_to_date", lambda figure, params: False)
+    monkeypatch.setattr(build, "up_to_date", lambda figure, params: False)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))
 
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
         cached.update(job.name for job in chapters[figure].jobs)
-        path = book.executed_path(figure)
+        path = build.executed_path(figure)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name("partial.ipynb")  # renamed into place, as book.run does
-        partial.write_text(json.dumps({"metadata": {book.STAMP_KEY: {"seconds": 12.5}}}))
+        partial.write_text(json.dumps({"metadata": {build.STAMP_KEY: {"seconds": 12.5}}}))
         partial.replace(path)
         return path
 
-    monkeypatch.setattr(book, "run", notebook)
-    assert book.run_all("quick") == {}
+    monkeypatch.setattr(build, "run", notebook)
+    assert build.run_all("quick") == {}
     assert not (kept / timings.TIMINGS_FILE).exists()
     cached.clear()
     cached.add("deq_gaps/j0")
-    assert book.run_all("quick", record_timing=True) == {}
+    assert build.run_all("quick", record_timing=True) == {}
     records = timings.read_timings()
     assert [r["chapter"] for r in records] == ["affine", "deq_gaps", timings.WHOLE_BOOK]
     affine, gaps, whole = records
@@ -248,18 +252,18 @@ def test_make_fig_records_its_notebook_only_when_executed(kept, monkeypatch):
     executes = [True, False]
 
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
-        path = book.executed_path(figure)
+        path = build.executed_path(figure)
         if executes.pop(0):
             cached.update(job.name for job in chapter.jobs)
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_name("partial.ipynb")
-            partial.write_text(json.dumps({"metadata": {book.STAMP_KEY: {"seconds": 20.0}}}))
+            partial.write_text(json.dumps({"metadata": {build.STAMP_KEY: {"seconds": 20.0}}}))
             partial.replace(path)
         return path
 
-    monkeypatch.setattr(book, "run", notebook)
-    assert book.main(["run", "affine", "--record-timing"]) == 0
-    assert book.main(["run", "affine", "--record-timing"]) == 0  # up to date: nothing more
+    monkeypatch.setattr(build, "run", notebook)
+    assert build.main(["run", "affine", "--record-timing"]) == 0
+    assert build.main(["run", "affine", "--record-timing"]) == 0  # up to date: nothing more
     (only,) = timings.read_timings()
     assert (only["chapter"], only["seconds"], only["cache"], only["jobs_computed"],
             only["pool_jobs"], only["workers"]) == ("affine", 20.0, "empty", 3, 0, 2)

@@ -40,7 +40,7 @@ def package_with_toy(root: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(TOY, package / "chapters" / "toy",
                     ignore=shutil.ignore_patterns("__pycache__", "*.yaml", "*.ipynb"))
-    manifest = package / "figures.yaml"
+    manifest = package / "compute" / "figures.yaml"
     manifest.write_text(manifest.read_text() + "\n" + (TOY / "figures.yaml").read_text())
     compileall.compile_dir(package, quiet=1)  # once here, not in each of its processes
     (root / "book").mkdir()

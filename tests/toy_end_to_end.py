@@ -17,8 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from i2o import book, bundles, door, fingerprint, numbers, pool, prose, published
+from i2o.book import build, published
 from i2o.chapters.toy import claims
+from i2o.compute import door, pool
+from i2o.provenance import bundles, fingerprint, numbers
+from i2o.verdicts import prose
 
 FIGURE, PROFILE = "toy", "smoke"
 
@@ -31,7 +34,7 @@ def refused(*argv: str) -> dict[str, Any]:
     """``python -m i2o.book run toy`` with a wrong parameter: its exit status and message."""
     said = io.StringIO()
     with contextlib.redirect_stderr(said):
-        status = book.main(["run", FIGURE, "--profile", PROFILE, *argv])
+        status = build.main(["run", FIGURE, "--profile", PROFILE, *argv])
     return {"status": status, "message": said.getvalue().strip()}
 
 
@@ -98,7 +101,7 @@ def main(work: Path) -> dict[str, Any]:
     found["holds"] = verdict()
     found["fails"] = verdict(train_iters=10)
     found["entries"] = len(list((cache / FIGURE).glob("residuals-seed*[0-9a-f]")))
-    executed = book.run(FIGURE, PROFILE)
+    executed = build.run(FIGURE, PROFILE)
     found["notebook"] = {"executed": executed.exists(), "numbers": numbers.chapter(FIGURE)}
     found["bundle"] = bundle_steps(work, cache)
     found["published"] = json.loads(published.publish_numbers(PROFILE).read_text())

@@ -2,7 +2,7 @@
 
 Sphinx numbers figures in order through the book (Fig. 1, 2, …), so "Fig. 12" stood above the
 paper's Figure 5 and "Fig. 4" meant the paper's Figure 3. Every caption starts with the paper's
-own name of its figure instead (``i2o.site.paper_label``) and cross-references name it with
+own name of its figure instead (``i2o.book.site.paper_label``) and cross-references name it with
 ``{ref}``. ``numfig: false`` in ``_config.yml`` has no effect: sphinx-jupyterbook-latex, which
 Jupyter Book 1 always loads, sets ``numfig = True`` for every builder when the configuration is
 read. So numbering is switched off here, after it (a later priority of the same event).

@@ -6,29 +6,29 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - chapters, one package per notebook (:mod:`i2o.chapters`): ``affine`` (Figures 1, G.3),
   ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4),
   ``separation`` (the companion paper), ``diagnose`` (Test your own DEQ);
-- book machinery, which knows the chapters only through ``figures.yaml``: :mod:`i2o.profiles`
-  (the manifest and parameter validation), :mod:`i2o.job` (a cached computation as a frozen,
-  typed value), :mod:`i2o.results` (the results cache, keyed by a job's fields and the source of
-  its module's import closure, :mod:`i2o.import_graph`), :mod:`i2o.chapter` (the base of every
-  chapter's results: parameters, cost, provenance),
-  :mod:`i2o.claims` (the paper's claims as predicates), :mod:`i2o.gates` (confidence intervals,
-  equivalence margins, fit and health gates), :mod:`i2o.decision` (a verdict with its typed
-  facts: the gate that closed it, what more of would decide it), :mod:`i2o.prose` (conclusions
-  written from claims),
-  :mod:`i2o.plotting` (one figure style with provenance), :mod:`i2o.sweep` (submitit jobs),
-  :mod:`i2o.pool` (``make book``'s one job pool for every chapter), :mod:`i2o.schedule` (the
-  longest-first scheduler) and :mod:`i2o.plan` (the wall time on K cores from recorded costs,
-  ``python -m i2o.results plan``), :mod:`i2o.timings` (measured costs in ``published/``),
-  :mod:`i2o.job_costs` (each job's published cost, by which a fresh clone's pool is ordered),
-  :mod:`i2o.diagnose` (the paper's check applied to any implicit model, and its command),
-  :mod:`i2o.book` (notebook execution, the HTML),
-  :mod:`i2o.robustness` (the chapters at several replicates, the Robustness page),
-  :mod:`i2o.paper_claims` (each sentence of the paper mapped to the rows that test it) and
-  :mod:`i2o.claims_page` (the page "The paper's claims at a glance"),
-  :mod:`i2o.fingerprint` (one SHA-256 per cached result, ``python -m i2o.results fingerprint``),
-  :mod:`i2o.dependencies` (the modules each job's key covers, ``python -m i2o.results deps``),
-  :mod:`i2o.probes` (each kernel family fingerprinted, on this CPU or an emulated one),
-  :mod:`i2o.golden` (the committed fingerprints every ``make test`` checks, ``make golden``);
+- the machinery, which knows the chapters only through the manifest
+  (``compute/figures.yaml``), in four rooms, each ``__init__`` its part of this map; the lower two
+  import neither the upper two nor a chapter:
+
+  - :mod:`i2o.compute` — enter, compute, cache: the manifest and parameter validation
+    (:mod:`~i2o.compute.profiles`), one door into every chapter (:mod:`~i2o.compute.door`), the
+    base of every chapter's results (:mod:`~i2o.compute.chapter`), the import graph a key covers
+    (:mod:`~i2o.compute.import_graph`), the job pool, its scheduler, the sweep on submitit, costs
+    and the wall-time forecast; beside it at the top, the cache (:mod:`i2o.results`) and the job
+    (:mod:`i2o.job`), which every computing module imports by name;
+  - :mod:`i2o.verdicts` — the claims decided: verdicts with typed facts, intervals, margins,
+    ranks and gates, the curves against the test-time count, the book's one rule
+    (:mod:`~i2o.verdicts.rule`) and its claim rows, the claims table, what would decide an open
+    claim, the prose, and the paper's sentences mapped to the rows;
+  - :mod:`i2o.provenance` — where a result came from: fingerprints, the modules a key covers,
+    bundles between machines, golden fingerprints, kernel probes, ``numbers.json`` and its
+    comparison, replicates (``python -m i2o.results COMMAND`` runs its commands);
+  - :mod:`i2o.book` — notebooks executed and the HTML built (``python -m i2o.book``), the staged
+    pages, what was measured elsewhere, the claims page, the figure style;
+
+  and :mod:`i2o.diagnose`, the paper's check applied to any implicit model (and its command),
+  which decides by the book's one rule as a chapter does; ``sweep.py``, ``compare.py``,
+  ``numbers.py`` and ``probes.py`` at the top are the commands' entries only;
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
   loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its

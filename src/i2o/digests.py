@@ -3,8 +3,8 @@
 :func:`sha256` digests bytes, or a file read in blocks. :func:`arrays_sha256` digests arrays in
 order, each as a header (its dtype and shape, and its name when named) followed by its bytes in C
 order; the two headers are those the stored digests were made with: unnamed, ``<dtype><shape>``
-(:func:`i2o.probes.digest`); named, ``<name>\\0<dtype>\\0<shape>\\0``
-(:func:`i2o.fingerprint.entry_fingerprint`).
+(:func:`i2o.provenance.probes.digest`); named, ``<name>\\0<dtype>\\0<shape>\\0``
+(:func:`i2o.provenance.fingerprint.entry_fingerprint`).
 """
 
 from __future__ import annotations

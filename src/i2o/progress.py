@@ -129,9 +129,9 @@ class TaskBoard:
     On a terminal it redraws one line, at most every ``I2O_PROGRESS_INTERVAL`` seconds (default
     1) when :meth:`tick` is called, and at each start and end of a task; elsewhere (a notebook's
     page, a log: a stream that is not a terminal) it writes nothing per task (submissions and
-    completions are in the sweep's log, :func:`i2o.sweep.log_path`). :meth:`close` writes the
-    last line: the jobs done, the wall time and the time forecast when the board was made. Written
-    to
+    completions are in the sweep's log, :func:`i2o.compute.sweep.log_path`). :meth:`close` writes
+    the last line: the jobs done, the wall time and the time forecast when the board was made.
+    Written to
     :func:`terminal_stream` (or ``stream``) only; off with ``I2O_PROGRESS=0`` or
     ``enabled=False``.
     """

@@ -5,24 +5,25 @@ changing a parameter, the code that computes a result, the numerics mode (``I2O_
 portable mode's pins recomputes it; rerunning the book does not. Each entry's ``meta.json`` records
 its provenance (:func:`i2o.lineage.provenance`: machine, library versions, numerics pins). The
 source hashed is the import closure of the module that computes the result (``module=``, for a job
-the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.import_graph.closure`): the
-modules the computation can reach, found from the code and never listed by hand, so that an edit to
-one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The cache's
-own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`, :mod:`i2o.import_graph`) stores
-and finds results without computing them, so it is left out, as are the modules that change no
-number (:data:`INERT`: paths, progress bars, provenance, the allocator). An import through a
-package's face (``from i2o.deq import solve``) reaches the submodule that defines the name, not
-everything the face re-exports. What is hashed is each module's code without its comments and
-docstrings (:func:`code_of`). Without ``module`` it is the whole package.
+the module that defines its class, :class:`i2o.job.Job`; :func:`i2o.compute.import_graph.closure`):
+the modules the computation can reach, found from the code and never listed by hand, so that an edit
+to one of them recomputes the entry and an edit to an unrelated chapter or plot does not. The
+cache's own plumbing (:data:`CACHE_MACHINERY`: this module, :mod:`i2o.job`,
+:mod:`i2o.compute.import_graph`) stores and finds results without computing them, so it is left out,
+as are the modules that change no number (:data:`INERT`: paths, progress bars, provenance, the
+allocator). An import through a package's face (``from i2o.deq import solve``) reaches the submodule
+that defines the name, not everything the face re-exports. What is hashed is each module's code
+without its comments and docstrings (:func:`code_of`). Without ``module`` it is the whole package.
 
 ``python -m i2o.results fingerprint [FIG ...]`` prints the SHA-256 of every entry of a chapter's
-jobs (:mod:`i2o.fingerprint`), to compare the results of two machines; ``python -m i2o.results
-deps [FIG ...]`` the modules each job class's key covers (:mod:`i2o.dependencies`).
+jobs (:mod:`i2o.provenance.fingerprint`), to compare the results of two machines; ``python -m
+i2o.results deps [FIG ...]`` the modules each job class's key covers
+(:mod:`i2o.provenance.dependencies`).
 
 Each entry's ``meta.json`` also records what computing it cost (:class:`JobCost`: wall and CPU
 seconds, the computing process's peak memory), outside the key; :func:`recorded_cost` reads the
-most recent record of a job name under any key, for the book's job pool (:mod:`i2o.pool`) and the
-forecast (``python -m i2o.results plan``, :mod:`i2o.plan`).
+most recent record of a job name under any key, for the book's job pool (:mod:`i2o.compute.pool`)
+and the forecast (``python -m i2o.results plan``, :mod:`i2o.compute.plan`).
 
 Entries are written atomically (a temporary directory renamed into place) and carry the SHA-256 of
 their arrays: a truncated or corrupted entry is detected on read, reported, deleted and recomputed,
@@ -64,7 +65,8 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from i2o import import_graph, lineage, locations, pins, runtime
+from i2o import lineage, locations, pins, runtime
+from i2o.compute import import_graph
 from i2o.digests import sha256
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -162,7 +164,7 @@ def _code_of(path: str, mtime_ns: int, size: int) -> bytes:
 
 #: The cache's own plumbing: how a result is stored and found, never what it is. A job's
 #: closure neither includes nor follows them, so that fixing the cache does not discard results.
-CACHE_MACHINERY = frozenset({"i2o.job", "i2o.results", "i2o.import_graph"})
+CACHE_MACHINERY = frozenset({"i2o.job", "i2o.results", "i2o.compute.import_graph"})
 #: Modules a computation may call that never change its numbers: where files are
 #: (:mod:`i2o.locations`; data files are verified by checksum), progress bars
 #: (:mod:`i2o.progress`), provenance, the commit and the clock (:mod:`i2o.lineage`) and the
@@ -571,34 +573,7 @@ def clean(figure: str | None = None) -> None:
         shutil.rmtree(target)
 
 
-#: ``python -m i2o.results COMMAND``: each command's module, whose ``main(argv)`` runs it.
-COMMANDS = {"fingerprint": "i2o.fingerprint", "deps": "i2o.dependencies",
-            "export": "i2o.bundles:export_main", "import": "i2o.bundles:import_main",
-            "plan": "i2o.plan"}
+if __name__ == "__main__":  # ``python -m i2o.results COMMAND``: the commands of i2o.provenance
+    import runpy
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m i2o.results COMMAND ...``: the commands of :data:`COMMANDS`."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["-h"], ["--help"]):
-        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\n\n"
-              "  fingerprint  one SHA-256 per cached result of a chapter's jobs\n"
-              "  deps         the modules each job class's cache key covers\n"
-              "  export       a chapter's cached results as one bundle (manifest, checksums)\n"
-              "  import       a bundle verified, then written into the cache\n"
-              "  plan         the wall time of the book's jobs on K cores, from recorded costs\n\n"
-              "python -m i2o.results COMMAND --help describes each.")
-        return 0
-    if not argv or argv[0] not in COMMANDS:
-        given = f"got {argv[0]!r}" if argv else "none given"
-        print(f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ...\nerror: the command "
-              f"must be one of {', '.join(COMMANDS)}; {given}", file=sys.stderr)
-        return 2
-    import importlib
-
-    module, _, function = COMMANDS[argv[0]].partition(":")
-    return getattr(importlib.import_module(module), function or "main")(argv[1:])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("i2o.provenance", run_name="__main__", alter_sys=True)

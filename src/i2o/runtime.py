@@ -13,7 +13,7 @@ different kernel rounds differently, enough to move a trained model across a fit
 which every x86-64 CPU of the last decade has, and with fixed thread counts, so that one build
 gives the same numbers on any such CPU. MKL is the exception: it honours an AVX2 branch only on
 Intel CPUs (on an AMD CPU it runs its own), so it is pinned to its compatible branch, the one it
-keeps identical across vendors (checked with :mod:`i2o.probes` on an AMD CPU emulated by
+keeps identical across vendors (checked with :mod:`i2o.provenance.probes` on an AMD CPU emulated by
 qemu-user; its elementwise square root stays vendor-dependent, so the book's Adam is fused,
 :func:`i2o.train.schedule.adam`). ``native`` keeps each library's own choice (only the thread
 counts are fixed). The pins are environment variables read when a library loads, so they are set

@@ -1,9 +1,9 @@
 """What the toy chapter says about its results: the numbers its text quotes and its claims.
 
-The one claim, "more iterations at test time help", is decided by :mod:`i2o.gates`: the 90 %
-interval over seeds of the gain r(train_iters) − r(test_iters) in relative residual must lie
+The one claim, "more iterations at test time help", is decided by :mod:`i2o.verdicts.gates`: the 90
+% interval over seeds of the gain r(train_iters) − r(test_iters) in relative residual must lie
 above :data:`MARGIN` (holds) or below it (fails); an interval that contains it leaves the claim
-undecided, and :mod:`i2o.deciding` names the run with more seeds that would decide it.
+undecided, and :mod:`i2o.verdicts.deciding` names the run with more seeds that would decide it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, gates
-from i2o.claims import Claims
+from i2o.verdicts import deciding, intervals, margins
+from i2o.verdicts.claims import Claims
 
 from . import FIGURE
 from .runs import ToyResults
@@ -41,9 +41,9 @@ def claims(results: ToyResults) -> Claims:
     """The claims table: one row, with the run that would decide it when undecided."""
     p = results.params
     table = Claims(FIGURE, p.profile)
-    ci = gates.interval(gains(results), over="seeds")
+    ci = intervals.interval(gains(results), over="seeds")
     table.decide(f"Iterating {p['test_iters']} times instead of {p['train_iters']} lowers the "
-                 f"relative residual by more than {MARGIN:g}", gates.above(ci, MARGIN),
+                 f"relative residual by more than {MARGIN:g}", margins.above(ci, MARGIN),
                  ci.describe(digits=4), margin=f"{MARGIN:g}", id=MORE_HELP)
     seconds_per_seed = results.cost.seconds / max(1, results.cost.jobs)
     deciding.name_remedies(table, p, deciding.Rates(per_seed=seconds_per_seed))

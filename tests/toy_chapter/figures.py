@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from i2o import plotting
+from i2o.book import plotting
 
 from .runs import ToyResults
 

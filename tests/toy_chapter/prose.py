@@ -1,9 +1,10 @@
-"""The toy chapter's conclusion, written from its claims (:func:`i2o.prose.conclusions`)."""
+"""The toy chapter's conclusion, written from its claims
+(:func:`i2o.verdicts.prose.conclusions`)."""
 
 from __future__ import annotations
 
-from i2o import prose
-from i2o.claims import Claims
+from i2o.verdicts import prose
+from i2o.verdicts.claims import Claims
 
 from .claims import MORE_HELP
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from i2o.chapter import ChapterResults, run_jobs
+from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.profiles import Params, require
 from i2o.job import Job
-from i2o.profiles import Params, require
 
 from . import FIGURE
 from .jobs import ResidualJob

@@ -21,22 +21,25 @@ Command line: ``python -m i2o.diagnose --help``.
   ``readout``), :func:`from_book_deq` (:class:`i2o.deq.DEQ`), :class:`BookMDEQ`;
 - :mod:`.torchdeq_model` — :class:`TorchDEQModel`, a module holding a torchdeq DEQ;
 - :mod:`.metrics` — named metrics and custom ones; :mod:`.data` — loaders and tensors;
-- :mod:`.curves` — curves, gaps and intervals; :mod:`.verdicts` — the verdicts and the
-  recommendation; :mod:`.rows` — the verdicts as claim rows, for every chapter;
-  :mod:`.result` — :class:`Diagnosis` (table, claims, JSON); :mod:`.plot` — its figure;
-  :mod:`.cli` — the command.
+- :mod:`.result` — :class:`Diagnosis` (table, claims, JSON); :mod:`.plot` — its figure;
+- :mod:`.cli` — the command.
 
-Machinery: imports engines (:mod:`i2o.deq`) and the book's gates and claims, never a chapter.
+The curves, gaps and intervals (:mod:`i2o.verdicts.curves`), the verdicts and the recommendation
+(:mod:`i2o.verdicts.rule`, the book's one rule) and their claim rows (:mod:`i2o.verdicts.rows`)
+are imported from the verdicts, as a chapter imports them.
+
+Machinery: imports engines (:mod:`i2o.deq`) and the verdicts, never a chapter.
 """
 
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.rule import Recommendation, Verdicts
+
 from .adapters import Adapter, BookMDEQ, PlainDEQ, Swept, from_book_deq
-from .curves import Curves
 from .measure import Measurement, default_grid, measure
 from .metrics import Metric, custom
 from .result import Diagnosis
 from .run import check_inputs, diagnose, from_curves
 from .torchdeq_model import TorchDEQModel
-from .verdicts import Recommendation, Verdicts
 
 __all__ = ["Adapter", "BookMDEQ", "Curves", "Diagnosis", "Measurement", "Metric", "PlainDEQ",
            "Recommendation", "Swept", "TorchDEQModel", "Verdicts", "check_inputs", "custom",

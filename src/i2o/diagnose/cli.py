@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib  # lazy: matplotlib only when a figure is asked for
 
     matplotlib.use("Agg")
-    from i2o import plotting  # lazy: with matplotlib
+    from i2o.book import plotting  # lazy: with matplotlib
 
     plotting.use_style()
     fig = result.figure()

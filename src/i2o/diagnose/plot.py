@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
+from i2o.book.plotting import TRAIN_N_LINE, ZERO_LINE
 
 RECOMMENDED_LINE = {"color": "#029e73", "linestyle": ":", "linewidth": 1.6}
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
-from i2o.claims import Claims
-from i2o.diagnose import rows
-from i2o.diagnose.curves import Curves
-from i2o.diagnose.verdicts import RESIDUAL_FALL, Recommendation, Verdicts
+from i2o.verdicts import gates, rows
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.intervals import Interval
+from i2o.verdicts.rule import RESIDUAL_FALL, Recommendation, Verdicts
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Diagnosis:
     train: Curves | None
     verdicts: Verdicts
     recommendation: Recommendation
-    intervals: dict[str, list[gates.Interval]]
+    intervals: dict[str, list[Interval]]
     shared: bool
     solves: int
     seconds: float
@@ -57,14 +57,14 @@ class Diagnosis:
     def grid(self) -> list[int]:
         return [int(n) for n in np.asarray(self.test.grid)]
 
-    def gap_intervals(self) -> list[gates.Interval]:
+    def gap_intervals(self) -> list[Interval]:
         """Pointwise interval of ``D(N, ΔN)`` (in the metric's units, not signed) at every count."""
         out = []
         for n in self.grid:
             ci = self.test.improvement(n, self.train_iters, self.level)
             s = self.test.sign
             lo, hi = sorted((s * ci.lo, s * ci.hi))
-            out.append(gates.Interval(s * ci.mean, lo, hi, ci.n, ci.over, ci.level))
+            out.append(Interval(s * ci.mean, lo, hi, ci.n, ci.over, ci.level))
         return out
 
     # -- tables -------------------------------------------------------------------------------
@@ -77,8 +77,8 @@ class Diagnosis:
 
     def claims(self, figure: str = "diagnose", profile: str = "", prefix: str = "",
                section: str = "") -> Claims:
-        """The verdicts as an :class:`i2o.claims.Claims` table, one row per verdict
-        (:func:`i2o.diagnose.rows.write`), recorded as ``<prefix>fit`` (with a fit criterion),
+        """The verdicts as an :class:`i2o.verdicts.claims.Claims` table, one row per verdict
+        (:func:`i2o.verdicts.rows.write`), recorded as ``<prefix>fit`` (with a fit criterion),
         ``help``, ``hurt``, ``same``, ``fewer``, ``residual``, then ``recommendation``."""
         table = Claims(figure, profile)
         rows.write(table, self.verdicts, self._rows(), prefix, section)
@@ -160,7 +160,7 @@ class Diagnosis:
 
     # -- JSON ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        def interval(ci: gates.Interval) -> dict[str, Any]:
+        def interval(ci: Interval) -> dict[str, Any]:
             return {"mean": ci.mean, "lo": ci.lo, "hi": ci.hi, "n": ci.n, "over": ci.over,
                     "level": ci.level}
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
-from i2o.diagnose.curves import Curves, stack
 from i2o.diagnose.measure import check_measurement, preflight_check, sweep_checked
 from i2o.diagnose.metrics import Metric
 from i2o.diagnose.result import Diagnosis
-from i2o.diagnose.verdicts import decide, recommend
+from i2o.verdicts import gates, intervals
+from i2o.verdicts.curves import Curves, stack
+from i2o.verdicts.rule import decide, recommend
 
 #: Default margin δ per named metric, in its units (1 accuracy point, 0.1 dB, …).
 DEFAULT_MARGINS = {"accuracy": 0.01, "error": 0.01, "loss": 0.01, "mse": 1e-3, "psnr": 0.1}
@@ -31,7 +31,7 @@ DEFAULT_MARGINS = {"accuracy": 0.01, "error": 0.01, "loss": 0.01, "mse": 1e-3, "
 def check_inputs(model: Any, test: Any, train_iters: int | None = None, train: Any = None,
                  metric: Any = "accuracy", higher_is_better: bool | None = None,
                  grid: Sequence[int] | None = None, margin: float | None = None,
-                 fit: float | bool | None = None, level: float = gates.LEVEL,
+                 fit: float | bool | None = None, level: float = intervals.LEVEL,
                  batch_size: int = 250, limit: int | None = None, preflight: bool = True
                  ) -> dict[str, Any]:
     """Every check of the module docstring; returns the resolved inputs of :func:`diagnose`
@@ -77,7 +77,7 @@ def _fit_gate(fit: float | bool | None, train: Curves | None, train_iters: int,
 def diagnose(model: Any, test: Any, *, train_iters: int | None = None, train: Any = None,
              metric: Any = "accuracy", higher_is_better: bool | None = None,
              grid: Sequence[int] | None = None, margin: float | None = None,
-             fit: float | bool | None = None, level: float = gates.LEVEL, shared: bool = True,
+             fit: float | bool | None = None, level: float = intervals.LEVEL, shared: bool = True,
              batch_size: int = 250, limit: int | None = None,
              progress: bool | None = None) -> Diagnosis:
     """Is ``model`` overfitting its inner iterations, and which test-time ``N'`` should it use?
@@ -119,7 +119,7 @@ def diagnose(model: Any, test: Any, *, train_iters: int | None = None, train: An
 
 def from_curves(test: Curves, train: Curves | None, *, name: str, metric: Metric,
                 train_iters: int, margin: float, fit: float | bool | None = None,
-                level: float = gates.LEVEL, shared: bool = True, solves: int = 0,
+                level: float = intervals.LEVEL, shared: bool = True, solves: int = 0,
                 seconds: float = float("nan")) -> Diagnosis:
     """The verdicts and the recommendation of already swept curves (e.g. read back from a
     cache): what :func:`diagnose` does after its sweeps."""

@@ -9,7 +9,8 @@
   portable numerics on CPU, OpenBLAS's AVX2 kernel through NumPy): the transformer's.
 
 A cached job imports the submodule it uses (``from i2o.models.mdeq import config``), not this
-package: its cache key then covers that architecture's source only (:mod:`i2o.import_graph`).
+package: its cache key then covers that architecture's source only
+(:mod:`i2o.compute.import_graph`).
 """
 
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius

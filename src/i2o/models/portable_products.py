@@ -35,9 +35,9 @@ new tensor's memory. In native mode, for CUDA tensors and other dtypes they are
 What the bits depend on: the operands' shapes (OpenBLAS computes the tiles at a matrix's edges with
 other code, so one row's bits can change with the number of rows) and OpenBLAS's thread count (its
 threads split the output, which moves those edges); not the CPU, as long as it has AVX2 and FMA
-(checked across vendors with the ``numpy_products`` probe of :mod:`i2o.probes`). The bias is added
-after the product, one rounding per element (and, where the weight needs a gradient, the weight
-gradient's node adds an exact zero).
+(checked across vendors with the ``numpy_products`` probe of :mod:`i2o.provenance.probes`). The bias
+is added after the product, one rounding per element (and, where the weight needs a gradient, the
+weight gradient's node adds an exact zero).
 
 Each backward is written with :func:`matmul` itself, so a gradient can be differentiated again
 (``create_graph=True``: the Jacobian regulariser

@@ -11,7 +11,7 @@ A run is flagged **diverged** when any of these holds (checked in this order):
 
 :func:`diverged` returns the reason as a sentence, or ``None`` for a healthy run; chapters store it
 in the result (``result["diverged"]``), show a warning row, and make every claim that depends on
-a flagged model ``null`` with that reason (:func:`i2o.gates.health_gate`).
+a flagged model ``null`` with that reason (:func:`i2o.verdicts.gates.health_gate`).
 """
 
 from __future__ import annotations

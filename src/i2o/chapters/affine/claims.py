@@ -2,7 +2,7 @@
 it prints, and its claims table (Section 3, Appendices A and C of the paper).
 
 :func:`numbers` and :func:`claims` take an :class:`.runs.AffineResults` (which holds the
-parameters); every verdict is a decision of :mod:`i2o.gates`.
+parameters); every verdict is a decision of :mod:`i2o.verdicts.gates`.
 
 Tolerances of the claims (stated in the chapter):
 
@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
 from i2o.chapters.affine import FIGURE
 from i2o.chapters.affine.runs import AffineResults
 from i2o.chapters.affine.sweeps import lower_bound_summary
-from i2o.claims import Claims
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates
+from i2o.verdicts.claims import Claims
 
 SCALE_TOL = 1e-9
 ZERO_RTOL = 1e-12
@@ -145,9 +145,9 @@ def checks_table(checks: Mapping[str, Any]) -> str:
 
 def claims(results: AffineResults) -> Claims:
     """The chapter's claims table on ``results`` (its parameters name the profile); call
-    ``.report()`` on it to show and write it. Every verdict is a :mod:`i2o.gates` decision: the
-    chapter's tolerances through :func:`i2o.gates.compare`, its minimum counts of seeds and
-    draws through :func:`i2o.gates.enough` (the rows carry no check text)."""
+    ``.report()`` on it to show and write it. Every verdict is a :mod:`i2o.verdicts.gates` decision:
+    the chapter's tolerances through :func:`i2o.verdicts.gates.compare`, its minimum counts of seeds
+    and draws through :func:`i2o.verdicts.gates.enough` (the rows carry no check text)."""
     p = results.params
     table = Claims(FIGURE, p.profile)
     _add_checked_statements(table, p, results.checks, results.left)

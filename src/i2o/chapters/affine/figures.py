@@ -4,7 +4,7 @@
 - :func:`lower_bound_figure`: Theorem 1's negative lower bound against d_θ at one N, and against
   N for a few d_θ (Figure 1 right via :func:`figure_1_right`, Figure G.3 via :func:`figure_g3`).
 
-Each returns a Matplotlib figure; styling (:func:`i2o.plotting.use_style`) and saving are the
+Each returns a Matplotlib figure; styling (:func:`i2o.book.plotting.use_style`) and saving are the
 caller's.
 """
 
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o import plotting
+from i2o.book import plotting
 
 
 def figure_1_left(left: Mapping[str, Any], params: Mapping[str, Any]) -> Figure:

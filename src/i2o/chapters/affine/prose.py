@@ -1,4 +1,5 @@
-"""The affine chapter's conclusions written from its claims (:func:`i2o.prose.conclusions`).
+"""The affine chapter's conclusions written from its claims
+(:func:`i2o.verdicts.prose.conclusions`).
 
 The chapter concludes in its own text (the notebook's summary, which points to the claims table
 for this run's verdicts): no sentence of it is generated, so :func:`paragraphs` has none.
@@ -6,7 +7,7 @@ for this run's verdicts): no sentence of it is generated, so :func:`paragraphs` 
 
 from __future__ import annotations
 
-from i2o.claims import Claims
+from i2o.verdicts.claims import Claims
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from i2o.chapter import ChapterResults, run_jobs
 from i2o.chapters.affine import FIGURE
 from i2o.chapters.affine.jobs import (
     ChecksJob,
@@ -26,14 +25,15 @@ from i2o.chapters.affine.jobs import (
     FigureG3Job,
     NonnormalJob,
 )
+from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.profiles import Params, require
 from i2o.job import Job
-from i2o.profiles import Params, require
 
 
 def check_params(params: Params) -> None:
     """Relations between the chapter's parameters that a per-parameter schema cannot express.
 
-    Raises :class:`i2o.profiles.ParameterError` naming the parameter, before any compute.
+    Raises :class:`i2o.compute.profiles.ParameterError` naming the parameter, before any compute.
     """
     rules = [
         ("left_d_x", params["left_d_x"] <= params["left_d_z"],

@@ -7,7 +7,7 @@ A DEQ trained with ``N`` iterations is evaluated at ``N + ΔN`` with the one gen
   Tiny Shakespeare DEQ transformer, DEQ/ELDER reconstruction), each with its train-then-sweep
   job (:class:`i2o.job.Job`, cached in the results store); :mod:`.jobs` what the jobs share;
 - :mod:`.tasks`    the registry of the four tasks (one typed spec each), which every module reads;
-- :mod:`.runs`     the jobs of the chapter's parameters (checked by :mod:`i2o.door`; where
+- :mod:`.runs`     the jobs of the chapter's parameters (checked by :mod:`i2o.compute.door`; where
   each task's N becomes its forward and backward solver), :func:`.runs.collect` and the curves;
   :mod:`.figures` draws them;
 - :mod:`.curves`   test-performance gaps with standard errors, the Figure 2 panel;

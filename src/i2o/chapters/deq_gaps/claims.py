@@ -1,16 +1,16 @@
-"""The deq_gaps chapter's claims: the book's one rule (:mod:`i2o.diagnose.verdicts`) applied to
+"""The deq_gaps chapter's claims: the book's one rule (:mod:`i2o.verdicts.rule`) applied to
 each task's trained DEQs, gated by the task's fit criterion, plus the overparametrization sweep.
 
 For each task and data split the curves are :class:`i2o.diagnose.Curves` (lower is better): on
 **test data** the task's metric (error, perplexity, −PSNR); on **training data** the training
 loss (cross-entropy, NLL, MSE), the quantity of Theorem 1, which can still move when the training
 error is already 0 %. The rows "fewer iterations hurt", "more iterations than N bring no
-improvement beyond δ" and the residual sanity check are :func:`i2o.diagnose.verdicts.decide`'s,
+improvement beyond δ" and the residual sanity check are :func:`i2o.verdicts.rule.decide`'s,
 with its corrections, intervals and gates (resolution, power, an established reference effect).
 
 **Margins** are pre-registered fractions ``f = margin_fraction`` of a reference effect measured in
 the same run (the manifest gives the reason): on test data what the fewest iterations cost
-(:meth:`i2o.diagnose.verdicts.Margin.fewest`), on training data the training loss at N (the most
+(:meth:`i2o.verdicts.rule.Margin.fewest`), on training data the training loss at N (the most
 that more iterations could remove from a non-negative loss); never below the metric's
 pre-registered absolute floor (the task's :attr:`~.tasks.Task.metric_floor` and ``loss_floor``):
 the last digit a results table of the field prints, so that a smaller difference would not be
@@ -36,13 +36,13 @@ networks here are trained by the book (×2 super-resolution on CIFAR-10), not Zo
 
 **Which models, which intervals.** The classifier and the language model are trained once per seed;
 their claims are decided on the seeds whose model fits its training set by the task's criterion
-(:func:`fit_check`) when at least ``fit_quorum`` do (:func:`i2o.gates.fit_quorum`; the others are
-named), with intervals over those seeds. The reconstruction networks are trained once: their
-intervals are over the evaluation examples (paired per-example differences), and their gate is
+(:func:`fit_check`) when at least ``fit_quorum`` do (:func:`i2o.verdicts.gates.fit_quorum`; the
+others are named), with intervals over those seeds. The reconstruction networks are trained once:
+their intervals are over the evaluation examples (paired per-example differences), and their gate is
 that they *have learned* (training PSNR at least ``inv_fit_db`` above the initial guess ``A⁺y``) —
 which is not the overparametrized regime of Theorem 1: whether that regime was reached (training
 PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows
-(:attr:`i2o.decision.Facts.regime_reached`). A model whose training diverged
+(:attr:`i2o.verdicts.decision.Facts.regime_reached`). A model whose training diverged
 (:mod:`i2o.train.health`) makes its task's claims undecided.
 """
 
@@ -54,17 +54,16 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, gates
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
-from i2o.claims import Claim, Claims
-from i2o.decision import EVALUATION_SET, Over
-from i2o.diagnose import rows
-from i2o.diagnose.curves import Curves
-from i2o.diagnose.verdicts import RESIDUAL_FALL, Margin, Verdicts, decide
 from i2o.train import health
+from i2o.verdicts import deciding, gates, intervals, margins, ranks, rows
+from i2o.verdicts.claims import Claim, Claims
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.decision import EVALUATION_SET, Over
+from i2o.verdicts.rule import RESIDUAL_FALL, Margin, Verdicts, decide
 
 
 def fit_score(task: str, result: Mapping[str, Any], train: Curves, train_loss: Curves,
@@ -110,8 +109,8 @@ def regime_check(result: Mapping[str, Any], train_iters: int) -> tuple[bool, str
     column = list(np.asarray(result["test"]["iterations"])).index(int(train_iters))
     test = np.asarray(result["test"]["metrics"]["neg_psnr"], dtype=float)[:, column]
     train = np.asarray(result["train"]["metrics"]["neg_psnr"], dtype=float)[:, column]
-    ci = gates.difference(test, train, over=Over.EXAMPLES)  # −PSNR(test) − (−PSNR(train))
-    reached = gates.positive(ci).holds is True
+    ci = intervals.difference(test, train, over=Over.EXAMPLES)  # −PSNR(test) − (−PSNR(train))
+    reached = margins.positive(ci).holds is True
     return reached, ("overparametrized regime " + ("reached" if reached else "not reached")
                      + f": training − test PSNR at N {ci.describe(1, ' dB')}")
 
@@ -128,8 +127,8 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
 def split_margin(task: str, curves: Curves, split: str, fraction: float, train_iters: int
                  ) -> Margin:
     """A split's δ: on test data a fraction of what the fewest iterations cost
-    (:meth:`~i2o.diagnose.verdicts.Margin.fewest`), on training data of the training loss at N
-    (:meth:`~i2o.diagnose.verdicts.Margin.relative`); never below the task's floor."""
+    (:meth:`~i2o.verdicts.rule.Margin.fewest`), on training data of the training loss at N
+    (:meth:`~i2o.verdicts.rule.Margin.relative`); never below the task's floor."""
     spec = TASKS[task]
     if split == "test":
         low = int(np.asarray(curves.grid)[0])
@@ -142,11 +141,11 @@ def split_margin(task: str, curves: Curves, split: str, fraction: float, train_i
 
 def split_rows(table: Claims, task: str, curves: Curves, split: str, gate: gates.Decision,
                fraction: float, health: gates.Decision, train_iters: int
-               ) -> tuple[Verdicts, dict[str, list[gates.Interval]]]:
+               ) -> tuple[Verdicts, dict[str, list[intervals.Interval]]]:
     """A split's two rows, "fewer iterations hurt" and "no improvement beyond δ" (and, on test
     data, Appendix G.4's row of a reconstruction network), from the book's rule
-    (:func:`i2o.diagnose.verdicts.decide` with :func:`split_margin`), written by
-    :func:`i2o.diagnose.rows.write`."""
+    (:func:`i2o.verdicts.rule.decide` with :func:`split_margin`), written by
+    :func:`i2o.verdicts.rows.write`."""
     spec = TASKS[task]
     name = spec.label
     data = "test data" if split == "test" else "training data (training loss)"
@@ -257,7 +256,7 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
 def name_remedies(table: Claims, results: Mapping[str, Sequence[Mapping[str, Any]]],
                   params: Mapping[str, Any]) -> None:
     """For each row left undecided for want of seeds or examples, the run that would decide it
-    (:func:`i2o.deciding.name_remedies`; a task's evaluation set is its
+    (:func:`i2o.verdicts.deciding.name_remedies`; a task's evaluation set is its
     :attr:`~.tasks.Task.eval_size`). More seeds train one more classifier and one more language
     model per seed: the cost is their measured training time per seed; a larger evaluation set
     is not costed (its time is not measured apart)."""
@@ -300,7 +299,7 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
     more iterations at inference –i.e. higher D(N, ΔN)"), asked of the DEQ classifiers trained on
     nested training sets of the sizes ``op_sizes``: a decreasing rank association across the
     models between the training loss at N, ``L(N)``, and the training-loss increase at the
-    largest count, ``D(N, ΔN_max)`` (:func:`i2o.gates.rank_association`: Kendall's τ, exact
+    largest count, ``D(N, ΔN_max)`` (:func:`i2o.verdicts.ranks.rank_association`: Kendall's τ, exact
     one-sided p ≤ 0.05). A rank statistic is scale-free: the sizes' training losses at N differ
     by orders of magnitude, which no difference or ratio of them compares on one scale. Decided
     when the best-fitting model is in the regime (meets ``cls_fit_accuracy``); with fewer than 4
@@ -320,7 +319,7 @@ def add_overparam_claim(table: Claims, overparam: Sequence[Mapping[str, Any]],
               + (", ".join(in_regime) + " images" if in_regime else "none"))
     losses = [float(r["loss_at_n"]) for r in ordered]
     increases = [float(r["train_loss"].gap[-1]) for r in ordered]
-    decision = gates.rank_association(losses, increases, direction=-1)
+    decision = ranks.rank_association(losses, increases, direction=-1)
     text = "; ".join(
         f"{r['size']} images: loss at N {r['loss_at_n']:.3g}, D = {r['train_loss'].gap[-1]:+.2g}"
         f" ± {r['train_loss'].gap_se[-1]:.1g}" for r in ordered)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from i2o.decision import Over
-from i2o.diagnose.curves import TRANSFORMS, Curves, from_sweeps
+from i2o.verdicts.curves import TRANSFORMS, Curves, from_sweeps
+from i2o.verdicts.decision import Over
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def plot_gap(ax, curve: GapCurve, residual: bool = True, symlog: bool = True,
     # lazy: matplotlib only when drawing (runs and claims import this module for GapCurve)
     from matplotlib.ticker import FuncFormatter
 
-    from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
+    from i2o.book.plotting import TRAIN_N_LINE, ZERO_LINE
 
     its = np.asarray(curve.iterations)
     ax.plot(its, curve.gap, "-o", color=colour, markersize=3, label=label)

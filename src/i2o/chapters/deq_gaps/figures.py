@@ -14,11 +14,11 @@ from matplotlib import cm, colors
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from i2o import profiles
+from i2o.book.plotting import TRAIN_N_LINE, ZERO_LINE
 from i2o.chapters.deq_gaps.authors_csv import read_figure2
 from i2o.chapters.deq_gaps.curves import GapCurve, plot_gap
 from i2o.chapters.deq_gaps.runs import ChapterJobs, GapsResults
-from i2o.plotting import TRAIN_N_LINE, ZERO_LINE
+from i2o.compute import profiles
 
 PANELS = ("classification", "language", "deq")
 #: file names of the authors' README commands, by kind of :mod:`i2o.chapters.deq_gaps.authors_csv`

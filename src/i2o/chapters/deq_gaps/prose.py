@@ -1,11 +1,12 @@
 """The deq_gaps chapter's conclusions, written from its claim rows (:mod:`.claims`): one
-paragraph per task and one for the overparametrization sweep (:func:`i2o.prose.conclusions`)."""
+paragraph per task and one for the overparametrization sweep
+(:func:`i2o.verdicts.prose.conclusions`)."""
 
 from __future__ import annotations
 
 from i2o.chapters.deq_gaps.tasks import TASKS
-from i2o.claims import Claims
-from i2o.prose import paragraph, sentence
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import paragraph, sentence
 
 
 def task_paragraph(claims: Claims, task: str) -> str:

@@ -20,18 +20,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from i2o import replicates
-from i2o.chapter import ChapterResults, run_jobs
 from i2o.chapters.deq_gaps import FIGURE, classification, inverse
 from i2o.chapters.deq_gaps.classification import ClassificationJob, epochs_for_steps
 from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, view
 from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.chapters.deq_gaps.tasks import TASKS
+from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.profiles import Params, require
 from i2o.deq import SolverSpec, iteration_grid
-from i2o.diagnose.curves import Curves, from_sweeps
 from i2o.job import Job
 from i2o.models.mdeq import CONFIGS
-from i2o.profiles import Params, require
+from i2o.verdicts.curves import Curves, from_sweeps
 
 
 def check_params(params: Params) -> None:
@@ -91,7 +91,7 @@ class ChapterJobs:
 
 def build_jobs(params: Params) -> ChapterJobs:
     """The chapter's jobs from the parameters of figure ``deq_gaps`` (checked by
-    :mod:`i2o.door`)."""
+    :mod:`i2o.compute.door`)."""
     p = params
     seeds = [replicates.seed(s, p["replicate"]) for s in p["seeds"]]
     seed = seeds[0]
@@ -134,8 +134,8 @@ def build_jobs(params: Params) -> ChapterJobs:
 
 
 def jobs(params: Params) -> list[Job]:
-    """The distinct jobs of a run, the longest first, for :mod:`i2o.sweep` and :func:`collect`:
-    the language models, the ELDER and DEQ reconstructions, the classifiers, the
+    """The distinct jobs of a run, the longest first, for :mod:`i2o.compute.sweep` and
+    :func:`collect`: the language models, the ELDER and DEQ reconstructions, the classifiers, the
     overparametrization sweep."""
     return build_jobs(params).all()
 

@@ -24,7 +24,7 @@ class FitScore(Enum):
 @dataclass(frozen=True)
 class Fit:
     """A task's fit criterion: the score, the manifest parameter of its threshold, and how
-    :func:`i2o.gates.fit_quorum` states it."""
+    :func:`i2o.verdicts.gates.fit_quorum` states it."""
 
     score: FitScore
     threshold: str
@@ -37,7 +37,7 @@ class Fit:
 @dataclass(frozen=True)
 class AppendixG4:
     """Appendix G.4's own statement of a reconstruction network: the claim, its row id, the
-    verdict of :func:`i2o.diagnose.verdicts.decide` that tests it, and the side of N whose
+    verdict of :func:`i2o.verdicts.rule.decide` that tests it, and the side of N whose
     counts its row shows (``"below"`` or ``"above"``)."""
 
     claim: str
@@ -55,7 +55,7 @@ class Task:
         label: how the claims name it.
         title: the title of its figure panels.
         metric, transform, metric_label: the sweep's test metric, how a curve is drawn from it
-            (:data:`i2o.diagnose.curves.TRANSFORMS`), and its label.
+            (:data:`i2o.verdicts.curves.TRANSFORMS`), and its label.
         loss, loss_label: the sweep's training loss and its label.
         metric_unit, loss_unit: the units of their margins.
         metric_floor, loss_floor: their margins' absolute floors.

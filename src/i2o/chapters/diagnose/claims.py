@@ -4,11 +4,11 @@ gated by the fit criterion ``fit_accuracy`` measured on its own training images 
 
 from __future__ import annotations
 
-from i2o import deciding
 from i2o.chapters.diagnose import FIGURE, MODELS
 from i2o.chapters.diagnose.runs import DiagnoseResults
-from i2o.claims import Claims
-from i2o.decision import EVALUATION_SET
+from i2o.verdicts import deciding
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.decision import EVALUATION_SET
 
 #: the order of a diagnosis's claim rows (:meth:`i2o.diagnose.Diagnosis.claims` with a fit gate)
 ROWS = ("fit", "help", "hurt", "same", "fewer", "residual", "recommendation")
@@ -33,9 +33,9 @@ def claims(results: DiagnoseResults) -> Claims:
 
 def name_remedies(table: Claims, results: DiagnoseResults) -> None:
     """For each row left undecided for want of test images, the run that would decide it
-    (:func:`i2o.deciding.name_remedies`): ``test_size`` is in both jobs' keys, so both models
-    retrain (their measured training time) and sweep the larger test set (their measured sweep
-    time, scaled)."""
+    (:func:`i2o.verdicts.deciding.name_remedies`): ``test_size`` is in both jobs' keys, so both
+    models retrain (their measured training time) and sweep the larger test set (their measured
+    sweep time, scaled)."""
     records = results.records.values()
     training = sum(float(r["train_seconds"]) for r in records)
     sweeps = sum(float(r["sweep_seconds"]) for r in records)

@@ -1,11 +1,11 @@
 """The chapter's conclusions, written from its claims table (:mod:`.claims`) by
-:func:`i2o.prose.conclusions`: rows ``<model>_<row>`` and the facts' recommended ``N'``."""
+:func:`i2o.verdicts.prose.conclusions`: rows ``<model>_<row>`` and the facts' recommended ``N'``."""
 
 from __future__ import annotations
 
 from i2o.chapters.diagnose import LABELS, MODELS
-from i2o.claims import Claims
-from i2o.prose import paragraph, sentence
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import paragraph, sentence
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:

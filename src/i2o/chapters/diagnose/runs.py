@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from i2o import profiles
-from i2o.chapter import ChapterResults, run_jobs
 from i2o.chapters.diagnose import FIGURE, LABELS, MODELS
 from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
+from i2o.compute import profiles
+from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.profiles import Params
 from i2o.diagnose import Curves, Diagnosis, from_curves
 from i2o.diagnose.metrics import resolve
 from i2o.job import Job
-from i2o.profiles import Params
 
 
 def train_iters(params: Mapping[str, Any], model: str) -> int:

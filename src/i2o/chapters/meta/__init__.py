@@ -26,7 +26,8 @@ Eq. 5), then vary the number of inner iterations at test time.
   finite-difference slopes, curvature of the inner problems, line-search trials) and their job;
 - :mod:`.mechanism`  the rule that names why a probed model's outer loss rose, its table and text;
 - :mod:`.runs`       the chapter's parameters → its jobs → its results (:class:`.runs.MetaResults`);
-- :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.gates`), its face; the
+- :mod:`.claims`     the chapter's claims as gated predicates (:mod:`i2o.verdicts.gates`), its face;
+the
   predicates in :mod:`.claims_gates` (the gates of a claim about one model),
   :mod:`.claims_figure3`, :mod:`.claims_figure4` and :mod:`.claims_noise`;
 - :mod:`.prose`      the conclusions written from the claims;
@@ -37,8 +38,8 @@ search in float32 was measured to slow down by more than 25× on some runs.
 
 Importing the package therefore imports JAX: a process first asks XLA for its threads and pins
 (:func:`i2o.runtime.jax_single_thread`, before any module of the chapter is imported: the
-notebook's cell after its parameters, :func:`i2o.door.runs_module`; the sweep's workers start
-with them in their environment).
+notebook's cell after its parameters, :func:`i2o.compute.door.runs_module`; the sweep's workers
+start with them in their environment).
 """
 
 import jax

@@ -1,9 +1,9 @@
 """The chapter's claims (Section 4, Figures 3 and 4) as predicates that can fail, and the numbers
 its text quotes.
 
-Every predicate returns an :class:`i2o.decision.Decision`: ``holds`` is True or False when the
-data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's row
-shows. Each claim is decided behind its gates (:func:`i2o.gates.gated`), whose values
+Every predicate returns an :class:`i2o.verdicts.decision.Decision`: ``holds`` is True or False when
+the data can decide, ``None`` with the reason when they cannot; its ``reason`` is what the claim's
+row shows. Each claim is decided behind its gates (:func:`i2o.verdicts.gates.gated`), whose values
 are the chapter's :class:`Thresholds`.
 
 This face assembles the table (:func:`claims`), names the runs that would decide its open rows
@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, profiles
 from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism
 from i2o.chapters.meta.claims_figure3 import (
     above_floor,
@@ -62,8 +61,10 @@ from i2o.chapters.meta.claims_noise import (
     usable_meta_gradient_claim,
 )
 from i2o.chapters.meta.runs import MetaResults
-from i2o.claims import Claims
-from i2o.decision import Decision
+from i2o.compute import profiles
+from i2o.verdicts import deciding
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.decision import Decision
 
 __all__ = [
     "ALPHA", "FIT_ORDERING_CLAIM", "MECHANISM_CLAIM", "MORE_MODELS", "SECTIONS", "Figure4Point",
@@ -81,8 +82,8 @@ SECTIONS = ("figure3", "figure4", "ablation", "noise")
 
 def _without_seed(label: str) -> str:
     """A model's label without its seed (``maml-N1-online``): a replicate redraws the seed, and a
-    claim's id must name the same claim at every replicate (:mod:`i2o.robustness` matches rows by
-    id)."""
+    claim's id must name the same claim at every replicate (:mod:`i2o.provenance.robustness` matches
+    rows by id)."""
     return label.rsplit("-seed", 1)[0]
 
 
@@ -131,13 +132,13 @@ def claims(results: MetaResults) -> Claims:
 
 def name_remedies(table: Claims, results: MetaResults) -> None:
     """The run that would decide each row this run leaves open for want of data
-    (:func:`i2o.deciding.name_remedies`).
+    (:func:`i2o.verdicts.deciding.name_remedies`).
 
     - A row undecided for want of held-out tasks (the odd half of the test tasks) names
-      ``n_test_tasks`` at twice what its held-out half needs (:data:`i2o.deciding.PER_UNIT`).
-      The size enters only the keys of the sweeps of Figure 3's and the ablation's models:
-      those sweeps run again at the new size (their measured time, scaled) and the trained
-      models are read from the cache.
+      ``n_test_tasks`` at twice what its held-out half needs
+      (:data:`i2o.verdicts.deciding.PER_UNIT`). The size enters only the keys of the sweeps of
+      Figure 3's and the ablation's models: those sweeps run again at the new size (their measured
+      time, scaled) and the trained models are read from the cache.
     - Figure 4's ordering, undecided below the paper's scale, names the paper profile's run (more
       models, trained longer), costed at the CPU time per outer step each of this run's models
       measured. At the paper's scale no run is named: its reason says what would decide it."""

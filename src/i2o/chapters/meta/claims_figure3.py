@@ -4,12 +4,13 @@ floor's sanity check. Each is decided behind the model's gates (:mod:`.claims_ga
 
 Its comparisons are made on held-out tasks: the best step count k* is chosen on one half of the
 test tasks (even indices) and the difference is measured on the other half (odd indices), as a
-paired mean with the book's interval (:func:`i2o.gates.from_se`: Student's t at 90 %, two
-one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
-below 0 (:func:`i2o.gates.positive`), and is undecided when it contains 0, with the number of
-held-out tasks that would decide it. Choosing k* and testing it on the same tasks would favour the
-claim. Why this test and not the book's rule for more iterations (:mod:`i2o.diagnose.verdicts`,
-which the DEQ chapters share) is stated there, as that rule's one exception.
+paired mean with the book's interval (:func:`i2o.verdicts.intervals.from_se`: Student's t at 90 %,
+two one-sided tests at 5 %). A claim holds when the interval lies above 0, fails when it lies at or
+below 0 (:func:`i2o.verdicts.margins.positive`), and is undecided when it contains 0, with the
+number of held-out tasks that would decide it. Choosing k* and testing it on the same tasks would
+favour the claim. Why this test and not the book's rule for more iterations
+(:mod:`i2o.verdicts.rule`, which the DEQ chapters share) is stated there, as that rule's one
+exception.
 
 *Convergence* ("the best MSE is reached before convergence", Figure 3's caption and Section 4).
 MAML: the test curve has converged at k_conv, the first grid count from which every later
@@ -31,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
 from i2o.chapters.meta import evaluate
 from i2o.chapters.meta.claims_gates import (
     Thresholds,
@@ -40,7 +40,8 @@ from i2o.chapters.meta.claims_gates import (
     model_gates,
     model_name,
 )
-from i2o.decision import Decision, Over
+from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts.decision import Decision, Over
 
 
 def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,24 +50,24 @@ def _halves(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _paired_interval(per_task: np.ndarray, first: int, second: int, over: Over,
-                     level: float = gates.LEVEL) -> gates.Interval:
+                     level: float = intervals.LEVEL) -> intervals.Interval:
     """The book's interval of the paired difference MSE(first) − MSE(second) (grid indices) over
     the tasks of ``per_task`` (tasks × grid), at ``level``."""
     gain, se = evaluate.paired_difference(per_task, first, second)
-    return gates.from_se(gain, se, len(per_task), over=over, level=level)
+    return intervals.from_se(gain, se, len(per_task), over=over, level=level)
 
 
-def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> gates.Interval:
+def _held_out_interval(per_task: np.ndarray, reference: int, best: int) -> intervals.Interval:
     """The book's interval of the paired difference MSE(reference) − MSE(best) over the held-out
     tasks."""
     return _paired_interval(per_task, reference, best, Over.HELD_OUT_TASKS)
 
 
 def _held_out_gain(per_task: np.ndarray, reference: int, best: int) -> Decision:
-    """:func:`i2o.gates.positive` on :func:`_held_out_interval`, with the interval as its reason
-    (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
+    """:func:`i2o.verdicts.margins.positive` on :func:`_held_out_interval`, with the interval as its
+    reason (and, when undecided, the held-out tasks that would decide it, also in its facts)."""
     ci = _held_out_interval(per_task, reference, best)
-    found = gates.positive(ci)
+    found = margins.positive(ci)
     return Decision(found.holds, ci.describe(digits=4)
                     + ("" if found.holds is not None else f"; {found.reason}"), found.facts)
 
@@ -110,26 +111,26 @@ def best_before_claim(curves: dict[str, Any]) -> str:
             f"converges")
 
 
-def _contains_zero(ci: gates.Interval) -> bool:
+def _contains_zero(ci: intervals.Interval) -> bool:
     return ci.lo <= 0.0 <= ci.hi
 
 
-def settled_from(per_task: np.ndarray) -> tuple[int, list[gates.Interval]]:
+def settled_from(per_task: np.ndarray) -> tuple[int, list[intervals.Interval]]:
     """Where a test curve has stopped moving: the first grid index k_conv from which, for every
     k ≥ k_conv, the interval of the paired difference MSE(k) − MSE(k_last) over the tasks of
     ``per_task`` (tasks × grid) contains 0; with every count's interval. "Some later count still
     differs from the last" is a union over the counts, so the intervals are Bonferroni-widened
-    over the grid's other counts (as :mod:`i2o.diagnose.verdicts` widens "some count"). k_conv
+    over the grid's other counts (as :mod:`i2o.verdicts.rule` widens "some count"). k_conv
     is the last index when the count before it is still resolved from the last (the curve is
     moving at the end)."""
     last = per_task.shape[1] - 1
-    level = 1.0 - (1.0 - gates.LEVEL) / max(1, last)
-    intervals = [_paired_interval(per_task, k, last, Over.CHOOSING_TASKS, level)
+    level = 1.0 - (1.0 - intervals.LEVEL) / max(1, last)
+    per_count = [_paired_interval(per_task, k, last, Over.CHOOSING_TASKS, level)
                  for k in range(last + 1)]
     start = last
-    while start > 0 and _contains_zero(intervals[start - 1]):
+    while start > 0 and _contains_zero(per_count[start - 1]):
         start -= 1
-    return start, intervals
+    return start, per_count
 
 
 def best_before_convergence(curves: dict[str, Any], limits: Thresholds) -> Decision:
@@ -209,7 +210,7 @@ def _imaml_best_before(curves: dict[str, Any], finite: np.ndarray, mse: np.ndarr
         per_task = np.column_stack([reference[:, 0], mse])  # column 0: the converged test MSE
         if best == mse.shape[1] - 1:  # the best count is the sweep's nearest to convergence
             ci = _held_out_interval(per_task[test], 0, best + 1)
-            found = gates.positive(ci).with_reason(ci.describe(digits=4))
+            found = margins.positive(ci).with_reason(ci.describe(digits=4))
             if found.holds is None:
                 found = Decision(False, found.reason + "; k* is the sweep's last count, nearest "
                                  "convergence, and the converged solution is no worse")
@@ -237,17 +238,17 @@ def above_floor(curves: dict[str, Any], floor: float, floor_se: float) -> Decisi
     """Sanity check of the per-set-BN floor: no step count brings the mean test MSE decidedly
     below it. Per count, the interval of ``mean − floor`` (standard errors of the mean over the
     tasks and of the floor's Monte Carlo, combined) at the book's level Bonferroni-widened over
-    the counts of the grid, as :mod:`i2o.diagnose.verdicts` widens a search over counts: the check
+    the counts of the grid, as :mod:`i2o.verdicts.rule` widens a search over counts: the check
     fails when one count's interval lies below 0, and holds otherwise (a floor can only be
     contradicted, so there is no undecided side)."""
     finite = finite_tasks(curves)
     mean, se = evaluate.mean_and_standard_error(curves["query"][finite])
     n, counts = int(np.count_nonzero(finite)), len(mean)
-    level = 1.0 - (1.0 - gates.LEVEL) / counts
-    cis = [gates.from_se(float(m - floor), math.hypot(e, floor_se), n, Over.TASKS, level)
+    level = 1.0 - (1.0 - intervals.LEVEL) / counts
+    cis = [intervals.from_se(float(m - floor), math.hypot(e, floor_se), n, Over.TASKS, level)
            for m, e in zip(mean, se, strict=True)]
     i = int(np.argmin(mean))
-    below = [k for k, ci in enumerate(cis) if gates.negative(ci).holds is True]
+    below = [k for k, ci in enumerate(cis) if margins.negative(ci).holds is True]
     return gates.Decision(not below,
                           f"lowest mean test MSE {mean[i]:.3f} ± {se[i]:.3f} at k = "
                           f"{int(curves['grid'][i])}; floor {floor:.3f} ± {floor_se:.3f}; mean − "

@@ -3,8 +3,8 @@ overfitting the training dataset –i.e. low ℓ(z_N(θ*,N)) – the less it ben
 iterations at inference –i.e. higher D(N, ΔN)"): Kendall's τ between each model's training loss
 ℓ(z_N(θ*,N)) and its D(N, ΔN) at the grid's largest ΔN, with its exact null distribution
 (no ties), one-sided towards the paper's negative association at α = :data:`ALPHA`
-(:func:`fit_ordering`, :func:`i2o.gates.rank_association`). Every model counts, whether or not
-it learned to use the support set and whatever its outer loss did during training (the largest
+(:func:`fit_ordering`, :func:`i2o.verdicts.ranks.rank_association`). Every model counts, whether or
+not it learned to use the support set and whatever its outer loss did during training (the largest
 rise of that loss, :func:`largest_rise`, is reported beside it, never used to select); gates:
 the models were trained ``fig4_min_outer_steps`` outer steps, at most ``max_diverged_fraction``
 of their training tasks diverged, every ℓ and D is finite, untied, and there are enough models
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from i2o import gates
 from i2o.chapters.meta.claims_gates import Thresholds
-from i2o.decision import Decision, Gate
+from i2o.verdicts import gates, ranks
+from i2o.verdicts.decision import Decision, Gate
 
 #: Figure 4's significance level: the exact one-sided p-value of Kendall's τ must be at most this
 #: (for a negative association the claim holds; for a positive one it fails)
-ALPHA = gates.RANK_ALPHA
+ALPHA = ranks.RANK_ALPHA
 
 
 def largest_rise(losses: Any, windows: int = 20) -> tuple[float, float]:
@@ -192,9 +192,9 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
     higher D(N, ΔN) is.").
 
     Over every Figure 4 model, x = its ℓ(z_N), y = its D(N, ΔN) at the grid's largest ΔN;
-    Kendall's τ with its exact null distribution (:func:`i2o.gates.rank_association`), one-sided at
-    α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower loss,
-    higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
+    Kendall's τ with its exact null distribution (:func:`i2o.verdicts.ranks.rank_association`),
+    one-sided at α = :data:`ALPHA` = 0.05: holds when the p-value of a negative association (lower
+    loss, higher D) is ≤ 0.05, fails when the p-value of a positive association is ≤ 0.05, undecided
     otherwise (more models would decide it). D at ΔN ≈ N (:func:`near_n_index`) and each model's
     largest rise of its outer loss are reported beside it, never used to select. Every model
     counts: one that did not learn to use the support set (ℓ above the task-agnostic MSE) is a
@@ -213,8 +213,8 @@ def fit_ordering(per_set: dict[str, Any], limits: Thresholds) -> Decision:
 
     def measured() -> Decision:
         x, y = [p.loss_at_n for p in points], [p.increase_at_max for p in points]
-        found = gates.kendall(x, y)
-        verdict = gates.rank_association(x, y, direction=-1, alpha=ALPHA)
+        found = ranks.kendall(x, y)
+        verdict = ranks.rank_association(x, y, direction=-1, alpha=ALPHA)
         near = stats.kendalltau([p.loss_at_n for p in points],
                                 [p.increase_near_n for p in points]).statistic
         first = points[0]
@@ -254,9 +254,9 @@ def _figure4_gates(points: list[Figure4Point], per_set: dict[str, Any],
                           f"tied ℓ(z_N) or D(N, ΔN) for {', '.join(tied)}: the exact null "
                           f"distribution of Kendall's τ needs untied values")
     n = len(points)
-    yield gates.condition(gates.smallest_rank_p(n) <= ALPHA,
+    yield gates.condition(ranks.smallest_rank_p(n) <= ALPHA,
                           f"{n} models: the exact one-sided p-value cannot go below 1/{n}! = "
-                          f"{gates.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
+                          f"{ranks.smallest_rank_p(n):.3g}, above {ALPHA:g}; {MORE_MODELS}",
                           by=Gate.COUNT)
 
 
@@ -271,7 +271,7 @@ def figure4_numbers(per_set: dict[str, Any]) -> dict[str, Any]:
         "meta-fig4-models": len(points),
         "meta-fig4-seeds": min(Counter(p.n_meta_batches for p in points).values())}
     if len(points) > 1 and all(p.is_finite() for p in points) and not _tied(points):
-        found = gates.kendall([p.loss_at_n for p in points], [p.increase_at_max for p in points])
+        found = ranks.kendall([p.loss_at_n for p in points], [p.increase_at_max for p in points])
         numbers |= {"meta-fig4-tau": found.tau, "meta-fig4-p-negative": found.p_negative,
                     "meta-fig4-p-positive": found.p_positive}
     return numbers

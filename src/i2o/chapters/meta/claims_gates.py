@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
-from i2o.decision import Decision
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates
+from i2o.verdicts.decision import Decision
 
 
 @dataclass(frozen=True)

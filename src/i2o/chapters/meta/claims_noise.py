@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from i2o import gates
 from i2o.chapters.meta import gradient_noise
-from i2o.decision import Decision
+from i2o.verdicts import gates
+from i2o.verdicts.decision import Decision
 
 
 def _noise_rows(noise: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:

@@ -9,8 +9,9 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from i2o import gates, plotting
+from i2o.book import plotting
 from i2o.chapters.meta import claims, evaluate
+from i2o.verdicts import ranks
 
 
 def figure_3(curves: dict[str, dict[str, Any]]) -> plt.Figure:
@@ -50,7 +51,7 @@ def figure_4(per_set: dict[str, dict[str, Any]]) -> plt.Figure:
     """Left: D(N, ΔN) against ΔN, one curve per model, coloured by its own ℓ(z_N(θ*,N)), marked
     by its training-set size. Right: what the claim tests, each model's D at the largest ΔN
     against its ℓ(z_N) (log x), with Kendall's τ and its exact one-sided p-values when defined
-    (:func:`i2o.gates.kendall`)."""
+    (:func:`i2o.verdicts.ranks.kendall`)."""
     models = sorted(((claims.figure4_point(name, c), c) for name, c in per_set.items()),
                     key=lambda pair: (pair[0].n_meta_batches, pair[0].label))
     points = [p for p, _ in models]
@@ -104,7 +105,7 @@ def _association_title(points: list[claims.Figure4Point]) -> str:
         return f"{len(points)} models (τ undefined: a non-finite value or too few models)"
     if len(set(x)) < len(x) or len(set(y)) < len(y):
         return f"{len(points)} models (tied values: no exact τ)"
-    found = gates.kendall(x, y)
+    found = ranks.kendall(x, y)
     return (f"{found.n} models: Kendall τ = {found.tau:+.2f}, one-sided p = "
             f"{found.p_negative:.3g} (negative), {found.p_positive:.3g} (positive)")
 

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from i2o.chapters.meta.mechanism_probe import FIELDS, MechanismRun, probe
-from i2o.gates import Decision
+from i2o.verdicts.gates import Decision
 
 __all__ = ["MechanismRun", "probe", "name", "table", "describe", "Verdict", "SignCount",
            "Interval", "intervals", "SIGNS", "ADAM_STEP", "LETTERS"]
@@ -163,7 +163,7 @@ class Verdict:
     descending_at_rises: int
 
     def decision(self) -> Decision:
-        """As the claims tables read a verdict (:class:`i2o.gates.Decision`)."""
+        """As the claims tables read a verdict (:class:`i2o.verdicts.gates.Decision`)."""
         return Decision(self.holds, self.reason)
 
 

@@ -2,7 +2,8 @@
 
 Gates, in the order checked:
 
-- **fit**, symmetric (:func:`i2o.gates.symmetric_gate`): a claim about trained models uses only
+- **fit**, symmetric (:func:`i2o.verdicts.gates.symmetric_gate`): a claim about trained models uses
+only
   models whose seed-mean training MSE is at most ``fit_fraction`` × the variance of the target
   (the overparametrized regime the paper's statements are about). When the comparator fits and
   the DEQ does not, the claim *fails* with the status "DEQ not trainable with this recipe" (a DEQ
@@ -11,14 +12,15 @@ Gates, in the order checked:
 - **testable**: a comparison between models the setup forces to be equal (two affine models
   that must reach the same unique interpolant) is undecided, "not testable here", never a fail;
 - **seeds**: a comparison needs at least 2 seeds;
-- **power**: "A is lower than B" (:func:`i2o.gates.lower_than`) *holds* when the book's
-  interval of the difference of the means (:func:`i2o.gates.difference`: Welch, 90 %, two
-  one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
+- **power**: "A is lower than B" (:func:`i2o.verdicts.margins.lower_than`) *holds* when the book's
+  interval of the difference of the means (:func:`i2o.verdicts.intervals.difference`: Welch, 90 %,
+  two one-sided tests at 5 %) lies above a practical margin (``MARGIN`` × the larger mean), *fails*
   when it lies below it (equivalence), and is undecided when it contains it.
 
 A claim over several comparisons (every FLOPs-matched FNN, every problem, every ``f̂(∅)``) fails
-when one fails and holds when all hold (:func:`i2o.gates.all_of`); tolerances are
-:func:`i2o.gates.compare`. Each predicate returns a :class:`i2o.decision.Decision`;
+when one fails and holds when all hold (:func:`i2o.verdicts.gates.all_of`); tolerances are
+:func:`i2o.verdicts.gates.compare`. Each predicate returns a
+:class:`i2o.verdicts.decision.Decision`;
 :func:`claims` assembles the table (each row with an id ``<section>/<name>``) and
 :func:`i2o.chapters.separation.prose.paragraphs` writes the prose from it, so no verdict is typed
 by hand.
@@ -34,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, gates
 from i2o.chapters.separation.claims_bias import (
     argmin_claim,
     density_claim,
@@ -59,8 +60,9 @@ from i2o.chapters.separation.claims_unseen import (
     prediction_claim,
 )
 from i2o.chapters.separation.runs import SeparationResults
-from i2o.claims import Claim, Claims
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import deciding, gates
+from i2o.verdicts.claims import Claim, Claims
 
 __all__ = [
     "MARGIN", "PREDICTION_RTOL", "SEED_LISTS", "SLOPE_MARGIN", "STEEP_KINDS", "UNTRAINABLE",
@@ -137,14 +139,15 @@ SEED_LISTS = {"diagonal/feature-density": "gotu_seeds", "sawtooth": "seeds",
 
 def seed_list(row: Claim) -> dict[str, str]:
     """The parameter that raises the seeds of ``row``'s intervals, as
-    :func:`i2o.deciding.remedy` reads it."""
+    :func:`i2o.verdicts.deciding.remedy` reads it."""
     return {"seeds": SEED_LISTS.get(row.id, SEED_LISTS[row.section])}
 
 
 def claims(results: SeparationResults) -> Claims:
     """The chapter's table, each row's reason (which quotes its measurement) in ``check``; a row
     undecided in smoke names the quick profile, which decides it, unless its facts say how many
-    seeds would (then it names that run: :func:`i2o.deciding.name_remedies`, not costed)."""
+    seeds would (then it names that run: :func:`i2o.verdicts.deciding.name_remedies`, not
+    costed)."""
     table = Claims("separation", results.params.profile)
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
 from i2o.chapters.separation.claims_fit import MARGIN, seen_fit, symmetric_gate
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates, margins
 
 
 def problem_seeds(diagonal: dict[str, Any]) -> list[str]:
@@ -26,7 +26,7 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
     limit is tested directly: it fails when it is not even a KKT point (null-space part of ∇Q
     above ``kkt_tol``), and is undecided otherwise. Gate: the gradient flow interpolated on
     every problem (relative residual not above ``10 × diag_tol``); the problems' verdicts are
-    combined by :func:`i2o.gates.all_of`."""
+    combined by :func:`i2o.verdicts.gates.all_of`."""
     seeds = problem_seeds(diagonal)
 
     def interpolated() -> Iterator[gates.Decision]:
@@ -63,8 +63,8 @@ def argmin_claim(diagonal: dict[str, Any], sign: str, p: Params,
 
 def density_claim(diagonal: dict[str, Any], p: Params) -> gates.Decision:
     """The DEQ's interpolant is denser than the diagonal linear network's, on every problem (a
-    larger participation ratio: :func:`i2o.gates.compare`, on all of them:
-    :func:`i2o.gates.all_of`). Gate: both models interpolated on every problem."""
+    larger participation ratio: :func:`i2o.verdicts.gates.compare`, on all of them:
+    :func:`i2o.verdicts.gates.all_of`). Gate: both models interpolated on every problem."""
     seeds = problem_seeds(diagonal)
     interpolated = (gates.condition(  # not "≤": a NaN residual does not close the gate
         not float(diagonal[seed][model]["relative_residual"]) > 10 * p["diag_tol"],
@@ -88,7 +88,7 @@ def feature_density_claim(gotu: dict[str, Any], p: Params, target: str = "f2"
     entry = gotu[target]
 
     def measured() -> gates.Decision:
-        found = gates.lower_than(entry["fnn"]["feature_density"],
+        found = margins.lower_than(entry["fnn"]["feature_density"],
                                  entry["deq_contractive"]["feature_density"], MARGIN)
         return found.with_reason("FNN vs ReLU DEQ feature participation ratio: " + found.reason)
 

@@ -10,17 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
 from i2o.chapters.separation.claims_fit import fits, named_lower_than, symmetric_gate
 from i2o.chapters.separation.steep import slope
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates, intervals, margins
 
 # --- Section 1 ----------------------------------------------------------------------------------
 
 def construction_claim(construction: dict[str, Any]) -> gates.Decision:
     """Every m: exactly 2^m pieces, the solver's steps equal to m (integer counts), and a maximal
-    deviation from Δ^m of at most 1e-9 (:func:`i2o.gates.compare`, all of them:
-    :func:`i2o.gates.all_of`)."""
+    deviation from Δ^m of at most 1e-9 (:func:`i2o.verdicts.gates.compare`, all of them:
+    :func:`i2o.verdicts.gates.all_of`)."""
     m = np.asarray(construction["m"])
     pieces = np.asarray(construction["pieces"])
     error = float(np.max(construction["max_error"]))
@@ -89,9 +89,9 @@ STEEP_KINDS = ("deq_lower", "fnn")
 def steep_claim(steep: dict[str, Any]) -> gates.Decision:
     """Rebuttal Figure 1 with δ = 2^-d: at equal training loss, the FNN's max |weight| grows with
     d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, its interval
-    (:func:`i2o.gates.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed counts for a
-    model kind when its runs reached the loss level at every d; a kind "fits" with at least 2
-    such seeds (:func:`i2o.gates.enough`), and the gate is symmetric
+    (:func:`i2o.verdicts.intervals.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed
+    counts for a model kind when its runs reached the loss level at every d; a kind "fits" with at
+    least 2 such seeds (:func:`i2o.verdicts.gates.enough`), and the gate is symmetric
     (:func:`.claims_fit.symmetric_gate`)."""
     dims = steep["dims"]
     complete = {kind: np.flatnonzero(np.all(steep[kind]["reached"] == 1, axis=0))
@@ -107,11 +107,11 @@ def steep_claim(steep: dict[str, Any]) -> gates.Decision:
         slopes = {kind: np.array([slope(dims, steep[kind]["max_weight"][:, s])
                                   for s in complete[kind]]) for kind in STEEP_KINDS}
         deq, fnn = slopes["deq_lower"], slopes["fnn"]
-        ci = gates.difference(fnn, deq)
+        ci = intervals.difference(fnn, deq)
         text = (f"slope of log2 max|weight| vs d: FNN {fnn.mean():.3f}, DEQ {deq.mean():.3f} "
                 f"bits/dimension over {len(fnn)} and {len(deq)} seeds (difference "
                 f"{ci.describe(digits=3)}, margin {SLOPE_MARGIN})")
-        found = gates.above(ci, SLOPE_MARGIN)
+        found = margins.above(ci, SLOPE_MARGIN)
         return found.with_reason(text if found.holds is not None else f"{text}; {found.reason}")
 
     return symmetric_gate(fit("deq_lower"), fit("fnn"), "the FNN", measured)

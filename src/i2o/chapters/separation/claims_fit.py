@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates, margins
 
 MARGIN = 0.02  # relative practical margin of "lower than"
 
 
 def fits(model: dict[str, Any], variance: float, fit_fraction: float) -> tuple[bool, str]:
     """The fit gate of one trained model (arrays over seeds): its seed-mean training MSE at most
-    ``fit_fraction`` × ``variance`` (:func:`i2o.gates.compare`)."""
+    ``fit_fraction`` × ``variance`` (:func:`i2o.verdicts.gates.compare`)."""
     train = float(np.mean(model["train_mse"]))
     threshold = fit_fraction * variance
     ok = gates.compare(train, "<=", threshold).holds is True
@@ -30,8 +30,8 @@ UNTRAINABLE = "DEQ not trainable with this recipe"
 def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparator_name: str,
                    predicate: Callable[[], gates.Decision]) -> gates.Decision:
     """The fit gate of a claim "the DEQ does better than the comparator"
-    (:func:`i2o.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit, else
-    the verdict the gate itself gives (the gates are described in :mod:`.claims`)."""
+    (:func:`i2o.verdicts.gates.symmetric_gate`): ``predicate()`` (decide on the data) when both fit,
+    else the verdict the gate itself gives (the gates are described in :mod:`.claims`)."""
     (deq_fits, deq_text), (other_fits, other_text) = deq, comparator
     return gates.symmetric_gate(
         deq_fits, other_fits, predicate,
@@ -41,9 +41,9 @@ def symmetric_gate(deq: tuple[bool, str], comparator: tuple[bool, str], comparat
 
 
 def named_lower_than(name: str, a: Any, b: Any) -> gates.Decision:
-    """:func:`i2o.gates.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its reason
-    prefixed by the comparator's ``name``."""
-    found = gates.lower_than(a, b, MARGIN)
+    """:func:`i2o.verdicts.margins.lower_than` of ``a`` against ``b`` (margin ``MARGIN``), its
+    reason prefixed by the comparator's ``name``."""
+    found = margins.lower_than(a, b, MARGIN)
     return found.with_reason(f"{name}: {found.reason}")
 
 

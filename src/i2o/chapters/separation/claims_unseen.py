@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from i2o import gates
 from i2o.chapters.separation.claims_fit import MARGIN, fits, seen_fit, symmetric_gate
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
+from i2o.verdicts import gates, margins
 
 PREDICTION_RTOL = 0.05  # a trained affine model "reaches" its predicted unseen MSE within 5 %
 
@@ -26,8 +26,8 @@ _NAMES = {"deq_lower": "the DEQ", "linear_deq": "the linear DEQ",
 def prediction_claim(gotu: dict[str, Any], target: str, kind: str, p: Params
                      ) -> gates.Decision:
     """A trained affine model reaches the unseen MSE of the unique affine interpolant: within
-    ``PREDICTION_RTOL`` of it (:func:`i2o.gates.compare`). Gates: the theory gives a value (the
-    interpolant exists and is unique), then the model fits."""
+    ``PREDICTION_RTOL`` of it (:func:`i2o.verdicts.gates.compare`). Gates: the theory gives a value
+    (the interpolant exists and is unique), then the model fits."""
     entry = gotu[target]
     pred = entry["prediction"]["bias" if kind == "linear_deq" else "no_bias"]
 
@@ -71,13 +71,13 @@ def forced_equal(entry: dict[str, Any], a: str, b: str) -> str | None:
 def gotu_comparison(gotu: dict[str, Any], target: str, a: str, b: str, p: Params
                     ) -> gates.Decision:
     """Model ``a`` (a DEQ) has a lower unseen MSE than model ``b``: undecided when the setup
-    forces them equal, then the symmetric fit gate, then :func:`i2o.gates.lower_than`."""
+    forces them equal, then the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than`."""
     entry = gotu[target]
     reason = forced_equal(entry, a, b)
 
     def fitted() -> gates.Decision:
         return symmetric_gate(seen_fit(entry, a, p), seen_fit(entry, b, p), _NAMES[b], partial(
-            gates.lower_than, entry[a]["unseen_mse"], entry[b]["unseen_mse"], MARGIN))
+            margins.lower_than, entry[a]["unseen_mse"], entry[b]["unseen_mse"], MARGIN))
 
     return gates.gated([gates.condition(reason is None, reason or "")], fitted)
 
@@ -91,8 +91,9 @@ def _frozen_fit(entry: dict[str, Any], kind: str, p: Params) -> tuple[bool, str]
 def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
                             ) -> gates.Decision:
     """Every trained ``kind`` model of the frozen-coordinate task (:mod:`.frozen`) reaches its
-    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's, :func:`i2o.gates.compare`), at
-    every ``f̂(∅)`` (:func:`i2o.gates.all_of`); undecided when one does not fit."""
+    predicted unseen MSE within ``PREDICTION_RTOL`` (every seed's,
+    :func:`i2o.verdicts.gates.compare`), at every ``f̂(∅)`` (:func:`i2o.verdicts.gates.all_of`);
+    undecided when one does not fit."""
 
     def task(entry: dict[str, Any]) -> gates.Decision:
         ok, text = _frozen_fit(entry, kind, p)
@@ -116,9 +117,9 @@ def frozen_prediction_claim(frozen: dict[str, Any], kind: str, p: Params
 
 def frozen_comparison(entry: dict[str, Any], p: Params) -> gates.Decision:
     """On one frozen-coordinate task, the linear DEQ with bias has a lower unseen MSE than the
-    diagonal linear network: the symmetric fit gate, then :func:`i2o.gates.lower_than` over
-    seeds."""
-    lower = partial(gates.lower_than, entry["linear_deq"]["unseen_mse"],
+    diagonal linear network: the symmetric fit gate, then :func:`i2o.verdicts.margins.lower_than`
+    over seeds."""
+    lower = partial(margins.lower_than, entry["linear_deq"]["unseen_mse"],
                     entry["dln"]["unseen_mse"], MARGIN)
     return symmetric_gate(_frozen_fit(entry, "linear_deq", p), _frozen_fit(entry, "dln", p),
                           _NAMES["dln"], lower)

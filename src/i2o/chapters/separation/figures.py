@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from i2o import plotting
+from i2o.book import plotting
 from i2o.chapters.separation.runs import SeparationResults
-from i2o.profiles import Params
+from i2o.compute.profiles import Params
 
 _KIND_COLOURS = {"deq_lower": "#0173b2", "deq_contractive": "#0173b2", "fnn": "#de8f05",
                  "linear_deq": "#029e73", "dln": "#cc78bc"}

@@ -1,15 +1,15 @@
 """The separation chapter's conclusions, written from its claims table (:mod:`.claims`).
 
-Each section of the notebook ends with its claims as Markdown bullets (:func:`i2o.prose.bullet`):
-the statement, the verdict and the reason behind it (the row's ``check``, which quotes the
-measurement and says why an undecided claim is undecided). A row's section is its ``section``,
-the first part of its id (``"gotu/f1-deq-vs-fnn"``).
+Each section of the notebook ends with its claims as Markdown bullets
+(:func:`i2o.verdicts.prose.bullet`): the statement, the verdict and the reason behind it (the row's
+``check``, which quotes the measurement and says why an undecided claim is undecided). A row's
+section is its ``section``, the first part of its id (``"gotu/f1-deq-vs-fnn"``).
 """
 
 from __future__ import annotations
 
-from i2o.claims import Claims
-from i2o.prose import bullet
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import bullet
 
 SECTIONS = ("sawtooth", "steep", "diagonal", "gotu")
 

@@ -19,17 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from i2o import chapter, replicates
-from i2o.chapter import ChapterResults
+from i2o import replicates
 from i2o.chapters.separation import FIGURE, gotu, nets, sawtooth
 from i2o.chapters.separation.diagonal import Diagonal
 from i2o.chapters.separation.frozen import Frozen
 from i2o.chapters.separation.gotu import GotuDeqStack, GotuModel
 from i2o.chapters.separation.sawtooth import Construction, SawtoothModel, SawtoothRestarts
 from i2o.chapters.separation.steep import SteepStack
-from i2o.door import Task
+from i2o.compute import chapter
+from i2o.compute.chapter import ChapterResults
+from i2o.compute.door import Task
+from i2o.compute.profiles import Params, require
 from i2o.job import Job
-from i2o.profiles import Params, require
 
 STEEP_MODELS = ("deq_lower", "fnn")
 _DISTINCT = ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",

@@ -1,19 +1,19 @@
 """The stability chapter's claims: each arm's rows from the book's one rule
-(:mod:`i2o.diagnose.verdicts`), and the chapter's own comparison of the arms.
+(:mod:`i2o.verdicts.rule`), and the chapter's own comparison of the arms.
 
 **Which models.** Every model is trained until it fits (:mod:`.jobs`); the claims are decided on the
 models that meet the fit criterion (``train_accuracy ≥ fit_accuracy`` at N, own training images,
-after training) when at least ``fit_quorum`` of each arm's do (:func:`i2o.gates.fit_quorum`;
-the others are named), and none of those diverged (:mod:`i2o.train.health`); otherwise every claim
-is undecided with the count.
+after training) when at least ``fit_quorum`` of each arm's do
+(:func:`i2o.verdicts.gates.fit_quorum`; the others are named), and none of those diverged
+(:mod:`i2o.train.health`); otherwise every claim is undecided with the count.
 
 **Each arm** (IFT, unrolled): its fitting models' test accuracy in points at every ``N'``, read from
-the per-image errors the jobs store (:func:`i2o.diagnose.curves.from_evaluations`), decides "more
+the per-image errors the jobs store (:func:`i2o.verdicts.curves.from_evaluations`), decides "more
 test iterations do not raise accuracy by more than δ", "fewer lower it" and the residual sanity
 check (the last iterate's residual at the largest ``N'`` over that at ``N``) by the rule every DEQ
 chapter and ``i2o.diagnose`` share: intervals over the seeds, Bonferroni over the counts for "some
 count", pointwise for "every count", δ a pre-registered fraction ``margin_fraction`` of what the
-fewest iterations cost that arm (:meth:`i2o.diagnose.verdicts.Margin.fewest`), decided only when δ
+fewest iterations cost that arm (:meth:`i2o.verdicts.rule.Margin.fewest`), decided only when δ
 clears the resolution, the intervals are at most δ/2 wide and that cost is established, and never
 below :data:`FLOOR_POINTS` (0.1 points, the last digit a CIFAR-10 accuracy table prints: a
 smaller difference is not reported as one). The rows, with the paper's sentences (Section 5 and
@@ -22,7 +22,7 @@ Figure 5's caption):
 - ``<arm>_no_gain``: Figure 2's "the performance of the model does not improve when increasing the
   number of iterations at test time", for each arm of Figure 5;
 - ``<arm>_fewer_hurt``: "using fewer iterations at inference is almost always detrimental", over
-  every ``N' < N`` (:func:`i2o.diagnose.verdicts.fewer_hurt`);
+  every ``N' < N`` (:func:`i2o.verdicts.rule.fewer_hurt`);
 - ``<arm>_residual``: the paper's guard that the observations "were not artefacts of the
   convergence being already attained or stuck": the residual falls at least tenfold beyond N, and
   unless it does the arm's ``no_gain`` is undecided ("solver not converging");
@@ -39,12 +39,13 @@ in both arms of ``deviation_s(IFT) − deviation_s(unrolled)`` is **paired by se
 dropout masks in both arms); δ is ``margin_fraction`` × the unrolled arm's mean deviation (the
 ratio form "IFT's change is at least ``1 − f`` of unrolled's"). It is decided only when δ is at
 least the resolution of an accuracy change (one model's standard error over the test images of a
-change between two counts, :meth:`i2o.diagnose.curves.Curves.resolution`) and the interval is at
-most ``POWER_RATIO × δ`` wide (:func:`i2o.gates.powered`). Where accuracy hardly moves with
-``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it undecided.
+change between two counts, :meth:`i2o.verdicts.curves.Curves.resolution`) and the interval is at
+most ``POWER_RATIO × δ`` wide (:func:`i2o.verdicts.margins.powered`). Where accuracy hardly moves
+with ``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it
+undecided.
 
 A row left undecided for want of seeds or test images names the run that would decide it
-(:func:`name_remedies`, :mod:`i2o.deciding`).
+(:func:`name_remedies`, :mod:`i2o.verdicts.deciding`).
 """
 
 from __future__ import annotations
@@ -55,14 +56,13 @@ from typing import Any
 
 import numpy as np
 
-from i2o import deciding, gates
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
-from i2o.claims import Claims
-from i2o.decision import EVALUATION_SET, Over
-from i2o.diagnose import rows
-from i2o.diagnose.curves import Curves, from_evaluations
-from i2o.diagnose.verdicts import POWER_RATIO, RESIDUAL_FALL, Margin, decide
+from i2o.verdicts import deciding, gates, intervals, margins, rows
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.curves import Curves, from_evaluations
+from i2o.verdicts.decision import EVALUATION_SET, Over
+from i2o.verdicts.rule import POWER_RATIO, RESIDUAL_FALL, Margin, decide
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
 #: the arm whose change with N' is the reference effect of the comparison
@@ -93,7 +93,7 @@ def per_seed(runs: Sequence[Mapping[str, Any]], test_iters: Sequence[int], train
 
 
 def paired_difference(every: Mapping[str, Mapping[str, Any]], masks: Mapping[str, np.ndarray]
-                      ) -> tuple[gates.Interval | None, gates.Decision]:
+                      ) -> tuple[intervals.Interval | None, gates.Decision]:
     """The interval over seeds of ``deviation_s(IFT) − deviation_s(unrolled)``, on the seeds whose
     models fit in both arms, and whether there are enough such pairs (≥ 2).
 
@@ -108,7 +108,7 @@ def paired_difference(every: Mapping[str, Mapping[str, Any]], masks: Mapping[str
     if pairs.holds is not True:
         return None, pairs
     differences = 100 * (every["ift"]["deviation"][both] - every["unrolled"]["deviation"][both])
-    return gates.interval(differences, Over.SEED_PAIRS), pairs
+    return intervals.interval(differences, Over.SEED_PAIRS), pairs
 
 
 def _points(x: float) -> str:
@@ -176,7 +176,7 @@ def decided_on(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[st
                    curves)
 
 
-def best_gain(params: Mapping[str, Any], curves: Curves) -> tuple[int, gates.Interval] | None:
+def best_gain(params: Mapping[str, Any], curves: Curves) -> tuple[int, intervals.Interval] | None:
     """The count above the training N of the largest mean accuracy gain over N, in points, with
     its interval over the fitting seeds: what the arm's ``no_gain`` row quotes."""
     train_n = int(params["train_iters"][0])
@@ -217,9 +217,9 @@ def _comparison_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> N
     m, gate = on.fitting, on.gate
     reference = on.curves[REFERENCE_ARM]
     change = f"the {LABELS[REFERENCE_ARM]} arm's mean |acc(N') − acc({train_n})|"
-    between: gates.Interval | None = None
+    between: intervals.Interval | None = None
 
-    def paired(rule: Callable[[gates.Interval, float], gates.Decision]) -> gates.Decision:
+    def paired(rule: Callable[[intervals.Interval, float], gates.Decision]) -> gates.Decision:
         """``rule`` on the paired interval against δ; called behind ``compare``, which opens only
         once the interval exists."""
         assert between is not None
@@ -238,7 +238,7 @@ def _comparison_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> N
                  + (between.describe(1, " pt") if between else "not computed"))
         compare = gates.combine(gate, resolved, pairs)
         if compare.holds is True and between is not None:
-            compare = gates.combine(compare, gates.powered(between, margin.delta, POWER_RATIO))
+            compare = gates.combine(compare, margins.powered(between, margin.delta, POWER_RATIO))
         margin_text = margin.text
     else:
         compare, value = gate, "not computed: " + gate.reason
@@ -246,18 +246,18 @@ def _comparison_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> N
     table.decide(
         f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
         f"N = {train_n} is not smaller by more than δ", gates.gated(
-            [compare], lambda: paired(gates.not_below), quote=True),
+            [compare], lambda: paired(margins.not_below), quote=True),
         value, margin_text, id="not_more_stable", section="comparison")
     table.decide(
         "The book's own: IFT and unrolled are equally stable (the difference of their accuracy "
         "changes lies within ±δ; the paper says only that IFT is not more stable)", gates.gated(
-            [compare], lambda: paired(gates.equivalent), quote=True),
+            [compare], lambda: paired(margins.equivalent), quote=True),
         value, margin_text, id="equally_stable", section="comparison")
 
 
 def _arm_rows(table: Claims, params: Mapping[str, Any], on: Decided, arm: str) -> None:
-    """An arm's rows from the book's one rule (:func:`i2o.diagnose.verdicts.decide`, written by
-    :func:`i2o.diagnose.rows.write`): ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
+    """An arm's rows from the book's one rule (:func:`i2o.verdicts.rule.decide`, written by
+    :func:`i2o.verdicts.rows.write`): ``<arm>_no_gain``, ``<arm>_fewer_hurt``,
     ``<arm>_residual``."""
     train_n = int(params["train_iters"][0])
     its = list(params["test_iters"])
@@ -326,7 +326,7 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
 def name_remedies(table: Claims, params: Mapping[str, Any],
                   runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     """For each row left undecided for want of seeds or test images, the run that would decide
-    it (:func:`i2o.deciding.name_remedies`), costed at this run's measured training and
+    it (:func:`i2o.verdicts.deciding.name_remedies`), costed at this run's measured training and
     evaluation time."""
     def mean(arm: str, key: str) -> float:
         return float(np.mean([float(r.get(key, np.nan)) for r in runs[arm]]))

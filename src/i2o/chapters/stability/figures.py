@@ -7,10 +7,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o import lineage, plotting, profiles
+from i2o import lineage
+from i2o.book import plotting
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.claims import LABELS, resolution_points
 from i2o.chapters.stability.runs import StabilityResults
+from i2o.compute import profiles
 
 
 def figure_5(results: StabilityResults) -> Figure:

@@ -1,11 +1,11 @@
 """The stability chapter's conclusions, written from its claim rows (:mod:`.claims`); shown by
-:func:`i2o.prose.conclusions`."""
+:func:`i2o.verdicts.prose.conclusions`."""
 
 from __future__ import annotations
 
 from i2o.chapters.stability.claims import LABELS
-from i2o.claims import Claims
-from i2o.prose import paragraph, sentence
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.prose import paragraph, sentence
 
 
 def paragraphs(claims: Claims, section: str = "") -> list[str]:

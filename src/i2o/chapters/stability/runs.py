@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from i2o.chapter import ChapterResults, run_jobs
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.jobs import TrainJob
 from i2o.chapters.stability.stepcost import StepCostJob
+from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.profiles import Params, require
 from i2o.job import Job
 from i2o.models.mdeq import CONFIGS, MDEQClassifier, config
 from i2o.models.parameters import count_parameters
-from i2o.profiles import Params, require
 from i2o.train.classifier import ARMS
 
 
@@ -47,7 +47,7 @@ def step_cost_jobs(params: Params, train_iter: int) -> list[StepCostJob]:
 
 def check_params(params: Params) -> None:
     """Cross-parameter checks, before any compute (single values are checked by the manifest);
-    raises :class:`i2o.profiles.ParameterError` naming the parameter."""
+    raises :class:`i2o.compute.profiles.ParameterError` naming the parameter."""
     p = params
     missing = [n for n in p["train_iters"] if n not in p["test_iters"]]
     steps = -(-p["train_size"] // p["batch_size"]) * p["epochs"]

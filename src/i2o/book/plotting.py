@@ -1,0 +1,109 @@
+"""One figure style for the whole book, and figures saved with their provenance.
+
+Every figure is written as PNG and PDF into ``_build/figures/`` with metadata that says how it was
+made: commit, parameter hash, profile, device, date; ``i2o.book.plotting.provenance(path)`` reads it
+back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from i2o import lineage, locations
+from i2o.digests import sha256
+
+
+class _FontDateNoise(logging.Filter):
+    """Drops fontTools' "'created' timestamp seems very low; regarding as unix timestamp".
+
+    Writing a PDF with embedded fonts (``pdf.fonttype`` 42) subsets them with fontTools, which
+    warns when a font file's header stores its dates from 1970 instead of 1904. It corrects the
+    dates itself (they only stamp the embedded font): the message says nothing to a reader, yet
+    it was printed under Figure 5 in the executed notebook. fontTools' other warnings pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "timestamp seems very low" not in str(record.msg)
+
+
+logging.getLogger("fontTools.ttLib.tables._h_e_a_d").addFilter(_FontDateNoise())
+
+PALETTE = "colorblind"
+#: Colours of the two training arms and of reference lines, shared by every chapter.
+ARM_COLOURS = {"ift": "#0173b2", "unrolled": "#de8f05", "maml": "#029e73", "imaml": "#cc78bc"}
+TRAIN_N_LINE = {"color": "black", "linestyle": "--", "linewidth": 1.0}
+ZERO_LINE = {"color": "#d62728", "linestyle": "--", "linewidth": 1.0}
+
+
+def use_style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    plt.rcParams.update({
+        "figure.dpi": 110, "savefig.dpi": 150, "savefig.bbox": "tight",
+        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+        "pdf.fonttype": 42,
+    })
+
+
+def figures_dir() -> Path:
+    return locations.build_dir() / "figures"
+
+
+def params_hash(params: Mapping[str, Any]) -> str:
+    blob = json.dumps(dict(params), sort_keys=True, default=repr)
+    return sha256(blob.encode())[:16]
+
+
+def provenance_of(params: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "git_sha": lineage.git_sha(),
+        "params_hash": params_hash(params),
+        "profile": str(getattr(params, "profile", "unknown")),
+        "figure": str(getattr(params, "figure", "unknown")),
+        "device": lineage.device_name(),
+        "date": lineage.now_iso(),
+    }
+
+
+def save(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> dict[str, Path]:
+    """Write ``fig`` as ``<name>.png`` and ``<name>.pdf`` with provenance metadata; return paths.
+
+    PNG carries it as text chunks (``i2o:<field>``), PDF in its document information (``Subject``
+    holds the JSON, ``Keywords`` the profile).
+    """
+    info = provenance_of(params)
+    out = figures_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
+    fig.savefig(png, metadata={f"i2o:{k}": v for k, v in info.items()} | {"Software": "i2o"})
+    fig.savefig(pdf, metadata={"Subject": json.dumps(info),
+                               "Keywords": f"profile={info['profile']}", "Creator": "i2o"})
+    return {"png": png, "pdf": pdf}
+
+
+def provenance(path: Path) -> dict[str, str]:
+    """The provenance stored in a PNG written by :func:`save`."""
+    from PIL import Image, PngImagePlugin  # lazy: PIL only to read a PNG's metadata
+
+    with Image.open(path) as image:
+        if not isinstance(image, PngImagePlugin.PngImageFile):
+            raise ValueError(f"{path} is not a PNG: no provenance to read")
+        return {k.removeprefix("i2o:"): v for k, v in image.text.items() if k.startswith("i2o:")}
+
+
+def profile_caption(params: Any) -> str:
+    """A one-line caption naming the profile, to put under every figure."""
+    return f"profile {params.profile!r} · commit {lineage.git_sha()} · {lineage.device_name()}"
+
+
+def show(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> None:
+    """:func:`save` ``fig``, then display it (in a notebook) and close it."""
+    save(fig, name, params)
+    plt.show()
+    plt.close(fig)

@@ -1,0 +1,19 @@
+"""Enter, compute, cache: how a chapter's results come to exist.
+
+- :mod:`.profiles` — the manifest ``figures.yaml`` (beside it) and parameter validation;
+- :mod:`.door` — one door into every chapter: its manifest entry opened with parameters checked;
+- :mod:`.chapter` — the base of every chapter's results (parameters, cost, provenance);
+- :mod:`.import_graph` — the import graph read from the source: what a job's key covers and
+  the layers ``tests/test_layout.py`` checks;
+- :mod:`.sweep` — a chapter's jobs on submitit (``python -m i2o.sweep``);
+- :mod:`.pool` — ``make book``'s one pool of local job processes, :mod:`.schedule` its
+  longest-first order;
+- :mod:`.job_costs` — each job's published cost, by which a fresh clone's pool is ordered;
+- :mod:`.timings` — measured notebook and book costs, kept in ``published/``;
+- :mod:`.plan` — the wall time on K cores from recorded costs (``python -m i2o.results plan``).
+
+The cache itself, :mod:`i2o.results`, and the job, :mod:`i2o.job`, stay at the top of the
+package: every computing module imports them by name, and a key covers that import line.
+Nothing here imports :mod:`i2o.book`, :mod:`i2o.provenance` or a chapter
+(``tests/test_layout.py``).
+"""

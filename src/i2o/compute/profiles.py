@@ -1,0 +1,268 @@
+"""The figure manifest and the validation of a notebook's parameters.
+
+``figures.yaml`` (beside this file) is the one table saying, for every figure of the book: its
+notebook, its outputs, the schema of its parameters and their values in each profile (``smoke``,
+``quick``, ``paper``). The Makefile, the tests and the notebooks all read it through this module.
+
+A notebook's ``parameters`` cell declares ``profile = "quick"`` and every other parameter as
+``None`` ("the profile's value"); papermill may override any of them. :func:`resolve_namespace`
+then checks every value against the schema *before any compute* and fails with a message that
+names the parameter and what it allows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from i2o import lineage
+
+PROFILES = ("smoke", "quick", "paper")
+MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
+_TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
+_NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+#: The hidden output (a papermill/glue record) by which :func:`show` hands the kernel's
+#: provenance to the build (``i2o.book`` stamps it, ``i2o.provenance.numbers`` publishes it). Its
+#: type ends in ``+json`` so that the notebook format stores it as JSON, not as text.
+PROVENANCE_RECORD = "i2o-provenance"
+PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
+
+
+class ParameterError(ValueError):
+    """A parameter of a figure is unknown or outside what its schema allows."""
+
+
+@functools.cache
+def _load(path: str) -> dict[str, Any]:
+    with open(path) as stream:
+        manifest = yaml.safe_load(stream) or {}
+    for figure, entry in manifest.items():
+        _check_entry(figure, entry)
+    return manifest
+
+
+def load_manifest() -> dict[str, Any]:
+    """The parsed manifest: ``{figure: {notebook, package, title, outputs, parameters, …}}``."""
+    return _load(str(MANIFEST_PATH))
+
+
+def figures() -> list[str]:
+    return list(load_manifest())
+
+
+def entry(figure: str) -> dict[str, Any]:
+    manifest = load_manifest()
+    if figure not in manifest:
+        raise ParameterError(f"unknown figure {figure!r}; the figures are: {', '.join(manifest)}")
+    return manifest[figure]
+
+
+def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
+    for key in ("notebook", "package", "title", "outputs", "parameters", "profiles"):
+        if key not in entry:
+            raise ValueError(f"figures.yaml: figure {figure!r} has no {key!r}")
+    if "replicate" not in entry["parameters"]:
+        raise ValueError(f"figures.yaml: figure {figure!r} has no 'replicate' parameter "
+                         "(every chapter redraws its random choices by it: i2o.replicates)")
+    for name, schema in entry["parameters"].items():
+        if schema.get("type") not in _TYPES:
+            raise ValueError(f"figures.yaml: {figure}.{name} has type {schema.get('type')!r}; "
+                             f"allowed: {', '.join(_TYPES)}")
+    for profile in PROFILES:
+        values = entry["profiles"].get(profile)
+        if values is None:
+            raise ValueError(f"figures.yaml: figure {figure!r} has no profile {profile!r}")
+        missing = set(entry["parameters"]) - set(values)
+        extra = set(values) - set(entry["parameters"])
+        if missing or extra:
+            raise ValueError(f"figures.yaml: {figure}.{profile} misses {sorted(missing)} "
+                             f"or has unknown {sorted(extra)}")
+        for name, value in values.items():
+            validate_value(figure, name, value, entry["parameters"][name])
+
+
+def describe(schema: Mapping[str, Any]) -> str:
+    """What a schema allows, in words: ``an integer ≥ 1``, ``one of 'ift', 'unrolled'``."""
+    kind = schema["type"]
+    if "choices" in schema:
+        return "one of " + ", ".join(repr(c) for c in schema["choices"])
+    words = {
+        "int": "an integer", "float": "a number", "bool": "True or False", "str": "a string",
+        "int_list": "a list of integers", "float_list": "a list of numbers",
+    }[kind]
+    bounds = []
+    if "min" in schema:
+        bounds.append(f"≥ {schema['min']}")
+    if "max" in schema:
+        bounds.append(f"≤ {schema['max']}")
+    if bounds:
+        words += (" with every element " if kind.endswith("_list") else " ") + " and ".join(bounds)
+    if kind.endswith("_list") and schema.get("empty"):
+        words += " (or an empty list)"
+    return words
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a finite float (NaN and ±inf compare false with every bound, so refuse them)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+    """Return ``value`` (ints accepted for floats) or raise :class:`ParameterError`."""
+    kind = schema["type"]
+    scalar_ok = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
+                 "str": lambda v: isinstance(v, str)}
+    if kind.endswith("_list"):
+        element_kind = kind.removesuffix("_list")
+        ok = isinstance(value, list | tuple) and (len(value) > 0 or bool(schema.get("empty"))) \
+            and all(scalar_ok[element_kind](v) for v in value)
+        elements = list(value) if ok else []
+    else:
+        ok = scalar_ok[kind](value)
+        elements = [value]
+    if ok:
+        for element in elements:
+            if "min" in schema and element < schema["min"]:
+                ok = False
+            if "max" in schema and element > schema["max"]:
+                ok = False
+            if "choices" in schema and element not in schema["choices"]:
+                ok = False
+    if not ok:
+        raise ParameterError(
+            f"parameter {name!r} of figure {figure!r} must be {describe(schema)}; got {value!r}"
+            + (f" ({schema['help']})" if "help" in schema else ""))
+    if kind == "float":
+        return float(value)
+    if kind == "float_list":
+        return [float(v) for v in value]
+    return list(value) if kind.endswith("_list") else value
+
+
+def require(figure: str, params: Mapping[str, Any],
+            rules: Iterable[tuple[str, bool, str]]) -> None:
+    """Raise :class:`ParameterError` for the first rule ``(name, ok, allowed)`` with ``ok`` false:
+    "parameter 'name' of figure 'figure' must be allowed; got value". The cross-parameter checks
+    of the chapters (their ``runs.check_params``) are written as such rules."""
+    for name, ok, allowed in rules:
+        if not ok:
+            raise ParameterError(f"parameter {name!r} of figure {figure!r} must be {allowed}; "
+                                 f"got {params[name]!r}")
+
+
+class Params(dict):
+    """Validated parameters of one figure run, read one way in every chapter: ``params["name"]``
+    (there is no attribute access to a parameter); plus ``figure``, ``profile`` and
+    ``overridden``."""
+
+    def __init__(self, figure: str, profile: str, values: Mapping[str, Any],
+                 overridden: tuple[str, ...] = ()):
+        super().__init__(values)
+        self.figure = figure
+        self.profile = profile
+        self.overridden = overridden
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+    def with_(self, **changes: Any) -> Params:
+        """A copy with some values changed (validated), e.g. one seed of a sweep."""
+        return resolve(self.figure, self.profile, **{**self, **changes})
+
+
+def _close_names(name: str, names: Iterable[str]) -> list[str]:
+    """Parameters ``name`` is likely a typo of: similar spelling, or the same letters reordered."""
+    names = list(names)
+    return (difflib.get_close_matches(name, names, n=1)
+            or [other for other in names if sorted(other) == sorted(name)])
+
+
+def resolve(figure: str, profile: str = "quick", **given: Any) -> Params:
+    """The profile's values of ``figure``, overridden by every non-``None`` value in ``given``."""
+    spec = entry(figure)
+    if profile not in PROFILES:
+        raise ParameterError(
+            f"parameter 'profile' must be one of {', '.join(map(repr, PROFILES))}; got {profile!r}")
+    unknown = sorted(set(given) - set(spec["parameters"]))
+    if unknown:
+        guesses = [f"{name!r} → {close[0]!r}" for name in unknown
+                   if (close := _close_names(name, spec["parameters"]))]
+        raise ParameterError(
+            f"unknown parameter(s) {', '.join(map(repr, unknown))} for figure {figure!r}; "
+            f"allowed: profile, {', '.join(spec['parameters'])}"
+            + (f" (did you mean {', '.join(guesses)}?)" if guesses else ""))
+    values = dict(spec["profiles"][profile])
+    overridden = tuple(k for k, v in given.items() if v is not None)
+    for name in overridden:
+        values[name] = given[name]
+    checked = {name: validate_value(figure, name, value, spec["parameters"][name])
+               for name, value in values.items()}
+    return Params(figure, profile, checked, overridden)
+
+
+def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
+    """Validate the variables a notebook's parameters cells defined (papermill-injected included).
+
+    Call it in the cell right after the parameters cells with ``globals()``: every public,
+    non-module, non-callable name is taken as a parameter, so a misspelt papermill ``-p`` fails.
+    A private name (IPython's ``_``, ``_i1``, ``_oh`` …) is skipped unless it is a typo of a
+    parameter (``_nseeds`` for ``n_seeds``), which fails too.
+    """
+    parameters = entry(figure)["parameters"]
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and (
+            name.startswith("__")
+            or not difflib.get_close_matches(name, parameters, n=1, cutoff=0.8))
+
+    given = {
+        name: value for name, value in namespace.items()
+        if not private(name) and name not in _NOTEBOOK_NAMES
+        and not callable(value) and type(value).__name__ != "module"
+    }
+    profile = given.pop("profile", "quick")
+    return resolve(figure, profile, **given)
+
+
+def show(params: Params) -> None:
+    """Print the profile and every size used: no reader mistakes a reduced run for the paper's."""
+
+    spec = entry(params.figure)
+    note = {"smoke": "proves the code path, not the science",
+            "quick": "reduced sizes for a 2-core CPU",
+            "paper": "the paper's settings"}[params.profile]
+    facts = lineage.provenance()
+    lines = [f"Figure {params.figure!r} run with profile {params.profile!r} ({note}) "
+             f"on {lineage.device_name()}, commit {lineage.git_sha()}.",
+             lineage.provenance_line(facts)]
+    for name, value in params.items():
+        mark = "  (overridden)" if name in params.overridden else ""
+        help_text = spec["parameters"][name].get("help", "")
+        lines.append(f"  {name} = {value!r}{mark}" + (f"    # {help_text}" if help_text else ""))
+    print("\n".join(lines))
+    _record_provenance(facts)
+
+
+def _record_provenance(facts: dict[str, Any]) -> None:
+    """Inside a notebook kernel, leave ``facts`` as a hidden record for the build to read."""
+    try:
+        from IPython import get_ipython  # lazy: IPython only inside a notebook
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    prefix = PROVENANCE_MIME.removesuffix("application/vnd.i2o.provenance+json")
+    display({PROVENANCE_MIME: facts}, raw=True,
+            metadata={"scrapbook": {"name": PROVENANCE_RECORD, "mime_prefix": prefix}})

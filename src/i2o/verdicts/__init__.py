@@ -1,0 +1,18 @@
+"""Verdicts: the paper's claims decided, recorded and written out, never computed.
+
+- :mod:`.decision` — a verdict with its typed facts (the gate that closed it, what would decide
+  it);
+- :mod:`.intervals` — confidence intervals over seeds or examples; :mod:`.margins` — the
+  predicates of an interval against a margin; :mod:`.ranks` — a monotone association across
+  models; :mod:`.gates` — fit, health, count and resolution gates, and the combinators;
+- :mod:`.curves` — a metric against the test-time iteration count, with its gaps and intervals;
+- :mod:`.rule` — the book's one rule: more iterations help, hurt or make no difference beyond a
+  margin, fewer hurt, and the recommended count (stability, deq_gaps and ``i2o.diagnose``);
+- :mod:`.rows` — the rule's verdicts as claim rows, for every chapter;
+- :mod:`.claims` — the claims table; :mod:`.deciding` — the run that would decide an undecided
+  claim; :mod:`.prose` — conclusions written from claims;
+- :mod:`.paper_claims` — each sentence of the paper mapped to the rows that test it.
+
+No cache key covers a module of this room (``tests/test_keys.py``), and nothing here imports
+:mod:`i2o.book`, :mod:`i2o.provenance` or a chapter (``tests/test_layout.py``).
+"""

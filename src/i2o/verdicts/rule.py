@@ -1,0 +1,563 @@
+r"""The book's one rule for its central question, decided by :mod:`i2o.verdicts.gates`: do more (or
+fewer) test-time iterations than the training ``N`` help, hurt, or make no difference beyond a
+margin, and does the solver keep converging? The stability and deq_gaps chapters take their rows
+from here, and so do the diagnose chapter and ``python -m i2o.diagnose``.
+
+With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` means better),
+``[lo_{N'}, hi_{N'}]`` its pointwise confidence interval at the level ``1 − α`` (90 %),
+``[lo*_{N'}, hi*_{N'}]`` the same widened by Bonferroni over the ``|A|`` counts
+``A = {N' > N}`` of the grid (level ``1 − α/|A|``), and ``δ > 0`` the margin:
+
+- **more iterations help**: holds when some ``N' ∈ A`` has ``lo* > δ``; fails when every
+  ``N' ∈ A`` has ``hi < δ``; undecided otherwise. The paper's claim "more iterations bring no
+  improvement beyond δ" (**no gain**) is its negation: it holds where "help" fails and fails where
+  "help" holds. A gain that is significant (``lo* > 0``) but below δ is reported as such in the
+  reason of a failed "help" (and so of a held "no gain");
+- **more iterations hurt**: holds when some ``N' ∈ A`` has ``hi* < −δ``; fails when every one has
+  ``lo > −δ``;
+- **no difference beyond δ**: holds when every ``N' ∈ A`` has ``(lo, hi)`` inside ``(−δ, δ)``;
+  fails when one has ``[lo*, hi*]`` entirely outside;
+- **fewer iterations hurt** (the paper, Section 4: "using fewer iterations at inference is almost
+  always detrimental"), over every count ``B = {N' < N}`` of the grid, the mirror of "no gain":
+  it fails when the fewest iterations decidedly cost nothing (the interval of ``I(N, min N')``
+  lies at or below 0) or when some ``N' ∈ B`` improves on ``N`` by more than δ (``lo* > δ``,
+  Bonferroni over ``|B|``: fewer iterations help there); it holds when the fewest decidedly cost
+  (interval above 0) and every ``N' ∈ B`` has ``hi < δ`` (none improves on ``N`` by δ);
+  undecided otherwise. It reads δ, so it is behind the same resolution and power gates as the
+  rows above, its power measured on the intervals over ``B``. **Fewer iterations help**
+  (``fewer_help``, Appendix G.4's "it's better to use fewer iterations than at training time") is
+  "more iterations help" read over ``B``: some ``N' ∈ B`` has ``lo* > δ``; fails when every
+  ``N' ∈ B`` has ``hi < δ``;
+- **the residual falls for real** (the paper's guard, Section 4: "We verified that these
+  observations were not artefacts of the convergence being already attained or stuck ...
+  increasing the number of iterations above N produces better approximation of the inner
+  problem's solution"): ``log10`` of the relative residual at the largest count over its value at
+  ``N``, of the solver's last iterate when stored (:meth:`.curves.Curves.falling`); holds when its
+  interval lies below ``−log10(RESIDUAL_FALL)`` (the residual falls at least ``RESIDUAL_FALL``-fold
+  beyond N), fails when it lies at or above that bound, undecided otherwise. Unless it holds, the
+  rows about more iterations (help, hurt, no difference, no gain) are undecided: "solver not
+  converging" (:attr:`i2o.verdicts.decision.Gate.CONVERGENCE`): a curve that stays flat because the
+  solver does not move beyond N says nothing about what convergence would bring.
+
+**Why these corrections.** A verdict that some count of ``A`` does something is a union over the
+counts: one interval in ``|A|`` clearing its bound by chance would decide it, so those intervals
+are widened by Bonferroni (no assumption on how the counts depend on each other, and the counts
+of one curve depend strongly). A verdict that every count does something is an intersection:
+each interval must clear its bound, and the chance that all do by chance is at most that of one,
+so the pointwise intervals suffice (an intersection–union test). The choice is made once, here,
+for every chapter and every user.
+
+**The stated exception: meta-learning's "more inner steps help".** The meta chapter decides
+its rows about more inner steps (:func:`i2o.chapters.meta.claims.more_steps_help`) by its own
+test, not by this rule: the best count ``k*`` beyond N is chosen on one half of the test tasks
+and the interval of ``MSE(N) − MSE(k*)`` on the other half must lie above 0. Three facts of that
+chapter make the rule unusable there. (1) Its MAML models are trained with N = 1 (Finn et al.),
+so no count lies below N: the rule's margin, a fraction of what the fewest iterations cost, has
+no reference effect, and the paper's sentence ("more steps lower the test MSE") is about the
+sign of the change, not a margin. (2) iMAML's inner solver (gradient descent with line search)
+stalls on F's ReLU kinks, so no count of its steps is converged and the fall of its residual
+does not say whether the solver converges: the chapter measures convergence against a converged
+reference instead (L-BFGS, "best before convergence"), where the rule's convergence gate reads
+the residual. (3) Its units are hundreds of exchangeable tasks, not a few seeds:
+splitting them gives one interval chosen and tested on independent tasks, with no multiplicity
+to correct, where the rule must widen every count's interval over the grid. Every other chapter
+about iterations at test time decides through :func:`decide`.
+
+**Intervals over seeds or over examples.** Over seeds whenever two or more trained models are
+given (a claim about training must average over what training draws), over the evaluation
+examples (paired differences) for one model (:meth:`.curves.Curves.improvement`).
+
+**The margin** (:class:`Margin`) is stated by the user, or pre-registered by a chapter as a
+fraction of a named reference effect measured in the same run (by default what the fewest
+iterations cost, ``I(N, min N')``, :meth:`Margin.fewest`), never below a pre-registered absolute
+**floor** of the metric (``Margin.floor``; a chapter fixes one per metric): ``δ = max(f ×
+|reference|, floor)``, so a small reference cannot shrink δ to nothing. The rows with a margin are
+decided only when (:func:`reference_gate` then :func:`precision_gate`, in this order):
+
+1. the reference effect is established (for :meth:`Margin.fewest`: the interval of what the
+   fewest iterations cost lies above 0). Where it is not and the margin has a floor, δ is the
+   floor alone (:meth:`Margin.on_floor`; the reference is not measured, the floor is); without a
+   floor, a fraction of a cost that may be 0 is no margin and the gate closes;
+2. ``δ`` is at least the **resolution** of the measurement, one model's standard error over the
+   examples of a change between two counts (:meth:`.curves.Curves.resolution`): below it a
+   difference of ``δ`` cannot be told from evaluation noise and the comparison could not fail;
+3. the study has **power**: the widest pointwise interval over ``A`` has a half-width of at most
+   ``POWER_RATIO × δ`` (one half), so that no verdict hinges on the draw of seeds; otherwise it
+   is undecided with the number of seeds (or examples) that would give that width.
+
+Gates 2 and 3 (the **precision** gates, :func:`precision_gate`) guard the verdicts that say every
+interval lies within a bound (help fails, hurt fails, no difference holds, fewer hurt holds,
+fewer help fails): an intersection over counts whose intervals are wide, or whose δ is below the
+evaluation noise, could hold for want of data. They do not guard the verdicts decided by one
+Bonferroni-widened interval lying beyond δ (help holds, hurt holds, no difference fails, fewer
+hurt fails because a count below N is better by more than δ, fewer help holds): such an
+interval is a finding at the family-wise level whatever the width of the others, and closing it
+for want of precision would hide a decisive contrary result (a count below N better than N by
+far more than δ, say). Those verdicts still need gate 1 (a margin with a scale), the caller's
+gate and, for the rows about more iterations, the convergence gate.
+
+The caller's gate (fit quorum, health) comes before all of them; a closed gate makes every row
+undecided with its reason and its typed facts (:class:`i2o.verdicts.gates.Facts`).
+
+The overall answer about more iterations (:func:`more_label`) is ``"help"`` when "help" holds,
+else ``"hurt"`` when "hurt" holds, else ``"no difference"`` when that holds, else
+``"undecided"``.
+
+**Recommendation.** ``N_b`` is the count of the best mean metric. A count ``N'`` is *as good as
+the best* when the interval of ``I(N', N_b)`` lies above ``−δ``
+(:func:`i2o.verdicts.margins.not_below`). The recommendation is the smallest such ``N'`` (the
+cheapest), reported with the interval of its improvement over ``N`` and the range of counts as good
+as the best — except when the data cannot rank ``N`` itself against the best (its ``not_below`` is
+undecided): then the recommendation is ``N`` (test like you train), not a count chosen by noise. It
+is *decided* when the recommended count is as good as the best and every smaller count is decidedly
+worse (``not_below`` fails); otherwise the recommendation says that the data cannot decide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.decision import Decision, Gate
+
+#: A row with a margin is decided only when the widest interval it reads has a half-width of at
+#: most this fraction of δ (module docstring).
+POWER_RATIO = 0.5
+#: The residual check holds when the residual at the largest count is at most this fraction's
+#: inverse of its value at N: a tenfold fall (module docstring).
+RESIDUAL_FALL = 10.0
+OPEN = Decision(True, "")
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The margin δ, in the metric's units, and what it is (``text``, for the claim row).
+
+    ``of_fewest``: δ is a fraction of what the fewest iterations cost, so it has a scale only
+    where that cost is established (module docstring). ``floor``: the metric's pre-registered
+    absolute floor, below which δ never goes (0: none)."""
+
+    delta: float
+    text: str
+    of_fewest: bool = False
+    floor: float = 0.0
+    unit: str = ""
+
+    @classmethod
+    def stated(cls, delta: float, unit: str = "") -> Margin:
+        """A margin the user states."""
+        return cls(float(delta), f"±{delta:g}" + (f" {unit}" if unit else "") + " (stated)",
+                   unit=unit)
+
+    @classmethod
+    def relative(cls, fraction: float, reference: float, named: str, unit: str = "",
+                 digits: int = 3, floor: float = 0.0) -> Margin:
+        """``δ = max(fraction × |reference|, floor)``
+        (:func:`i2o.verdicts.margins.relative_margin`), ``named`` the reference effect."""
+        if not floor >= 0:
+            raise ValueError(f"a margin's floor must be ≥ 0; got {floor!r}")
+        scaled = margins.relative_margin(fraction, reference)
+        delta = max(scaled, float(floor))
+        shown = f"{{:.{digits}g}}"
+        suffix = f" {unit}" if unit else ""
+        of = f"{fraction:g} × {named} ({shown.format(abs(reference))})"
+        if floor > 0:
+            of = f"max({of}, floor {floor:g}{suffix})"
+        return cls(delta, f"±{shown.format(delta)}{suffix} = {of}", floor=float(floor), unit=unit)
+
+    @classmethod
+    def fewest(cls, curves: Curves, train_iters: int, fraction: float, unit: str = "",
+               named: str = "", floor: float = 0.0) -> Margin:
+        """``δ = max(fraction × I(N, min N'), floor)``: a fraction of what the fewest iterations
+        cost (the mean over the models), never below the metric's floor."""
+        low = int(np.asarray(curves.grid)[0])
+        if low >= train_iters:
+            raise ValueError(f"no count below N = {train_iters} on the grid: what the fewest "
+                             "iterations cost is not measured")
+        cost = float(curves.sign * (curves.mean()[curves.at(train_iters)]
+                                    - curves.mean()[curves.at(low)]))
+        made = cls.relative(fraction, cost, named or f"what {low} iterations cost", unit,
+                            floor=floor)
+        return cls(made.delta, made.text, of_fewest=True, floor=made.floor, unit=unit)
+
+    def on_floor(self, why: str) -> Margin:
+        """δ = the floor alone, for a margin whose reference effect is not established
+        (``why``)."""
+        suffix = f" {self.unit}" if self.unit else ""
+        return Margin(self.floor, f"±{self.floor:g}{suffix} = the metric's floor ({why})",
+                      floor=self.floor, unit=self.unit)
+
+
+def _mark(ci: intervals.Interval, n: int) -> str:
+    return f"N'={n}: [{ci.lo:+.3g}, {ci.hi:+.3g}]"
+
+
+def _family(counts: Sequence[int]) -> str:
+    return f"Bonferroni over {len(counts)} counts"
+
+
+def _half(ci: intervals.Interval) -> float:
+    return (ci.hi - ci.lo) / 2
+
+
+def _open(wide: intervals.Interval, n: int, what: str, verb: str,
+          boundaries: tuple[float, ...]) -> Decision:
+    """Undecided for want of power, at the count ``n`` that blocks a verdict: its widened
+    interval contains a boundary; the facts say how many values would decide it."""
+    shown = " and ".join(f"{b:+g}" for b in boundaries)
+    return Decision(None, f"too little power: {what}; at N'={n} the simultaneous CI "
+                    f"[{wide.lo:+.3g}, {wide.hi:+.3g}] {verb} {shown}"
+                    + intervals.needed(wide, boundaries),
+                    gates.Facts(needs=intervals.needs(wide, boundaries)))
+
+
+def _below_margin(wide: Sequence[intervals.Interval], counts: Sequence[int], margin: float,
+                  sign: float) -> str:
+    """The note of a change that is significant (its widened interval clears 0) but within δ:
+    ``sign`` +1 for a gain, −1 for a loss; ``""`` when there is none."""
+    found = [(ci, n) for ci, n in zip(wide, counts, strict=True)
+             if (ci.lo > 0 if sign > 0 else ci.hi < 0)]
+    if not found:
+        return ""
+    ci, n = max(found, key=lambda pair: sign * pair[0].mean)
+    what = "gain" if sign > 0 else "loss"
+    return (f"; a significant {what} smaller than δ = {margin:g}: {_mark(ci, n)} "
+            f"({_family(counts)})")
+
+
+def help_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count improves on ``N`` by more than δ (``lo* > δ``); fails when every ``hi < δ``,
+    naming a significant gain below δ if there is one."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
+    if winners:
+        return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
+    if all(ci.hi < d for ci in plain):
+        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, +1))
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI above +{d:g}", "contains", (d,))
+
+
+def hurt_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count is worse than ``N`` by more than δ (``hi* < −δ``); fails when every
+    ``lo > −δ``, naming a significant loss below δ if there is one."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    losers = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.hi < -d]
+    if losers:
+        return Decision(True, f"improvement CI below −{d:g} at {losers[0]} ({_family(counts)})")
+    if all(ci.lo > -d for ci in plain):
+        return Decision(False, f"every improvement CI above −{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, -1))
+    k = int(np.argmin([ci.lo for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI below −{d:g}", "contains", (-d,))
+
+
+def no_difference(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                  counts: Sequence[int], margin: float) -> Decision:
+    """Every count's interval inside ``(−δ, δ)``; fails when one widened interval lies entirely
+    outside."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    outside = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True)
+               if ci.lo >= d or ci.hi <= -d]
+    if outside:
+        return Decision(False, f"CI entirely outside ±{d:g} at {outside[0]} ({_family(counts)})")
+    decisions = [margins.equivalent(ci, d) for ci in plain]
+    if all(found.holds is True for found in decisions):
+        return Decision(True, f"every CI inside ±{d:g} ({len(counts)} counts)")
+    k = max((k for k, found in enumerate(decisions) if found.holds is not True),
+            key=lambda k: _half(wide[k]))
+    return _open(wide[k], counts[k], f"not every CI inside ±{d:g}", "straddles", (-d, d))
+
+
+def no_gain(help_: Decision) -> Decision:
+    """"More iterations bring no improvement beyond δ": the negation of :func:`help_beyond`."""
+    holds = None if help_.holds is None else not help_.holds
+    return Decision(holds, help_.reason, help_.facts)
+
+
+def fewer_hurt(cost: intervals.Interval | None, plain: Sequence[intervals.Interval],
+               wide: Sequence[intervals.Interval], counts: Sequence[int],
+               margin: float) -> Decision:
+    """"Using fewer iterations at inference is almost always detrimental" over every count
+    ``N' < N`` (module docstring). ``cost``: the interval of ``I(N, min N')``; ``plain`` and
+    ``wide``: the pointwise and Bonferroni-widened intervals of ``I(N', N)`` for ``N' ∈
+    counts``."""
+    d = float(margin)
+    if cost is None or not counts:
+        return gates.undecided("no N' below N on the grid", Gate.COUNT)
+    fewest = margins.positive(cost)
+    paid = f"cost of N'={counts[0]}: [{cost.lo:+.3g}, {cost.hi:+.3g}]"
+    if fewest.holds is False:
+        return Decision(False, f"{paid}: the fewest iterations decidedly cost nothing")
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
+    if winners:
+        return Decision(False, f"fewer iterations help: improvement CI above +{d:g} at "
+                               f"{winners[0]} ({_family(counts)})")
+    if fewest.holds is None:
+        return Decision(None, f"{paid}: {fewest.reason}", fewest.facts)
+    if all(ci.hi < d for ci in plain):
+        return Decision(True, f"{paid} above 0, and every improvement CI below +{d:g} "
+                              f"({len(counts)} counts below N)"
+                        + _below_margin(wide, counts, d, +1))
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"{paid} above 0, but no CI below N shown below +{d:g}",
+                 "contains", (d,))
+
+
+def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
+            level: float = intervals.LEVEL) -> tuple[Decision, intervals.Interval | None]:
+    """The residual check (module docstring), behind ``health``; and its interval."""
+    ratios, over = curves.falling(train_iters)
+    finite = ratios[np.isfinite(ratios)]
+    if finite.size < 2:
+        return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", Gate.COUNT), None
+    ci = intervals.interval(finite, over, level)
+    bound = -math.log10(RESIDUAL_FALL)
+    shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
+    if ci.hi < bound:
+        found = Decision(True, f"{shown} below {bound:g}: falls over {RESIDUAL_FALL:g}-fold")
+    elif ci.lo >= bound:
+        found = Decision(False, f"{shown} at or above {bound:g}: falls less than "
+                                f"{RESIDUAL_FALL:g}-fold")
+    else:
+        found = Decision(None, f"{shown} contains {bound:g}" + intervals.needed(ci, (bound,)),
+                         gates.Facts(needs=intervals.needs(ci, (bound,))))
+    return gates.gated([health], found, quote=bool(health.reason)), ci
+
+
+def converging(residual: Decision) -> Decision:
+    """The gate the residual check sets before the rows about more iterations: open only when
+    it holds (module docstring)."""
+    return gates.condition(residual.holds is True,
+                           f"solver not converging beyond N (the residual check: "
+                           f"{residual.reason or 'undecided'})", by=Gate.CONVERGENCE)
+
+
+def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
+    """Gate 1 (module docstring): δ has a scale. Open when δ is positive and finite and, for a
+    margin that is a fraction of what the fewest iterations cost (``reference`` given), that
+    cost is established."""
+    parts = []
+    if margin.of_fewest and reference is not None:
+        parts.append(gates.condition(
+            reference.holds is True,
+            "no scale for δ: its reference effect, what the fewest iterations cost, is not "
+            f"established ({reference.reason or 'undecided'})",
+            "its reference effect is established (the fewest iterations cost)", by=Gate.REFERENCE))
+    parts.append(gates.condition(margin.delta > 0 and math.isfinite(margin.delta),
+                                 f"no margin: δ = {margin.delta:g}", by=Gate.REFERENCE))
+    return gates.combine(*parts)
+
+
+def precision_gate(curves: Curves, train_iters: int, margin: Margin,
+                   plain: Sequence[intervals.Interval], power_ratio: float | None = POWER_RATIO
+                   ) -> Decision:
+    """Gates 2 and 3 (module docstring): δ at least the resolution, and enough power on the
+    intervals ``plain``; they guard the verdicts that every interval lies within a bound."""
+    parts = []
+    resolution = curves.resolution(train_iters)
+    if math.isfinite(resolution):
+        parts.append(gates.resolves(
+            margin.delta, resolution, margin.text,
+            "one model's standard error over the examples of a change between two counts",
+            curves.n_examples))
+    if plain and power_ratio is not None and margin.delta > 0:
+        widest = max(plain, key=_half)
+        parts.append(margins.powered(widest, margin.delta, power_ratio))
+    return gates.combine(*parts)
+
+
+def more_label(help_: Decision, hurt: Decision, same: Decision) -> str:
+    """``"help"``, ``"hurt"``, ``"no difference"`` or ``"undecided"`` (module docstring)."""
+    if help_.holds is True:
+        return "help"
+    if hurt.holds is True:
+        return "hurt"
+    if same.holds is True:
+        return "no difference"
+    return "undecided"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The test-time count to ship.
+
+    Attributes:
+        n: the recommended ``N'``.
+        best: ``N_b``, the count of the best mean metric.
+        as_good: every count as good as the best within δ (increasing).
+        improvement: interval of ``I(n, N)``, the recommended count against the training ``N``.
+        decided: ``True`` when every smaller count is decidedly worse than the best.
+        open_counts: smaller counts the data cannot rank (empty when decided).
+    """
+
+    n: int
+    best: int
+    as_good: tuple[int, ...]
+    improvement: intervals.Interval
+    decided: bool
+    open_counts: tuple[int, ...]
+
+    def describe(self, train_iters: int, unit: str = "") -> str:
+        ci = self.improvement
+        text = (f"N' = {self.n} (trained with N = {train_iters}; best mean at N' = {self.best}; "
+                f"as good as the best within δ: {', '.join(map(str, self.as_good))}; improvement "
+                f"over N: {ci.mean:+.4g}{unit}, {100 * ci.level:.0f} % CI [{ci.lo:+.4g}, "
+                f"{ci.hi:+.4g}]{unit} over {ci.n} {ci.over})")
+        if not self.decided and self.n not in self.as_good:
+            text += (f". The data cannot decide whether N' = {self.n} is as good as the best "
+                     f"(N' = {self.best}): N is kept")
+        if self.open_counts:
+            text += (f". The data cannot decide whether fewer iterations "
+                     f"({', '.join(map(str, self.open_counts))}) would do as well")
+        return text
+
+
+def recommend(curves: Curves, train_iters: int, margin: float,
+              level: float = intervals.LEVEL) -> Recommendation:
+    """The smallest count as good as the best within δ (module docstring)."""
+    grid = [int(n) for n in np.asarray(curves.grid)]
+    best = grid[int(np.argmax(curves.sign * curves.mean()))]
+    decisions = {n: margins.not_below(curves.improvement(n, best, level), margin).holds
+                 for n in grid}
+    as_good = tuple(n for n in grid if decisions[n] is True)
+    chosen = as_good[0] if as_good else best
+    open_counts = tuple(n for n in grid if n < chosen and decisions[n] is None)
+    if decisions[train_iters] is None:
+        chosen = train_iters  # N cannot be ranked against the best: test like you train
+        open_counts = tuple(n for n in grid if n < chosen and decisions[n] is None)
+    return Recommendation(n=chosen, best=best, as_good=as_good,
+                          improvement=curves.improvement(chosen, train_iters, level),
+                          decided=not open_counts and decisions[chosen] is True,
+                          open_counts=open_counts)
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Every verdict of one diagnosis (each a :class:`i2o.verdicts.gates.Decision`), already passed
+    through the gates: ``gate`` the caller's, ``scale`` :func:`reference_gate` and
+    :func:`precision_gate` combined for the counts above N (alone), ``converging``
+    :func:`converging`'s."""
+
+    gate: Decision
+    scale: Decision
+    help: Decision
+    hurt: Decision
+    same: Decision
+    no_gain: Decision
+    fewer: Decision
+    residual: Decision
+    more: str
+    margin: Margin
+    converging: Decision = OPEN
+    fewer_help: Decision = OPEN
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"more": self.more, "margin": self.margin.delta,
+                                  "margin_text": self.margin.text}
+        for name in ("gate", "scale", "converging", "help", "hurt", "same", "no_gain", "fewer",
+                     "fewer_help", "residual"):
+            found: Decision = getattr(self, name)
+            out[name] = {"holds": found.holds, "reason": found.reason}
+        return out
+
+
+#: Appended to a verdict decided by one simultaneous interval beyond δ (module docstring).
+BEYOND = "one simultaneous interval beyond δ decides this, whatever the resolution and power"
+
+
+def _settled(found: Decision, beyond: bool, scaled: Sequence[Decision], precise: Decision,
+             moving: Decision = OPEN) -> Decision:
+    """``found`` behind its gates (module docstring): when its outcome is ``beyond`` (the one a
+    simultaneous interval beyond δ decides), behind ``scaled`` and ``moving`` only; otherwise
+    behind ``scaled``, the precision gates ``precise``, then ``moving``. The open gates' reasons
+    head the verdict's."""
+    checks = [*scaled, moving] if found.holds is beyond else [*scaled, precise, moving]
+    decided = gates.gated(checks, found)
+    if decided.holds is None and found.holds is not None:
+        return decided  # a gate closed it
+    said = [part for gate in checks for part in gate.reason.split("; ") if part]
+    tail = [BEYOND] if found.holds is beyond else []
+    return Decision(decided.holds, "; ".join([*said, found.reason, *tail]), decided.facts)
+
+
+def _widened(level: float, counts: Sequence[int]) -> float:
+    """The level of a family of ``len(counts)`` intervals, Bonferroni-widened."""
+    return 1.0 - (1.0 - level) / max(1, len(counts))
+
+
+def decide(curves: Curves, train_iters: int, margin: float | Margin, gate: Decision = OPEN,
+           level: float = intervals.LEVEL, health: Decision = OPEN,
+           power_ratio: float | None = POWER_RATIO
+           ) -> tuple[Verdicts, dict[str, list[intervals.Interval]]]:
+    """The verdicts of the module docstring: the rows about more iterations behind ``gate``,
+    :func:`reference_gate`, :func:`precision_gate` and :func:`converging`; "fewer iterations
+    hurt" behind ``gate`` and its own scale gate (resolution, power over the counts below N);
+    the residual check behind ``health``. An open ``gate`` is stated once, in its own row, not
+    in each verdict's reason (which starts with the open scale gates' reasons); a closed one is
+    each verdict's reason. Also returns the intervals they read (``above`` pointwise,
+    ``above_simultaneous`` widened, ``below`` the cost of the fewest, ``fewer`` and
+    ``fewer_simultaneous`` the improvements of the counts below N, ``residual``)."""
+    if not isinstance(margin, Margin):
+        if not margin > 0:
+            raise ValueError(f"the margin δ must be > 0; got {margin!r}")
+        margin = Margin.stated(float(margin))
+    grid = [int(n) for n in np.asarray(curves.grid)]
+    above = [n for n in grid if n > train_iters]
+    below = [n for n in grid if n < train_iters]
+    plain = curves.improvements(train_iters, above, level)
+    wide = curves.improvements(train_iters, above, _widened(level, above))
+    plain_below = curves.improvements(train_iters, below, level)
+    wide_below = curves.improvements(train_iters, below, _widened(level, below))
+    cost = curves.improvement(train_iters, below[0], level) if below else None
+    reference = (margins.positive(cost) if cost is not None
+                 else gates.undecided("no N' below N on the grid", Gate.COUNT))
+    if margin.of_fewest and reference.holds is not True and margin.floor > 0:
+        margin = margin.on_floor("what the fewest iterations cost is not established")
+    scaled = reference_gate(margin, reference)
+    precise = precision_gate(curves, train_iters, margin, plain, power_ratio)
+    scale = gates.combine(scaled, precise)
+    residual, ci = falling(curves, train_iters, health, level)
+    moving = converging(residual)
+    if gate.holds is not True:
+        help_ = hurt = same = Decision(None, gate.reason, gate.facts)
+    elif scaled.holds is not True:
+        help_ = hurt = same = gates.combine(gate, scaled)
+    else:
+        help_, hurt, same = (
+            _settled(rule(plain, wide, above, margin.delta), beyond, [scaled], precise, moving)
+            for rule, beyond in ((help_beyond, True), (hurt_beyond, True),
+                                 (no_difference, False)))
+    fewer = fewer_hurt(cost, plain_below, wide_below, below, margin.delta)
+    fewer_precise = precision_gate(curves, train_iters, margin, plain_below, power_ratio)
+    fewer_scaled = reference_gate(margin, None)
+    if reference.holds is False:  # fails on what the fewest cost alone: δ is not read
+        fewer = gates.gated([gate], fewer)
+    else:
+        fewer = gates.gated([gate], _settled(fewer, False, [fewer_scaled], fewer_precise))
+    fewer_help = (gates.gated([gate], _settled(
+                      help_beyond(plain_below, wide_below, below, margin.delta), True,
+                      [fewer_scaled], fewer_precise))
+                  if below else gates.undecided("no N' below N on the grid", Gate.COUNT))
+    verdicts = Verdicts(gate=gate, scale=scale, help=help_, hurt=hurt, same=same,
+                        no_gain=no_gain(help_), fewer=fewer, residual=residual,
+                        more=more_label(help_, hurt, same), margin=margin, converging=moving,
+                        fewer_help=fewer_help)
+    return verdicts, {"above": plain, "above_simultaneous": wide,
+                      "below": [cost] if cost is not None else [],
+                      "fewer": plain_below, "fewer_simultaneous": wide_below,
+                      "residual": [ci] if ci is not None else []}
