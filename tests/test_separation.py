@@ -135,12 +135,20 @@ def test_linear_deq_readout_is_fixed_at_the_signs_of_the_least_squares_fit():
     x = gotu.training_points("f1", 6, 64, seed=0)
     signs = gotu.readout_signs(x, gotu.target("f1", x))
     # x2 - 1.25 x0 + 1.5 x1 on the seen part; the other three coefficients are 0 up to rounding
-    # (about 1e-16), so their signs depend on the BLAS kernel: only the three are asserted
-    assert signs[:3].tolist() == [-1.0, 1.0, 1.0] and set(signs.tolist()) <= {-1.0, 1.0}
+    assert signs.tolist() == [-1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     model = nets.make_model("linear_deq", 6, signs=torch.as_tensor(signs))
     assert {name for name, _ in model.named_parameters()} == {"w", "c"}  # a is not trained
     with pytest.raises(ValueError, match="signs must be ±1"):
         nets.LinearDEQ(3, torch.tensor([1.0, 0.5, -1.0]))
+
+
+def test_readout_signs_read_rounding_noise_as_zero_and_a_real_negative_as_minus_one():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 3))
+    y = -2.0 * x[:, 0] + 1e-3 * x[:, 1] - 1e-3 * x[:, 2]
+    assert gotu.readout_signs(x, y).tolist() == [-1.0, 1.0, -1.0]  # small but real: kept
+    negligible = -2.0 * x[:, 0] - 1e-12 * x[:, 1]  # negative, but 2e-9 of the largest is 0
+    assert gotu.readout_signs(x, negligible).tolist() == [-1.0, 1.0, 1.0]
 
 
 def test_the_gotu_relu_deq_reads_its_output_from_the_fixed_point_alone():

@@ -78,13 +78,23 @@ def training_points(name: str, d: int, size: int, seed: int) -> np.ndarray:
     return seen_part if len(seen_part) <= size else sample_seen(name, d, size, seed)
 
 
+#: A least-squares coefficient within this fraction of the largest one is 0 (rounding, not a sign).
+ZERO_COEFFICIENT = 1e-9
+
+
 def readout_signs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The linear DEQ's fixed readout: the signs (0 → +1) of the minimum-norm affine least-squares
     fit of the training data, so that β = a/(1 − w) can reach it (the authors' reply: −1 where
-    the solution is negative)."""
+    the solution is negative).
+
+    A coefficient is negative when it is below −:data:`ZERO_COEFFICIENT` × max|coefficient|: a
+    coordinate the target does not depend on gets a coefficient of 0 up to rounding (±1e-16),
+    whose sign would otherwise be the BLAS kernel's choice."""
     features = np.hstack([x, np.ones((len(x), 1))])
     coef, *_ = np.linalg.lstsq(features, y, rcond=None)
-    return np.where(coef[:-1] < 0, -1.0, 1.0)
+    weights = coef[:-1]
+    tolerance = ZERO_COEFFICIENT * float(np.max(np.abs(weights), initial=0.0))
+    return np.where(weights < -tolerance, -1.0, 1.0)
 
 
 def affine_prediction(name: str, d: int, bias: bool) -> dict[str, float | bool]:
