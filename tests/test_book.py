@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from i2o import locations, runtime
-from i2o.book import build
+from i2o.book import build, execute, stamps
 from i2o.compute import profiles
 
 REPO = locations.repo_root()
@@ -56,7 +56,7 @@ def test_cli_refuses_bad_parameters_before_compute(capsys):
     assert "parameter 'profile' must be one of 'smoke', 'quick', 'paper'" in capsys.readouterr().err
     assert build.main(["run", figure, "-p", "no_such_parameter", "1"]) == 2
     assert "unknown parameter(s) 'no_such_parameter'" in capsys.readouterr().err
-    assert not build.executed_path(figure).exists()
+    assert not stamps.executed_path(figure).exists()
 
 
 def test_notebook_itself_validates_papermill_parameters(tmp_path):
@@ -87,11 +87,11 @@ def test_the_kernel_runs_over_ipc_sockets_without_the_tcp_warning(tmp_path, capf
     sockets.mkdir()
     papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "out.ipynb"),
                                kernel_name="python3", progress_bar=False,
-                               **build.kernel_manager(str(sockets)))
+                               **execute.kernel_manager(str(sockets)))
     assert nbformat.read(tmp_path / "out.ipynb", 4).cells[0].outputs[0]["text"] == "42\n"
     captured = capfd.readouterr()
     assert "without encryption" not in captured.out + captured.err
-    assert build.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
+    assert execute.kernel_manager(str(sockets))["kernel_manager_class"]().transport == "ipc"
 
 
 @pytest.mark.book
@@ -185,7 +185,7 @@ def test_second_run_is_up_to_date(built_book, capsys):
     figure = profiles.figures()[0]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("I2O_BUILD_DIR", str(built_book["build"]))
-        build.run(figure, "smoke")
+        execute.run(figure, "smoke")
     assert "up to date" in capsys.readouterr().out
 
 

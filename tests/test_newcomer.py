@@ -16,7 +16,7 @@ from PIL import Image
 from toy_jobs import toy
 
 from i2o import locations
-from i2o.book import build
+from i2o.book import build, execute, html_build, stamps
 from i2o.compute import pool
 from i2o.data import CLASSES, fetch, preflight
 
@@ -138,8 +138,8 @@ def test_make_book_names_the_bad_files_at_the_end(damaged, monkeypatch, capsys):
         raise OSError("offline")
 
     monkeypatch.setattr(shakespeare, "_download", offline)
-    monkeypatch.setattr(build, "run", lambda figure, *a, **k: build.executed_path(figure))
-    monkeypatch.setattr(build, "html", lambda: None)
+    monkeypatch.setattr(execute, "run", lambda figure, *a, **k: stamps.executed_path(figure))
+    monkeypatch.setattr(html_build, "html", lambda: None)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
     assert build.main(["book", "--profile", "smoke"]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from i2o.book import build
+from i2o.book import build, stamps
 from i2o.compute import door, profiles, sweep
 from i2o.provenance import robustness
 
@@ -191,7 +191,7 @@ def test_every_bad_parameter_is_refused_on_every_path_before_any_compute(
         start = time.perf_counter()
         failures += _refusals(case, capsys, monkeypatch)
         slowest = max(slowest, time.perf_counter() - start)
-    assert not build.executed_path(figure).exists()
+    assert not stamps.executed_path(figure).exists()
     assert not failures, "\n".join(failures)
     with capsys.disabled():
         count = len(profiles.entry(figure)["parameters"])

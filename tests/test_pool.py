@@ -14,7 +14,7 @@ import pytest
 from toy_jobs import ResidualJob, other, toy
 
 from i2o import results
-from i2o.book import build
+from i2o.book import all_chapters, execute, stamps
 from i2o.compute import door, job_costs, pool, profiles, sweep
 from i2o.compute.chapter import run_jobs
 from i2o.compute.door import Task
@@ -230,7 +230,7 @@ def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(mo
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
     monkeypatch.setattr(preflight, "needs", lambda figure: False)
     monkeypatch.setattr(preflight, "check", lambda figures, **_: dict.fromkeys(figures))
-    monkeypatch.setattr(build, "up_to_date", lambda figure, params: figure == "toy-b")
+    monkeypatch.setattr(stamps, "up_to_date", lambda figure, params: figure == "toy-b")
     real = sweep.submit
     asked = []
 
@@ -244,8 +244,8 @@ def test_make_book_pools_the_chapters_it_will_execute_then_runs_the_notebooks(mo
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
         seen[figure] = pool.pooled(chapters["toy"].jobs())
 
-    monkeypatch.setattr(build, "run", notebook)
-    assert build.run_all("quick", workers=2) == {}
+    monkeypatch.setattr(execute, "run", notebook)
+    assert all_chapters.run_all("quick", workers=2) == {}
     assert asked == [2] and toy_computations == Counter({"toy/residuals-seed1": 1,
                                                          "toy/residuals-seed2": 1})
     assert seen == {"toy": (2, 2), "toy-b": (2, 2)}

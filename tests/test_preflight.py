@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o.book import build
+from i2o.book import build, execute, html_build, stamps
 from i2o.compute import door, pool, profiles
 from i2o.data import cifar10, fetch, preflight, shakespeare
 
@@ -148,7 +148,7 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
         ran.append(figure)
         if figure == "affine":
             raise RuntimeError("boom\nsecond line")
-        return build.executed_path(figure)
+        return stamps.executed_path(figure)
 
     entered = door.enter
 
@@ -157,8 +157,8 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
             raise ImportError("no module named torchdeq")
         return entered(figure, *args, **kwargs)
 
-    monkeypatch.setattr(build, "run", fake_run)
-    monkeypatch.setattr(build, "html", lambda: None)
+    monkeypatch.setattr(execute, "run", fake_run)
+    monkeypatch.setattr(html_build, "html", lambda: None)
     monkeypatch.setattr(door, "enter", enter)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))  # no jobs
     assert build.main(["book", "--profile", "smoke"]) == 1
@@ -169,9 +169,9 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
     assert any("diagnose: ImportError: no module named torchdeq" in line for line in lines)
     assert any("affine: RuntimeError: boom" in line and "second" not in line for line in lines)
     assert any("stability: " in line and "I2O_DATA_DIR" in line for line in lines)
-    assert build.failure_path("affine").read_text().strip() == "RuntimeError: boom"
+    assert execute.failure_path("affine").read_text().strip() == "RuntimeError: boom"
 
-    staged = build.stage()
+    staged = html_build.stage()
     for figure in ("affine", "stability"):
         notebook = json.loads((staged / profiles.entry(figure)["notebook"]).read_text())
         text = "".join(notebook["cells"][0]["source"])
@@ -179,7 +179,7 @@ def test_book_keeps_going_past_a_missing_data_set_and_a_failing_chapter(monkeypa
 
 
 def test_a_bad_parameter_still_stops_before_anything_runs(monkeypatch, capsys):
-    monkeypatch.setattr(build, "run", lambda *a, **k: pytest.fail("ran a notebook"))
+    monkeypatch.setattr(execute, "run", lambda *a, **k: pytest.fail("ran a notebook"))
     assert build.main(["all", "--profile", "huge"]) == 2
     assert "profile" in capsys.readouterr().err
 
@@ -188,5 +188,5 @@ def test_first_error_line_of_a_notebook_error():
     class PapermillExecutionError(Exception):
         ename, evalue = "DataNotFoundError", "CIFAR-10 (train) not found: looked for …\nmore"
 
-    assert build.first_error_line(PapermillExecutionError("long traceback")) == \
+    assert execute.first_error_line(PapermillExecutionError("long traceback")) == \
         "DataNotFoundError: CIFAR-10 (train) not found: looked for …"

@@ -11,7 +11,7 @@ import sys
 import pytest
 from bank import replicate_run
 
-from i2o.book import build
+from i2o import locations
 from i2o.compute import profiles
 from i2o.provenance import robustness
 
@@ -90,7 +90,7 @@ def test_page_without_replicates_names_the_command():
 
 
 def test_robustness_page_is_in_the_table_of_contents():
-    toc = (build.locations.repo_root() / "_toc.yml").read_text()
+    toc = (locations.repo_root() / "_toc.yml").read_text()
     assert "book/robustness" in toc
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from i2o import locations
-from i2o.book import build, site
+from i2o.book import html_build, site
 from i2o.compute import profiles
 
 REPO = locations.repo_root()
@@ -194,7 +194,7 @@ def test_mathjax_is_pinned_by_the_npm_lock():
 def test_staging_serves_mathjax_from_the_book(tmp_path):
     if site.mathjax_source() is None:
         pytest.skip("node_modules/mathjax is absent: run `npm ci`")
-    staged = build.stage()
+    staged = html_build.stage()
     config = yaml.safe_load((staged / "_config.yml").read_text())
     assert config["sphinx"]["config"]["mathjax_path"] == "mathjax/tex-chtml.js"
     assert (staged / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file()

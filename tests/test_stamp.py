@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from i2o import locations, results
-from i2o.book import build
+from i2o.book import execute, stamps
 from i2o.compute import profiles
 
 REPO = locations.repo_root()
@@ -24,27 +24,27 @@ REPO = locations.repo_root()
 #: it recorded, and what moved when not (what a second `make book` would decide).
 SECOND_BUILD = """
 import json
-from i2o.book import build
+from i2o.book import stamps
 from i2o.compute import door, profiles
 found = {}
 for figure in profiles.figures():
-    recorded = build._recorded(build.executed_path(figure))
-    stamp, inputs = build.stamped(figure, door.enter(figure, recorded["profile"]).params)
+    recorded = stamps.recorded_stamp(stamps.executed_path(figure))
+    stamp, inputs = stamps.stamped(figure, door.enter(figure, recorded["profile"]).params)
     found[figure] = [] if recorded["stamp"] == stamp else \\
-        build.stamp_changes(recorded.get("inputs", {}), inputs)
+        stamps.stamp_changes(recorded.get("inputs", {}), inputs)
 print(json.dumps(found))
 """
 
 
 def _affine_inputs() -> dict:
-    return build.stamped("affine", profiles.resolve("affine", "smoke"))[1]
+    return stamps.stamped("affine", profiles.resolve("affine", "smoke"))[1]
 
 
 def test_a_stamp_is_the_hash_of_its_inputs_and_its_sources_are_the_hashed_files():
     params = profiles.resolve("affine", "smoke")
-    stamp, inputs = build.stamped("affine", params)
-    assert stamp == build._stamp("affine", params)
-    assert stamp == build.stamp_of({k: v for k, v in inputs.items() if k != "sources"})
+    stamp, inputs = stamps.stamped("affine", params)
+    assert stamp == stamps.stamp("affine", params)
+    assert stamp == stamps.stamp_of({k: v for k, v in inputs.items() if k != "sources"})
     assert set(inputs["sources"]) == {str(p.relative_to(results.PACKAGE_DIR))
                                       for p in results.PACKAGE_DIR.rglob("*.py")}
     assert "book/build.py" in inputs["sources"]
@@ -52,7 +52,7 @@ def test_a_stamp_is_the_hash_of_its_inputs_and_its_sources_are_the_hashed_files(
 
 def test_stamp_changes_is_empty_when_no_input_moved():
     inputs = _affine_inputs()
-    assert build.stamp_changes(inputs, json.loads(json.dumps(inputs))) == []
+    assert stamps.stamp_changes(inputs, json.loads(json.dumps(inputs))) == []
 
 
 def test_stamp_changes_names_the_files_parameters_and_notebook_that_moved():
@@ -64,7 +64,7 @@ def test_stamp_changes_names_the_files_parameters_and_notebook_that_moved():
     after["i2o"] = "f" * 64
     after["params"]["n_seeds"] = before["params"]["n_seeds"] + 1
     after["notebook"] = "e" * 64
-    changes = build.stamp_changes(before, after)
+    changes = stamps.stamp_changes(before, after)
     assert changes == [
         "the source notebook changed",
         f"parameter n_seeds: {before['params']['n_seeds']} → {before['params']['n_seeds'] + 1}",
@@ -73,7 +73,7 @@ def test_stamp_changes_names_the_files_parameters_and_notebook_that_moved():
 
 
 def test_stamp_changes_says_when_the_notebook_kept_no_inputs():
-    assert build.stamp_changes({}, _affine_inputs()) == [
+    assert stamps.stamp_changes({}, _affine_inputs()) == [
         "the executed notebook keeps no stamp inputs (executed before they were kept)"]
 
 
@@ -88,12 +88,12 @@ def test_a_re_execution_says_what_moved_and_an_unchanged_run_says_nothing(monkey
                         types.SimpleNamespace(execute_notebook=copy_notebook))
     said = []
     for seed in (1, 1, 2):
-        build.run("affine", "smoke", {"seed": seed})
+        execute.run("affine", "smoke", {"seed": seed})
         said.append(capsys.readouterr().out)
     assert "stamp changed" not in said[0] + said[1] and "up to date" in said[1]
     assert "affine: its stamp changed since its last execution: parameter seed: 1 → 2\n" in said[2]
-    recorded = build._recorded(build.executed_path("affine"))
-    assert recorded["stamp"] == build.stamp_of({k: v for k, v in recorded["inputs"].items()
+    recorded = stamps.recorded_stamp(stamps.executed_path("affine"))
+    assert recorded["stamp"] == stamps.stamp_of({k: v for k, v in recorded["inputs"].items()
                                                if k != "sources"})
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from i2o import locations
-from i2o.book import build
+from i2o.book import all_chapters, build, execute, html_build, stamps
 from i2o.compute import door, pool, profiles, timings
 from i2o.data import preflight
 
@@ -147,7 +147,7 @@ def test_the_numerics_table_shows_each_steps_latest_ratio_against_the_goal():
 def test_the_staged_reproduce_page_has_the_generated_tables_and_no_marker(kept):
     timings.record(entry(chapter="affine", seconds=29.0, commit="staged1"))
     timings.record(numerics_entry())
-    text = (build.stage() / "book" / "reproduce.md").read_text()
+    text = (html_build.stage() / "book" / "reproduce.md").read_text()
     assert "| `affine` | `quick` | 29 s |" in text and "`staged1`" in text
     assert "| TINY step | 1.17× |" in text
     for marker in (timings.COST_START, timings.COST_END, timings.NUMERICS_START,
@@ -215,24 +215,24 @@ def test_make_book_records_timings_only_when_asked(kept, monkeypatch):
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
     monkeypatch.setattr(preflight, "needs", lambda figure: False)
     monkeypatch.setattr(preflight, "check", lambda names, **_: dict.fromkeys(names))
-    monkeypatch.setattr(build, "up_to_date", lambda figure, params: False)
+    monkeypatch.setattr(stamps, "up_to_date", lambda figure, params: False)
     monkeypatch.setattr(pool, "run", lambda chapters, workers=None: pool.PoolRun(0))
 
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
         cached.update(job.name for job in chapters[figure].jobs)
-        path = build.executed_path(figure)
+        path = stamps.executed_path(figure)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name("partial.ipynb")  # renamed into place, as book.run does
-        partial.write_text(json.dumps({"metadata": {build.STAMP_KEY: {"seconds": 12.5}}}))
+        partial.write_text(json.dumps({"metadata": {stamps.STAMP_KEY: {"seconds": 12.5}}}))
         partial.replace(path)
         return path
 
-    monkeypatch.setattr(build, "run", notebook)
-    assert build.run_all("quick") == {}
+    monkeypatch.setattr(execute, "run", notebook)
+    assert all_chapters.run_all("quick") == {}
     assert not (kept / timings.TIMINGS_FILE).exists()
     cached.clear()
     cached.add("deq_gaps/j0")
-    assert build.run_all("quick", record_timing=True) == {}
+    assert all_chapters.run_all("quick", record_timing=True) == {}
     records = timings.read_timings()
     assert [r["chapter"] for r in records] == ["affine", "deq_gaps", timings.WHOLE_BOOK]
     affine, gaps, whole = records
@@ -252,16 +252,16 @@ def test_make_fig_records_its_notebook_only_when_executed(kept, monkeypatch):
     executes = [True, False]
 
     def notebook(figure, profile="quick", overrides=None, force=False, chapter=None):
-        path = build.executed_path(figure)
+        path = stamps.executed_path(figure)
         if executes.pop(0):
             cached.update(job.name for job in chapter.jobs)
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_name("partial.ipynb")
-            partial.write_text(json.dumps({"metadata": {build.STAMP_KEY: {"seconds": 20.0}}}))
+            partial.write_text(json.dumps({"metadata": {stamps.STAMP_KEY: {"seconds": 20.0}}}))
             partial.replace(path)
         return path
 
-    monkeypatch.setattr(build, "run", notebook)
+    monkeypatch.setattr(execute, "run", notebook)
     assert build.main(["run", "affine", "--record-timing"]) == 0
     assert build.main(["run", "affine", "--record-timing"]) == 0  # up to date: nothing more
     (only,) = timings.read_timings()

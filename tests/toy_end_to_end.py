@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from i2o.book import build, published
+from i2o.book import build, execute, published
 from i2o.chapters.toy import claims
 from i2o.compute import door, pool
 from i2o.provenance import bundles, fingerprint, numbers
@@ -101,7 +101,7 @@ def main(work: Path) -> dict[str, Any]:
     found["holds"] = verdict()
     found["fails"] = verdict(train_iters=10)
     found["entries"] = len(list((cache / FIGURE).glob("residuals-seed*[0-9a-f]")))
-    executed = build.run(FIGURE, PROFILE)
+    executed = execute.run(FIGURE, PROFILE)
     found["notebook"] = {"executed": executed.exists(), "numbers": numbers.chapter(FIGURE)}
     found["bundle"] = bundle_steps(work, cache)
     found["published"] = json.loads(published.publish_numbers(PROFILE).read_text())

@@ -481,8 +481,8 @@ def provenance_lines(summary: Mapping[str, Any] | None,
 def collect(notebooks: Mapping[str, Path], fallback: Fallback | None = None
             ) -> tuple[dict[str, ChapterEvidence], list[str]]:
     """Every chapter's evidence, anchoring the rows of its staged notebook (``notebooks``:
-    figure → staged notebook, as :func:`i2o.book.build.stage` writes them), and the provenance lines
-    of the published files read."""
+    figure → staged notebook, as :func:`i2o.book.html_build.stage` writes them), and the provenance
+    lines of the published files read."""
     sources = quick_sources(fallback)
     numbers_paper = published.read("numbers", PAPER)
     paper_states = published.statuses(numbers_paper, PAPER) if numbers_paper else {}

@@ -1,4 +1,5 @@
-"""What the HTML book adds to the executed notebooks when it is staged (``i2o.book.build.stage``).
+"""What the HTML book adds to the executed notebooks when it is staged
+(``i2o.book.html_build.stage``).
 
 The notebooks in ``book/`` are never edited for presentation; their staged copies are:
 

@@ -10,7 +10,7 @@ them, the longest first, each on the core that frees first (:func:`i2o.compute.s
 task taking its jobs' times plus the start of its process
 (:data:`i2o.compute.schedule.TASK_START_SECONDS`: the local pool starts a process per task); the
 notebooks then run one after the other, as
-:func:`i2o.book.build.run_all` runs them, each taking its own time: the executed notebook's
+:func:`i2o.book.all_chapters.run_all` runs them, each taking its own time: the executed notebook's
 (:func:`notebook_seconds`), else, in a fresh clone, the latest time of that notebook alone
 recorded in ``published/timings.json`` for its chapter and profile (:func:`published_seconds`).
 Printed per K: the wall time (jobs + notebooks), the task that bounds it from below (the

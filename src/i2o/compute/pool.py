@@ -1,7 +1,7 @@
 """One pool of local processes for the missing jobs of every chapter (``make book``).
 
-:func:`i2o.book.build.run_all` lists, before any notebook runs, the missing tasks of every chapter
-it will execute (:meth:`i2o.compute.door.Chapter.tasks` reduced by
+:func:`i2o.book.all_chapters.run_all` lists, before any notebook runs, the missing tasks of every
+chapter it will execute (:meth:`i2o.compute.door.Chapter.tasks` reduced by
 :func:`i2o.compute.sweep.missing_tasks`) and computes them here, all in one local pool
 (:func:`i2o.compute.sweep.submit`: submitit's processes in a sliding window, one torch thread each
 as the portable pins require), the longest first, so that the last task does not run alone while
@@ -12,7 +12,7 @@ compute and the wall time it expects (:func:`expected_wall_seconds`); while it r
 done of the total, the tasks running and the time left, the longest-first schedule of what
 remains on the pool's processes from the tasks' expected costs (:func:`i2o.compute.sweep.eta`),
 redrawn on one line in a terminal and written once per finished task in a log; at the end, the wall
-time beside that forecast. The notebooks then print their line each (:func:`i2o.book.build.run`).
+time beside that forecast. The notebooks then print their line each (:func:`i2o.book.execute.run`).
 
 Expected costs (:func:`estimate_tasks`). A job's expected wall time is its recorded one
 (:func:`i2o.results.recorded_costs`: the most recent entry of its name computed with its

@@ -18,7 +18,7 @@ rewritten (:func:`record`):
   these are ratios of one step, not wall times of a chapter.
 
 A timed run appends only when asked: ``python -m i2o.book book --record-timing`` (``make book
-RECORD=1``, :func:`i2o.book.build.run_all`) or ``python -m i2o.book run FIG --record-timing``
+RECORD=1``, :func:`i2o.book.all_chapters.run_all`) or ``python -m i2o.book run FIG --record-timing``
 (``make fig-FIG RECORD=1``), so tests, CI and casual builds never write to ``published/``. A
 notebook run inside ``make book`` finds its jobs computed by the book's pool
 (:mod:`i2o.compute.pool`): its record's ``seconds`` are the notebook's alone, ``pool_jobs`` says how

@@ -151,14 +151,14 @@ def write(smoke: Mapping[str, Any], probe_found: Mapping[str, Any]) -> None:
 def regenerate() -> tuple[dict[str, Any], dict[str, Any]]:
     """Execute every smoke notebook in a temporary build and results folder (portable mode),
     fingerprint the results and run the probes; return both."""
-    from i2o.book import build
+    from i2o.book import execute
 
     runtime.apply_numerics()
     with tempfile.TemporaryDirectory(prefix="i2o-golden-") as tmp:
         with runtime.environment({"I2O_BUILD_DIR": f"{tmp}/_build",
                                   "I2O_RESULTS_DIR": f"{tmp}/results"}):
             for figure in profiles.figures():
-                build.run(figure, "smoke")
+                execute.run(figure, "smoke")
             smoke = fingerprint.fingerprint(profile="smoke")
     return smoke, probes.run(mode="portable")
 

@@ -1,8 +1,8 @@
 """Every number the book publishes, per chapter, in one file readers can compare: ``numbers.json``.
 
-Written when the book is staged (:func:`i2o.book.build.stage`) to ``_build/numbers.json`` and served
-with the HTML (``_build/html/numbers.json``, linked from the Reproduce page). For each chapter
-whose notebook was executed::
+Written when the book is staged (:func:`i2o.book.html_build.stage`) to ``_build/numbers.json`` and
+served with the HTML (``_build/html/numbers.json``, linked from the Reproduce page). For each
+chapter whose notebook was executed::
 
     {"<figure>": {"numbers": {"<glue name>": <value as glued>, ...},
                   "costs": {"<glue name>": <value as glued>, ...},
