@@ -23,7 +23,7 @@ from i2o.diagnose import (
     from_book_deq,
 )
 from i2o.diagnose.metrics import NAMED, resolve
-from i2o.verdicts import gates, intervals, rule
+from i2o.verdicts import gates, intervals, margin_gates, questions, recommendation, rule
 
 torchdeq = pytest.importorskip("torchdeq")
 
@@ -196,16 +196,16 @@ def test_predicates_hold_and_fail_at_the_margin():
     def one(rule, lo, hi):
         return rule([ci(lo, hi)], [ci(lo, hi)], [6], 0.01).holds
 
-    assert one(rule.help_beyond, 0.02, 0.03) is True
-    assert one(rule.help_beyond, -0.02, 0.005) is False
-    assert one(rule.help_beyond, 0.0, 0.02) is None
-    assert one(rule.hurt_beyond, -0.03, -0.02) is True
-    assert one(rule.hurt_beyond, -0.005, 0.03) is False
-    assert one(rule.hurt_beyond, -0.02, 0.0) is None
-    assert one(rule.no_difference, -0.005, 0.005) is True
-    assert one(rule.no_difference, 0.02, 0.03) is False
-    assert one(rule.no_difference, 0.0, 0.02) is None
-    fewer = lambda cost, lo, hi: rule.fewer_hurt(  # noqa: E731
+    assert one(questions.help_beyond, 0.02, 0.03) is True
+    assert one(questions.help_beyond, -0.02, 0.005) is False
+    assert one(questions.help_beyond, 0.0, 0.02) is None
+    assert one(questions.hurt_beyond, -0.03, -0.02) is True
+    assert one(questions.hurt_beyond, -0.005, 0.03) is False
+    assert one(questions.hurt_beyond, -0.02, 0.0) is None
+    assert one(questions.no_difference, -0.005, 0.005) is True
+    assert one(questions.no_difference, 0.02, 0.03) is False
+    assert one(questions.no_difference, 0.0, 0.02) is None
+    fewer = lambda cost, lo, hi: questions.fewer_hurt(  # noqa: E731
         cost, [ci(lo, hi)], [ci(lo, hi)], [1], 0.01).holds
     assert fewer(ci(0.1, 0.2), -0.2, -0.1) is True
     assert fewer(ci(-0.1, 0.0), 0.0, 0.1) is False  # the fewest cost nothing
@@ -221,24 +221,24 @@ def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise()
     widened ones reach above it."""
     ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
     plain, wide = [ci(0.011, 0.02), ci(-0.01, 0.0)], [ci(0.005, 0.026), ci(-0.02, 0.01)]
-    found = rule.help_beyond(plain, wide, [6, 7], 0.01)
+    found = questions.help_beyond(plain, wide, [6, 7], 0.01)
     assert found.holds is None and found.facts.needs is not None
-    assert rule.no_gain(found).holds is None
+    assert questions.no_gain(found).holds is None
     below = [ci(-0.01, 0.009), ci(-0.01, 0.0)]
-    assert rule.help_beyond(below, wide, [6, 7], 0.01).holds is False
-    assert rule.no_gain(rule.help_beyond(below, wide, [6, 7], 0.01)).holds is True
-    assert rule.no_gain(rule.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
+    assert questions.help_beyond(below, wide, [6, 7], 0.01).holds is False
+    assert questions.no_gain(questions.help_beyond(below, wide, [6, 7], 0.01)).holds is True
+    assert questions.no_gain(questions.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
 
 
 def test_rows_with_a_margin_need_resolution_power_and_an_established_reference():
     clear = doctored(+0.001, shift_below=-0.2)
-    fewest = rule.Margin.fewest(clear, N, 0.25)
+    fewest = margin_gates.Margin.fewest(clear, N, 0.25)
     assert fewest.of_fewest and abs(fewest.delta - 0.05) < 1e-3
     v, _ = rule.decide(clear, N, fewest)
     assert v.no_gain.holds is True and v.scale.holds is True
     flat = doctored(+0.001, shift_below=+0.001)  # the fewest cost nothing: δ has no scale
-    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25) if False else
-                           rule.Margin(0.05, "0.05", of_fewest=True))
+    v, _ = rule.decide(flat, N, margin_gates.Margin.fewest(flat, N, 0.25) if False else
+                           margin_gates.Margin(0.05, "0.05", of_fewest=True))
     assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
     noisy = doctored(+0.001, noise=0.3)  # δ below one model's resolution
     v, _ = rule.decide(noisy, N, 0.01)
@@ -257,19 +257,19 @@ def test_the_residual_check_holds_fails_and_needs_two_values():
     rising = Curves(GRID, falling_.values, falling_.residual[:, :, ::-1].copy(), 1.0)
     assert rule.decide(rising, N, 0.01)[0].residual.holds is False
     one = Curves(GRID, falling_.values[:, :1], falling_.residual[:, :1], 1.0)
-    assert rule.falling(one, N)[0].facts.closed_by == "count"
+    assert questions.falling(one, N)[0].facts.closed_by == "count"
     sick = rule.decide(falling_, N, 0.01, health=gates.undecided("diverged", "health"))[0]
     assert sick.residual.holds is None and sick.residual.facts.closed_by == "health"
 
 
 def test_the_recommendation_follows_the_curve():
-    helps = rule.recommend(doctored(+0.05), N, 0.01)
+    helps = recommendation.recommend(doctored(+0.05), N, 0.01)
     assert helps.n == 6 and helps.decided and helps.best > N  # the cheapest count above N
-    hurts = rule.recommend(doctored(-0.05), N, 0.01)
+    hurts = recommendation.recommend(doctored(-0.05), N, 0.01)
     assert hurts.n == N and hurts.decided  # fewer hurt, more hurt: N
-    noisy = rule.recommend(doctored(+0.02, noise=0.3), N, 0.01)
+    noisy = recommendation.recommend(doctored(+0.02, noise=0.3), N, 0.01)
     assert noisy.n == N and not noisy.decided  # cannot rank N against the best: keep N
-    flat = rule.recommend(doctored(0.0, shift_below=0.0), N, 0.01)
+    flat = recommendation.recommend(doctored(0.0, shift_below=0.0), N, 0.01)
     assert flat.n == 1  # one iteration is as good as any: the cheapest
 
 
@@ -492,17 +492,17 @@ def test_fewer_hurt_reads_every_count_below_n():
 
 def test_a_floor_keeps_the_margin_when_the_reference_is_small_or_not_established():
     small = doctored(+0.001, shift_below=-0.002)  # the fewest cost 0.002: ¼ of it is 5e-4
-    assert rule.Margin.fewest(small, N, 0.25).delta < 1e-3
-    floored = rule.Margin.fewest(small, N, 0.25, floor=0.01)
+    assert margin_gates.Margin.fewest(small, N, 0.25).delta < 1e-3
+    floored = margin_gates.Margin.fewest(small, N, 0.25, floor=0.01)
     assert floored.delta == 0.01 and "floor 0.01" in floored.text
     flat = doctored(+0.001, shift_below=+0.0)  # the fewest cost nothing: not established
-    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25, floor=0.01))
+    v, _ = rule.decide(flat, N, margin_gates.Margin.fewest(flat, N, 0.25, floor=0.01))
     assert v.margin.delta == 0.01 and not v.margin.of_fewest
     assert v.no_gain.holds is True and v.same.holds is True  # decided on the floor alone
-    v, _ = rule.decide(flat, N, rule.Margin.fewest(flat, N, 0.25))  # no floor
+    v, _ = rule.decide(flat, N, margin_gates.Margin.fewest(flat, N, 0.25))  # no floor
     assert v.no_gain.holds is None and v.no_gain.facts.closed_by == "reference"
     with pytest.raises(ValueError, match="floor"):
-        rule.Margin.relative(0.25, 1.0, "x", floor=-1.0)
+        margin_gates.Margin.relative(0.25, 1.0, "x", floor=-1.0)
 
 
 def test_a_significant_gain_below_the_margin_is_reported():

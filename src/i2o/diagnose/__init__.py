@@ -32,7 +32,8 @@ Machinery: imports engines (:mod:`i2o.deq`) and the verdicts, never a chapter.
 """
 
 from i2o.verdicts.curves import Curves
-from i2o.verdicts.rule import Recommendation, Verdicts
+from i2o.verdicts.recommendation import Recommendation
+from i2o.verdicts.rule import Verdicts
 
 from .adapters import Adapter, BookMDEQ, PlainDEQ, Swept, from_book_deq
 from .measure import Measurement, default_grid, measure

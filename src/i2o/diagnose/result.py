@@ -14,7 +14,9 @@ from i2o.verdicts import gates, rows
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.intervals import Interval
-from i2o.verdicts.rule import RESIDUAL_FALL, Recommendation, Verdicts
+from i2o.verdicts.questions import RESIDUAL_FALL
+from i2o.verdicts.recommendation import Recommendation
+from i2o.verdicts.rule import Verdicts
 
 
 @dataclass

@@ -22,7 +22,8 @@ from i2o.diagnose.metrics import Metric
 from i2o.diagnose.result import Diagnosis
 from i2o.verdicts import gates, intervals
 from i2o.verdicts.curves import Curves, stack
-from i2o.verdicts.rule import decide, recommend
+from i2o.verdicts.recommendation import recommend
+from i2o.verdicts.rule import decide
 
 #: Default margin δ per named metric, in its units (1 accuracy point, 0.1 dB, …).
 DEFAULT_MARGINS = {"accuracy": 0.01, "error": 0.01, "loss": 0.01, "mse": 1e-3, "psnr": 0.1}

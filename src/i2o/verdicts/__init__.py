@@ -7,7 +7,9 @@
   models; :mod:`.gates` — fit, health, count and resolution gates, and the combinators;
 - :mod:`.curves` — a metric against the test-time iteration count, with its gaps and intervals;
 - :mod:`.rule` — the book's one rule: more iterations help, hurt or make no difference beyond a
-  margin, fewer hurt, and the recommended count (stability, deq_gaps and ``i2o.diagnose``);
+  margin, fewer hurt (stability, deq_gaps and ``i2o.diagnose``); :mod:`.margin_gates` — its
+  margin δ and the gates on δ's scale and precision; :mod:`.questions` — each of its questions
+  decided on one curve's intervals; :mod:`.recommendation` — the recommended count;
 - :mod:`.rows` — the rule's verdicts as claim rows, for every chapter;
 - :mod:`.claims` — the claims table; :mod:`.deciding` — the run that would decide an undecided
   claim; :mod:`.prose` — conclusions written from claims;

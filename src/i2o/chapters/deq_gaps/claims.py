@@ -10,7 +10,7 @@ with its corrections, intervals and gates (resolution, power, an established ref
 
 **Margins** are pre-registered fractions ``f = margin_fraction`` of a reference effect measured in
 the same run (the manifest gives the reason): on test data what the fewest iterations cost
-(:meth:`i2o.verdicts.rule.Margin.fewest`), on training data the training loss at N (the most
+(:meth:`i2o.verdicts.margin_gates.Margin.fewest`), on training data the training loss at N (the most
 that more iterations could remove from a non-negative loss); never below the metric's
 pre-registered absolute floor (the task's :attr:`~.tasks.Task.metric_floor` and ``loss_floor``):
 the last digit a results table of the field prints, so that a smaller difference would not be
@@ -63,7 +63,9 @@ from i2o.verdicts import deciding, gates, intervals, margins, ranks, rows
 from i2o.verdicts.claims import Claim, Claims
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.decision import EVALUATION_SET, Over
-from i2o.verdicts.rule import RESIDUAL_FALL, Margin, Verdicts, decide
+from i2o.verdicts.margin_gates import Margin
+from i2o.verdicts.questions import RESIDUAL_FALL
+from i2o.verdicts.rule import Verdicts, decide
 
 
 def fit_score(task: str, result: Mapping[str, Any], train: Curves, train_loss: Curves,
@@ -127,8 +129,8 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
 def split_margin(task: str, curves: Curves, split: str, fraction: float, train_iters: int
                  ) -> Margin:
     """A split's δ: on test data a fraction of what the fewest iterations cost
-    (:meth:`~i2o.verdicts.rule.Margin.fewest`), on training data of the training loss at N
-    (:meth:`~i2o.verdicts.rule.Margin.relative`); never below the task's floor."""
+    (:meth:`~i2o.verdicts.margin_gates.Margin.fewest`), on training data of the training loss at N
+    (:meth:`~i2o.verdicts.margin_gates.Margin.relative`); never below the task's floor."""
     spec = TASKS[task]
     if split == "test":
         low = int(np.asarray(curves.grid)[0])

@@ -13,16 +13,16 @@ test iterations do not raise accuracy by more than δ", "fewer lower it" and the
 check (the last iterate's residual at the largest ``N'`` over that at ``N``) by the rule every DEQ
 chapter and ``i2o.diagnose`` share: intervals over the seeds, Bonferroni over the counts for "some
 count", pointwise for "every count", δ a pre-registered fraction ``margin_fraction`` of what the
-fewest iterations cost that arm (:meth:`i2o.verdicts.rule.Margin.fewest`), decided only when δ
-clears the resolution, the intervals are at most δ/2 wide and that cost is established, and never
-below :data:`FLOOR_POINTS` (0.1 points, the last digit a CIFAR-10 accuracy table prints: a
+fewest iterations cost that arm (:meth:`i2o.verdicts.margin_gates.Margin.fewest`), decided only
+when δ clears the resolution, the intervals are at most δ/2 wide and that cost is established, and
+never below :data:`FLOOR_POINTS` (0.1 points, the last digit a CIFAR-10 accuracy table prints: a
 smaller difference is not reported as one). The rows, with the paper's sentences (Section 5 and
 Figure 5's caption):
 
 - ``<arm>_no_gain``: Figure 2's "the performance of the model does not improve when increasing the
   number of iterations at test time", for each arm of Figure 5;
 - ``<arm>_fewer_hurt``: "using fewer iterations at inference is almost always detrimental", over
-  every ``N' < N`` (:func:`i2o.verdicts.rule.fewer_hurt`);
+  every ``N' < N`` (:func:`i2o.verdicts.questions.fewer_hurt`);
 - ``<arm>_residual``: the paper's guard that the observations "were not artefacts of the
   convergence being already attained or stuck": the residual falls at least tenfold beyond N, and
   unless it does the arm's ``no_gain`` is undecided ("solver not converging");
@@ -62,7 +62,9 @@ from i2o.verdicts import deciding, gates, intervals, margins, rows
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.curves import Curves, from_evaluations
 from i2o.verdicts.decision import EVALUATION_SET, Over
-from i2o.verdicts.rule import POWER_RATIO, RESIDUAL_FALL, Margin, decide
+from i2o.verdicts.margin_gates import POWER_RATIO, Margin
+from i2o.verdicts.questions import RESIDUAL_FALL
+from i2o.verdicts.rule import decide
 
 LABELS = {"ift": "IFT", "unrolled": "unrolled"}
 #: the arm whose change with N' is the reference effect of the comparison

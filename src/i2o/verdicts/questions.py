@@ -1,0 +1,183 @@
+"""Each question of the book's one rule (:mod:`i2o.verdicts.rule`) decided on the intervals of
+one curve: more iterations help, hurt or make no difference beyond δ, no gain, fewer hurt, the
+residual falls for real, and the overall answer about more iterations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts.curves import Curves
+from i2o.verdicts.decision import Decision, Gate
+from i2o.verdicts.margin_gates import half_width
+
+#: The residual check holds when the residual at the largest count is at most this fraction's
+#: inverse of its value at N: a tenfold fall (:mod:`i2o.verdicts.rule`).
+RESIDUAL_FALL = 10.0
+OPEN = Decision(True, "")
+
+def _mark(ci: intervals.Interval, n: int) -> str:
+    return f"N'={n}: [{ci.lo:+.3g}, {ci.hi:+.3g}]"
+
+
+def _family(counts: Sequence[int]) -> str:
+    return f"Bonferroni over {len(counts)} counts"
+
+
+def _open(wide: intervals.Interval, n: int, what: str, verb: str,
+          boundaries: tuple[float, ...]) -> Decision:
+    """Undecided for want of power, at the count ``n`` that blocks a verdict: its widened
+    interval contains a boundary; the facts say how many values would decide it."""
+    shown = " and ".join(f"{b:+g}" for b in boundaries)
+    return Decision(None, f"too little power: {what}; at N'={n} the simultaneous CI "
+                    f"[{wide.lo:+.3g}, {wide.hi:+.3g}] {verb} {shown}"
+                    + intervals.needed(wide, boundaries),
+                    gates.Facts(needs=intervals.needs(wide, boundaries)))
+
+
+def _below_margin(wide: Sequence[intervals.Interval], counts: Sequence[int], margin: float,
+                  sign: float) -> str:
+    """The note of a change that is significant (its widened interval clears 0) but within δ:
+    ``sign`` +1 for a gain, −1 for a loss; ``""`` when there is none."""
+    found = [(ci, n) for ci, n in zip(wide, counts, strict=True)
+             if (ci.lo > 0 if sign > 0 else ci.hi < 0)]
+    if not found:
+        return ""
+    ci, n = max(found, key=lambda pair: sign * pair[0].mean)
+    what = "gain" if sign > 0 else "loss"
+    return (f"; a significant {what} smaller than δ = {margin:g}: {_mark(ci, n)} "
+            f"({_family(counts)})")
+
+
+def help_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count improves on ``N`` by more than δ (``lo* > δ``); fails when every ``hi < δ``,
+    naming a significant gain below δ if there is one."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
+    if winners:
+        return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
+    if all(ci.hi < d for ci in plain):
+        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, +1))
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI above +{d:g}", "contains", (d,))
+
+
+def hurt_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                counts: Sequence[int], margin: float) -> Decision:
+    """Some count is worse than ``N`` by more than δ (``hi* < −δ``); fails when every
+    ``lo > −δ``, naming a significant loss below δ if there is one."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    losers = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.hi < -d]
+    if losers:
+        return Decision(True, f"improvement CI below −{d:g} at {losers[0]} ({_family(counts)})")
+    if all(ci.lo > -d for ci in plain):
+        return Decision(False, f"every improvement CI above −{d:g} ({len(counts)} counts)"
+                        + _below_margin(wide, counts, d, -1))
+    k = int(np.argmin([ci.lo for ci in plain]))
+    return _open(wide[k], counts[k], f"no CI below −{d:g}", "contains", (-d,))
+
+
+def no_difference(plain: Sequence[intervals.Interval], wide: Sequence[intervals.Interval],
+                  counts: Sequence[int], margin: float) -> Decision:
+    """Every count's interval inside ``(−δ, δ)``; fails when one widened interval lies entirely
+    outside."""
+    d = float(margin)
+    if not counts:
+        return gates.undecided("no N' above N on the grid", Gate.COUNT)
+    outside = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True)
+               if ci.lo >= d or ci.hi <= -d]
+    if outside:
+        return Decision(False, f"CI entirely outside ±{d:g} at {outside[0]} ({_family(counts)})")
+    decisions = [margins.equivalent(ci, d) for ci in plain]
+    if all(found.holds is True for found in decisions):
+        return Decision(True, f"every CI inside ±{d:g} ({len(counts)} counts)")
+    k = max((k for k, found in enumerate(decisions) if found.holds is not True),
+            key=lambda k: half_width(wide[k]))
+    return _open(wide[k], counts[k], f"not every CI inside ±{d:g}", "straddles", (-d, d))
+
+
+def no_gain(help_: Decision) -> Decision:
+    """"More iterations bring no improvement beyond δ": the negation of :func:`help_beyond`."""
+    holds = None if help_.holds is None else not help_.holds
+    return Decision(holds, help_.reason, help_.facts)
+
+
+def fewer_hurt(cost: intervals.Interval | None, plain: Sequence[intervals.Interval],
+               wide: Sequence[intervals.Interval], counts: Sequence[int],
+               margin: float) -> Decision:
+    """"Using fewer iterations at inference is almost always detrimental" over every count
+    ``N' < N`` (:mod:`i2o.verdicts.rule`). ``cost``: the interval of ``I(N, min N')``;
+    ``plain`` and ``wide``: the pointwise and Bonferroni-widened intervals of ``I(N', N)`` for
+    ``N' ∈ counts``."""
+    d = float(margin)
+    if cost is None or not counts:
+        return gates.undecided("no N' below N on the grid", Gate.COUNT)
+    fewest = margins.positive(cost)
+    paid = f"cost of N'={counts[0]}: [{cost.lo:+.3g}, {cost.hi:+.3g}]"
+    if fewest.holds is False:
+        return Decision(False, f"{paid}: the fewest iterations decidedly cost nothing")
+    winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
+    if winners:
+        return Decision(False, f"fewer iterations help: improvement CI above +{d:g} at "
+                               f"{winners[0]} ({_family(counts)})")
+    if fewest.holds is None:
+        return Decision(None, f"{paid}: {fewest.reason}", fewest.facts)
+    if all(ci.hi < d for ci in plain):
+        return Decision(True, f"{paid} above 0, and every improvement CI below +{d:g} "
+                              f"({len(counts)} counts below N)"
+                        + _below_margin(wide, counts, d, +1))
+    k = int(np.argmax([ci.hi for ci in plain]))
+    return _open(wide[k], counts[k], f"{paid} above 0, but no CI below N shown below +{d:g}",
+                 "contains", (d,))
+
+
+def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
+            level: float = intervals.LEVEL) -> tuple[Decision, intervals.Interval | None]:
+    """The residual check (:mod:`i2o.verdicts.rule`), behind ``health``; and its interval."""
+    ratios, over = curves.falling(train_iters)
+    finite = ratios[np.isfinite(ratios)]
+    if finite.size < 2:
+        return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", Gate.COUNT), None
+    ci = intervals.interval(finite, over, level)
+    bound = -math.log10(RESIDUAL_FALL)
+    shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
+    if ci.hi < bound:
+        found = Decision(True, f"{shown} below {bound:g}: falls over {RESIDUAL_FALL:g}-fold")
+    elif ci.lo >= bound:
+        found = Decision(False, f"{shown} at or above {bound:g}: falls less than "
+                                f"{RESIDUAL_FALL:g}-fold")
+    else:
+        found = Decision(None, f"{shown} contains {bound:g}" + intervals.needed(ci, (bound,)),
+                         gates.Facts(needs=intervals.needs(ci, (bound,))))
+    return gates.gated([health], found, quote=bool(health.reason)), ci
+
+
+def converging(residual: Decision) -> Decision:
+    """The gate the residual check sets before the rows about more iterations: open only when
+    it holds (:mod:`i2o.verdicts.rule`)."""
+    return gates.condition(residual.holds is True,
+                           f"solver not converging beyond N (the residual check: "
+                           f"{residual.reason or 'undecided'})", by=Gate.CONVERGENCE)
+
+
+
+def more_label(help_: Decision, hurt: Decision, same: Decision) -> str:
+    """``"help"``, ``"hurt"``, ``"no difference"`` or ``"undecided"`` (:mod:`i2o.verdicts.rule`)."""
+    if help_.holds is True:
+        return "help"
+    if hurt.holds is True:
+        return "hurt"
+    if same.holds is True:
+        return "no difference"
+    return "undecided"
+
+
