@@ -166,7 +166,7 @@ def test_a_fresh_clone_plans_the_notebooks_from_their_published_times(monkeypatc
     the line says so; toy-b's, never recorded, is still unknown."""
     monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)
     monkeypatch.setattr(plan, "notebook_path", lambda figure: tmp_path / f"{figure}.ipynb")
-    monkeypatch.setattr(plan.timings, "read_timings", lambda: [_timing("toy", 12.0)])
+    monkeypatch.setattr(plan.timing_records, "read_timings", lambda: [_timing("toy", 12.0)])
     a, b = toy(1), other(1)
     _record(a, 100.0)
     _record(b, 30.0)

@@ -1,5 +1,5 @@
-"""i2o.compute.timings: measured costs appended to ``published/``, and the Reproduce page's
-tables."""
+"""i2o.compute.timing_records, .timings and .timing_tables: measured costs appended to
+``published/``, and the Reproduce page's tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from i2o import locations
 from i2o.book import all_chapters, build, execute, html_build, stamps
-from i2o.compute import door, pool, profiles, timings
+from i2o.compute import door, pool, profiles, timing_records, timing_tables, timings
 from i2o.data import preflight
 
 
@@ -17,7 +17,7 @@ from i2o.data import preflight
 def kept(tmp_path, monkeypatch):
     """A ``published/`` folder of its own, empty."""
     folder = tmp_path / "published"
-    monkeypatch.setattr(timings, "folder", lambda: folder)
+    monkeypatch.setattr(timing_records, "folder", lambda: folder)
     return folder
 
 
@@ -45,15 +45,15 @@ def row_of(text: str, chapter: str, profile: str) -> str:
 
 
 def test_an_append_keeps_every_earlier_record(kept):
-    first = timings.record(entry(seconds=600.0, commit="old"))
+    first = timing_records.record(entry(seconds=600.0, commit="old"))
     before = first.read_text()
-    timings.record(entry(seconds=500.0, commit="new"))
+    timing_records.record(entry(seconds=500.0, commit="new"))
     records = json.loads(first.read_text())
-    assert first == kept / timings.TIMINGS_FILE
+    assert first == kept / timing_records.TIMINGS_FILE
     assert [r["commit"] for r in records] == ["old", "new"]
     assert first.read_text().startswith(before.removesuffix("\n]\n"))  # left as it was
-    timings.record(numerics_entry())  # its own file, the timings untouched
-    assert len(timings.read_timings()) == 2 and len(timings.read_numerics()) == 1
+    timing_records.record(numerics_entry())  # its own file, the timings untouched
+    assert len(timing_records.read_timings()) == 2 and len(timing_records.read_numerics()) == 1
 
 
 def test_the_table_shows_the_latest_empty_cache_timing_and_counts_the_others():
@@ -63,7 +63,7 @@ def test_the_table_shows_the_latest_empty_cache_timing_and_counts_the_others():
                entry(seconds=12.0, cache="warm", commit="warm-after"),
                entry(chapter="meta", profile="paper", seconds=None, cpu_seconds=16560.0),
                entry(chapter="affine", seconds=30.0)]
-    text = timings.table(records=records)
+    text = timing_tables.table(records=records)
     meta = row_of(text, "meta", "quick")
     assert "8.7 min (521 s)" in meta and "Intel Xeon, 2 cores" in meta and "`latest`" in meta
     assert "3 earlier timings in `published/timings.json`" in meta
@@ -73,22 +73,22 @@ def test_the_table_shows_the_latest_empty_cache_timing_and_counts_the_others():
         text, "affine", "quick")
     order = [line.split(" | ")[0] for line in text.splitlines()[2:]]
     assert order == ["| `affine`", "| `meta`", "| `meta`"]  # manifest order, then profile
-    assert "`paper`" not in timings.table("quick", records)
+    assert "`paper`" not in timing_tables.table("quick", records)
 
 
 def test_a_chapter_without_an_empty_cache_timing_says_so():
-    text = timings.table(records=[entry(cache="warm"), entry(cache="warm")])
+    text = timing_tables.table(records=[entry(cache="warm"), entry(cache="warm")])
     assert "none recorded" in row_of(text, "meta", "quick")
     assert "2 timings in `published/timings.json`, none from an empty cache" in text
 
 
 def test_a_timing_on_a_busy_machine_is_marked_so():
-    busy = timings.table(records=[entry(idle=False, load_start=4.7, load_end=5.1)])
+    busy = timing_tables.table(records=[entry(idle=False, load_start=4.7, load_end=5.1)])
     assert "| **no** (load 4.7 → 5.1) |" in row_of(busy, "meta", "quick")
-    idle = timings.table(records=[entry(idle=True, load_start=0.3, load_end=None)])
+    idle = timing_tables.table(records=[entry(idle=True, load_start=0.3, load_end=None)])
     assert "| yes (load 0.3 → ?) |" in row_of(idle, "meta", "quick")
-    unknown = timings.table(records=[entry(idle=None, load_start=None, load_end=None)])
-    assert f"| {timings.UNKNOWN} |" in row_of(unknown, "meta", "quick")
+    unknown = timing_tables.table(records=[entry(idle=None, load_start=None, load_end=None)])
+    assert f"| {timing_tables.UNKNOWN} |" in row_of(unknown, "meta", "quick")
 
 
 def test_idle_holds_on_a_quiet_machine_fails_on_a_busy_one_and_is_undecided_without_loads():
@@ -112,10 +112,10 @@ def test_idle_holds_on_a_quiet_machine_fails_on_a_busy_one_and_is_undecided_with
     ({"chapter": "nonesuch"}, "field 'chapter' must be one of"),
 ])
 def test_a_bad_record_is_refused_and_the_file_left_as_it_was(kept, bad, says):
-    path = timings.record(entry())
+    path = timing_records.record(entry())
     before = path.read_text()
-    with pytest.raises(timings.RecordError) as refused:
-        timings.record(entry(**bad))
+    with pytest.raises(timing_records.RecordError) as refused:
+        timing_records.record(entry(**bad))
     assert says in str(refused.value)
     assert path.read_text() == before
 
@@ -123,21 +123,21 @@ def test_a_bad_record_is_refused_and_the_file_left_as_it_was(kept, bad, says):
 def test_a_record_missing_a_field_or_a_broken_file_is_refused(kept):
     incomplete = entry()
     del incomplete["note"]
-    with pytest.raises(timings.RecordError, match="missing field"):
-        timings.record(incomplete)
-    with pytest.raises(timings.RecordError, match="field 'ratio'"):
-        timings.record(numerics_entry(ratio=0))
+    with pytest.raises(timing_records.RecordError, match="missing field"):
+        timing_records.record(incomplete)
+    with pytest.raises(timing_records.RecordError, match="field 'ratio'"):
+        timing_records.record(numerics_entry(ratio=0))
     kept.mkdir(parents=True, exist_ok=True)
-    (kept / timings.TIMINGS_FILE).write_text(json.dumps({"not": "a list"}))
-    with pytest.raises(timings.RecordError, match="must hold a JSON list of records"):
-        timings.record(entry())
-    (kept / timings.TIMINGS_FILE).write_text(json.dumps([entry(cache="cold")]))
-    with pytest.raises(timings.RecordError, match="timings.json record 0: field 'cache'"):
-        timings.read_timings()
+    (kept / timing_records.TIMINGS_FILE).write_text(json.dumps({"not": "a list"}))
+    with pytest.raises(timing_records.RecordError, match="must hold a JSON list of records"):
+        timing_records.record(entry())
+    (kept / timing_records.TIMINGS_FILE).write_text(json.dumps([entry(cache="cold")]))
+    with pytest.raises(timing_records.RecordError, match="timings.json record 0: field 'cache'"):
+        timing_records.read_timings()
 
 
 def test_the_numerics_table_shows_each_steps_latest_ratio_against_the_goal():
-    text = timings.numerics_table([numerics_entry(ratio=1.4), numerics_entry(ratio=1.17),
+    text = timing_tables.numerics_table([numerics_entry(ratio=1.4), numerics_entry(ratio=1.17),
                                    numerics_entry(step="LM step", ratio=2.42, components={})])
     tiny = next(line for line in text.splitlines() if line.startswith("| TINY step |"))
     assert "| 1.17× | oneDNN's AVX2 cap 1.15× | met |" in tiny and tiny.endswith("| 1 |")
@@ -145,40 +145,40 @@ def test_the_numerics_table_shows_each_steps_latest_ratio_against_the_goal():
 
 
 def test_the_staged_reproduce_page_has_the_generated_tables_and_no_marker(kept):
-    timings.record(entry(chapter="affine", seconds=29.0, commit="staged1"))
-    timings.record(numerics_entry())
+    timing_records.record(entry(chapter="affine", seconds=29.0, commit="staged1"))
+    timing_records.record(numerics_entry())
     text = (html_build.stage() / "book" / "reproduce.md").read_text()
     assert "| `affine` | `quick` | 29 s |" in text and "`staged1`" in text
     assert "| TINY step | 1.17× |" in text
-    for marker in (timings.COST_START, timings.COST_END, timings.NUMERICS_START,
-                   timings.NUMERICS_END, "i2o:measured-cost", "i2o:numerics-cost"):
+    for marker in (timing_tables.COST_START, timing_tables.COST_END, timing_tables.NUMERICS_START,
+                   timing_tables.NUMERICS_END, "i2o:measured-cost", "i2o:numerics-cost"):
         assert marker not in text
     assert "(filled in by `make book` from `published/timings.json`)" not in text
 
 
 def test_a_broken_file_is_said_on_the_page_and_the_build_goes_on(kept, tmp_path):
     kept.mkdir(parents=True)
-    (kept / timings.TIMINGS_FILE).write_text("[{")
+    (kept / timing_records.TIMINGS_FILE).write_text("[{")
     page = tmp_path / "reproduce.md"
-    page.write_text(f"a\n{timings.COST_START}\nx\n{timings.COST_END}\nb\n"
-                    f"{timings.NUMERICS_START}\n{timings.NUMERICS_END}\nc\n")
-    assert timings.fill_reproduce(page)
+    page.write_text(f"a\n{timing_tables.COST_START}\nx\n{timing_tables.COST_END}\nb\n"
+                    f"{timing_tables.NUMERICS_START}\n{timing_tables.NUMERICS_END}\nc\n")
+    assert timing_tables.fill_reproduce(page)
     text = page.read_text()
     assert "`published/timings.json` could not be read" in text and "not JSON" in text
     assert text.startswith("a\n") and text.endswith("c\n")
-    assert not timings.fill_reproduce(page)  # the markers are gone
+    assert not timing_tables.fill_reproduce(page)  # the markers are gone
 
 
 def test_the_committed_measurements_are_valid_and_the_page_has_the_markers():
     text = (locations.repo_root() / "book" / "reproduce.md").read_text()
-    for start, end in ((timings.COST_START, timings.COST_END),
-                       (timings.NUMERICS_START, timings.NUMERICS_END)):
+    for start, end in ((timing_tables.COST_START, timing_tables.COST_END),
+                       (timing_tables.NUMERICS_START, timing_tables.NUMERICS_END)):
         assert text.index(start) < text.index(end)
-    chapters = [*profiles.figures(), timings.WHOLE_BOOK]
-    recorded = timings.read_timings()
-    assert recorded and all(timings.check_timing(r, chapters) for r in recorded)
-    assert timings.read_numerics()
-    assert "| `meta` | `paper` |" in timings.table()
+    chapters = [*profiles.figures(), timing_records.WHOLE_BOOK]
+    recorded = timing_records.read_timings()
+    assert recorded and all(timing_records.check_timing(r, chapters) for r in recorded)
+    assert timing_records.read_numerics()
+    assert "| `meta` | `paper` |" in timing_tables.table()
 
 
 class _Job:
@@ -229,12 +229,12 @@ def test_make_book_records_timings_only_when_asked(kept, monkeypatch):
 
     monkeypatch.setattr(execute, "run", notebook)
     assert all_chapters.run_all("quick") == {}
-    assert not (kept / timings.TIMINGS_FILE).exists()
+    assert not (kept / timing_records.TIMINGS_FILE).exists()
     cached.clear()
     cached.add("deq_gaps/j0")
     assert all_chapters.run_all("quick", record_timing=True) == {}
-    records = timings.read_timings()
-    assert [r["chapter"] for r in records] == ["affine", "deq_gaps", timings.WHOLE_BOOK]
+    records = timing_records.read_timings()
+    assert [r["chapter"] for r in records] == ["affine", "deq_gaps", timing_records.WHOLE_BOOK]
     affine, gaps, whole = records
     assert (affine["seconds"], affine["cache"], affine["jobs_computed"]) == (12.5, "empty", 3)
     assert (gaps["cache"], gaps["jobs_computed"], gaps["workers"]) == ("warm", 2, 2)
@@ -264,6 +264,6 @@ def test_make_fig_records_its_notebook_only_when_executed(kept, monkeypatch):
     monkeypatch.setattr(execute, "run", notebook)
     assert build.main(["run", "affine", "--record-timing"]) == 0
     assert build.main(["run", "affine", "--record-timing"]) == 0  # up to date: nothing more
-    (only,) = timings.read_timings()
+    (only,) = timing_records.read_timings()
     assert (only["chapter"], only["seconds"], only["cache"], only["jobs_computed"],
             only["pool_jobs"], only["workers"]) == ("affine", 20.0, "empty", 3, 0, 2)

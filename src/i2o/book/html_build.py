@@ -16,7 +16,7 @@ from i2o import locations
 from i2o.book import claims_page, published, site
 from i2o.book.execute import exclusive, failure_path
 from i2o.book.stamps import STAMP_KEY, executed_path
-from i2o.compute import profiles, timings
+from i2o.compute import profiles, timing_tables
 from i2o.provenance import numbers, robustness
 
 
@@ -51,7 +51,7 @@ def stage() -> Path:
     claims_page.write(staged, notebooks, fallback)  # anchors each chapter's claim rows too
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
     published.fill_reproduce(staged / "book" / "reproduce.md")
-    timings.fill_reproduce(staged / "book" / "reproduce.md")
+    timing_tables.fill_reproduce(staged / "book" / "reproduce.md")
     numbers.write()  # every glued number and claim row, served with the book (html())
     config = yaml.safe_load((staged / "_config.yml").read_text())
     if site.copy_mathjax(staged / "book" / "_static"):  # math rendered offline

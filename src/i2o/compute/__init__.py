@@ -9,7 +9,9 @@
 - :mod:`.pool` — ``make book``'s one pool of local job processes, :mod:`.schedule` its
   longest-first order;
 - :mod:`.job_costs` — each job's published cost, by which a fresh clone's pool is ordered;
-- :mod:`.timings` — measured notebook and book costs, kept in ``published/``;
+- :mod:`.timing_records` — measured notebook and book costs, kept in ``published/``;
+  :mod:`.timings` — a timed run recorded; :mod:`.timing_tables` — the Reproduce page's tables
+  of them;
 - :mod:`.plan` — the wall time on K cores from recorded costs (``python -m i2o.results plan``).
 
 The cache itself, :mod:`i2o.results`, and the job, :mod:`i2o.job`, stay at the top of the

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from i2o import locations, results
-from i2o.compute import door, pool, profiles, timings
+from i2o.compute import door, pool, profiles, timing_records
 from i2o.compute.schedule import TASK_START_SECONDS, lpt, task_seconds
 from i2o.job import Job
 
@@ -137,12 +137,13 @@ def published_seconds(figure: str, profile: str,
                       records: Sequence[Mapping[str, Any]] | None = None
                       ) -> tuple[float, str] | None:
     """The seconds of ``figure``'s notebook alone at ``profile`` in the latest record of
-    ``records`` (default ``published/timings.json``, :func:`i2o.compute.timings.read_timings`) that
-    measured it alone, with that record's date (``""`` when not recorded): a record whose jobs
-    were all computed before the notebook ran, by the book's pool (``pool_jobs``) or earlier
-    (``jobs_computed`` 0). ``None`` when there is none."""
+    ``records`` (default ``published/timings.json``,
+    :func:`i2o.compute.timing_records.read_timings`) that measured it alone, with that record's
+    date (``""`` when not recorded): a record whose jobs were all computed before the notebook
+    ran, by the book's pool (``pool_jobs``) or earlier (``jobs_computed`` 0). ``None`` when there
+    is none."""
     found = None
-    for record in timings.read_timings() if records is None else records:
+    for record in timing_records.read_timings() if records is None else records:
         computed = record.get("jobs_computed")
         alone = computed is not None and (record.get("pool_jobs") or 0) >= computed
         if (record.get("chapter"), record.get("profile")) == (figure, profile) and alone \
