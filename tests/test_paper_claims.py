@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from i2o import locations
-from i2o.book import claims_page, published
-from i2o.book.claims_page import BuildRun, ChapterEvidence
+from i2o.book import claim_anchors, claims_evidence, claims_page, published
+from i2o.book.claims_evidence import BuildRun, ChapterEvidence
 from i2o.compute import profiles
 from i2o.verdicts import paper_claims
 from i2o.verdicts.claims import Claims
@@ -142,8 +142,8 @@ def _tr(page: str, text: str) -> str:
 
 
 def test_the_page_shows_this_builds_verdicts_marks_the_books_own_and_links_the_rows():
-    found = claims_page.evidence("stability", BUILD, SUMMARY, claims_page.PUBLISHED, "current",
-                                 None, "", frozenset({"ift_fewer_hurt"}))
+    found = claims_evidence.evidence("stability", BUILD, SUMMARY, claims_evidence.PUBLISHED,
+                                     "current", None, "", frozenset({"ift_fewer_hurt"}))
     page = _page({"stability": found})
     ift = _tr(page, "claim ift_fewer_hurt")
     assert "“using fewer iterations”" in ift and 'rowspan="2"' in ift
@@ -168,8 +168,8 @@ def test_the_page_shows_this_builds_verdicts_marks_the_books_own_and_links_the_r
 
 def test_without_a_build_the_verdicts_come_from_the_published_summaries():
     paper = {"chapters": {"stability": {"claims": [_row("ift_fewer_hurt", False, "paper")]}}}
-    found = claims_page.evidence("stability", None, SUMMARY, claims_page.PUBLISHED,
-                                 "stale: claims", paper, "current")
+    found = claims_evidence.evidence("stability", None, SUMMARY, claims_evidence.PUBLISHED,
+                                     "stale: claims", paper, "current")
     page = _page({"stability": found})
     unrolled = _tr(page, "claim unrolled_fewer_hurt")
     assert ">undecided</span><br><small>published, r0, stale: claims</small>" in unrolled
@@ -183,8 +183,8 @@ def test_without_a_build_the_verdicts_come_from_the_published_summaries():
 
 def test_a_chapter_built_at_paper_fills_the_paper_column_and_quick_stays_published():
     build = BuildRun("paper", 7200.0, (_row("ift_fewer_hurt", True, "paper"),))
-    found = claims_page.evidence("stability", build, SUMMARY, claims_page.PUBLISHED, "current",
-                                 None, "")
+    found = claims_evidence.evidence("stability", build, SUMMARY, claims_evidence.PUBLISHED,
+                                     "current", None, "")
     ift = _tr(_page({"stability": found}), "claim ift_fewer_hurt")
     assert ">holds</span><br><small>published, r0, current</small>" in ift
     assert ">holds</span><br><small>this build</small>" in ift
@@ -195,7 +195,7 @@ def test_nothing_known_and_rows_of_no_claim_are_said():
     page = _page({"stability": ChapterEvidence("stability", texts={"memory": "claim memory"})})
     assert "no row <code>ift_fewer_hurt</code>" in page
     assert "- `stability`: `memory` — claim memory" in page
-    found = claims_page.evidence("stability", None, None, "", "", None, "")
+    found = claims_evidence.evidence("stability", None, None, "", "", None, "")
     assert "no verdict" not in _page({"stability": found})  # no line for rows nobody has
 
 
@@ -212,12 +212,12 @@ def _table() -> Claims:
 
 def test_anchor_html_gives_each_named_row_of_a_claims_table_its_id():
     table = _table()
-    text, placed = claims_page.anchor_html(table.to_html(), [asdict(r) for r in table.rows])
+    text, placed = claim_anchors.anchor_html(table.to_html(), [asdict(r) for r in table.rows])
     assert placed == {"first", "second", "figure3/x/more-steps"}
     assert text.count("<tr id=") == 3
     order = re.findall(r'<tr id="([^"]+)">', text)
     assert order == ["claim-first", "claim-second", "claim-figure3/x/more-steps"]
-    assert claims_page.anchor("figure3/x/more-steps") == "claim-figure3/x/more-steps"
+    assert claim_anchors.anchor("figure3/x/more-steps") == "claim-figure3/x/more-steps"
 
 
 def test_anchor_notebook_rewrites_the_staged_notebook(tmp_path):
@@ -228,7 +228,7 @@ def test_anchor_notebook_rewrites_the_staged_notebook(tmp_path):
         "metadata": {}}
     path = tmp_path / "stability.ipynb"
     path.write_text(json.dumps(notebook))
-    ids = claims_page.anchor_notebook(path, [asdict(r) for r in table.rows])
+    ids = claim_anchors.anchor_notebook(path, [asdict(r) for r in table.rows])
     assert ids == {"first", "second", "figure3/x/more-steps"}
     html = "".join(json.loads(path.read_text())["cells"][0]["outputs"][0]["data"]["text/html"])
     assert '<tr id="claim-second">' in html
@@ -238,12 +238,12 @@ def test_build_run_reads_the_builds_rows_of_the_stamps_profile():
     folder = locations.build_dir() / "claims"
     folder.mkdir(parents=True)
     (folder / "stability.json").write_text(json.dumps([_row("ift_fewer_hurt", True)]))
-    run = claims_page.build_run("stability", {"profile": "quick", "seconds": 12.5})
+    run = claims_evidence.build_run("stability", {"profile": "quick", "seconds": 12.5})
     assert run is not None and run.profile == "quick" and run.seconds == 12.5
     assert run.rows[0]["id"] == "ift_fewer_hurt"
-    assert claims_page.build_run("stability", {"profile": "paper", "seconds": 1.0}) is None
-    assert claims_page.build_run("stability", {"figure": "stability", "not_built": "x"}) is None
-    assert claims_page.build_run("meta", {"profile": "quick"}) is None
+    assert claims_evidence.build_run("stability", {"profile": "paper", "seconds": 1.0}) is None
+    assert claims_evidence.build_run("stability", {"figure": "stability", "not_built": "x"}) is None
+    assert claims_evidence.build_run("meta", {"profile": "quick"}) is None
 
 
 def test_write_fills_the_staged_template_and_the_toc_lists_the_page_first(tmp_path,
@@ -270,8 +270,8 @@ def test_the_page_from_this_checkouts_published_summaries_maps_every_row():
     test above, as the reader sees it)."""
     quick = published.read("robustness", "quick")
     paper = published.read("numbers", "paper")
-    chapters = {figure: claims_page.evidence(figure, None, quick, claims_page.PUBLISHED, "",
-                                             paper, "") for figure in quick["chapters"]}
+    chapters = {figure: claims_evidence.evidence(figure, None, quick, claims_evidence.PUBLISHED,
+                                                 "", paper, "") for figure in quick["chapters"]}
     page = claims_page.body(chapters)
     assert "None: every claim row of the chapters is tested by a claim above" in page
     for claim in CLAIMS:
@@ -298,13 +298,13 @@ def test_collect_anchors_the_built_chapter_and_reads_own_replicates_before_publi
         {"claim": "claim fit", "id": "figure4/fit-ordering", "section": "figure4",
          "replicates": {"0": {"verdict": "undecided", "value": "", "check": "few models"}},
          "agreement": "undecided at every replicate"}]}}, "origin": {"commit": "abc"}}
-    chapters, provenance = claims_page.collect(staged, (meta, {"meta": ("current", "why")}))
+    chapters, provenance = claims_evidence.collect(staged, (meta, {"meta": ("current", "why")}))
     stability, found_meta = chapters["stability"], chapters["meta"]
     assert stability.anchored == {"ift_fewer_hurt"}
     assert stability.link("ift_fewer_hurt") == "stability.html#claim-ift_fewer_hurt"
-    assert stability.quick["ift_fewer_hurt"].origin == claims_page.THIS_BUILD
-    assert stability.agreement["ift_fewer_hurt"].origin == claims_page.OWN_REPLICATES
-    assert found_meta.quick["figure4/fit-ordering"] == claims_page.Verdict(
+    assert stability.quick["ift_fewer_hurt"].origin == claims_evidence.THIS_BUILD
+    assert stability.agreement["ift_fewer_hurt"].origin == claims_evidence.OWN_REPLICATES
+    assert found_meta.quick["figure4/fit-ordering"] == claims_evidence.Verdict(
         "undecided", "", "published, r0", "current", "few models")
     assert found_meta.link("figure4/fit-ordering") == "meta.html"
     assert provenance and "published/robustness-quick.json" in provenance[0]

@@ -7,6 +7,7 @@
 - :mod:`.html_build` — the sources staged and the HTML built;
 - :mod:`.site` — what the staged book adds to the executed notebooks;
 - :mod:`.published` — what was measured elsewhere, shown when a build has not computed it;
-- :mod:`.claims_page` — the page "The paper's claims at a glance";
+- :mod:`.claims_page` — the page "The paper's claims at a glance"; :mod:`.claims_evidence` —
+  what it knows of each chapter; :mod:`.claim_anchors` — the ids on the chapters' claim rows;
 - :mod:`.plotting` — one figure style with provenance, for every chapter's figures.
 """
