@@ -257,9 +257,9 @@ def replicate_run(profile: str, replicate: int, figure: str, rows: list[dict],
     write, and its stamp."""
     import json
 
-    from i2o.provenance import robustness
+    from i2o.provenance import replicate_summary
 
-    folder = robustness.replicate_dir(profile, replicate)
+    folder = replicate_summary.replicate_dir(profile, replicate)
     (folder / "claims").mkdir(parents=True, exist_ok=True)
     (folder / "claims" / f"{figure}.json").write_text(json.dumps(rows))
     notebook = folder / "notebooks" / f"{figure}.ipynb"

@@ -116,7 +116,7 @@ def _row(row_id: str, holds: bool | None, profile: str = "quick") -> dict:
 
 def _summary(verdicts: dict[str, list[str]]) -> dict:
     """A robustness summary of stability: each row's verdict at replicates 0, 1, …"""
-    from i2o.provenance.robustness import agreement
+    from i2o.provenance.replicate_summary import agreement
 
     claims = [{"claim": f"claim {i}", "id": i, "section": "",
                "replicates": {str(r): {"verdict": v, "value": f"r{r} {i}", "check": ""}

@@ -11,7 +11,7 @@ from bank import replicate_run
 from i2o import locations
 from i2o.book import published
 from i2o.compute import profiles
-from i2o.provenance import bundles, numbers, robustness
+from i2o.provenance import bundles, numbers, replicate_summary, robustness_page
 
 COMPUTED_BY_THIS_CODE = published.missing_entries
 
@@ -35,7 +35,7 @@ def _robustness_run(profile: str = "smoke", figures=("affine", "meta")) -> None:
     for replicate in (0, 1):
         for figure in figures:
             _replicate_run(profile, replicate, figure, True)
-    robustness.write_summary(profile, [0, 1], list(figures))
+    replicate_summary.write_summary(profile, [0, 1], list(figures))
 
 
 def test_a_published_robustness_summary_is_current_for_this_code(kept):
@@ -70,19 +70,19 @@ def test_the_robustness_page_shows_the_published_summary_only_when_the_build_has
     published.publish_robustness("quick")
     staged = tmp_path / "stage"
     (staged / "book").mkdir(parents=True)
-    robustness.summary_path().unlink()  # a fresh build: no replicate of its own
-    text = robustness.write_page(staged, published.robustness_fallback()).read_text()
+    replicate_summary.summary_path().unlink()  # a fresh build: no replicate of its own
+    text = robustness_page.write_page(staged, published.robustness_fallback()).read_text()
     assert "Measured elsewhere" in text and "Elsewhere CPU" in text
     assert f"Published summary, **{published.CURRENT}**" in text
     _robustness_run(profile="quick", figures=("affine",))  # the build's own run
-    text = robustness.write_page(staged, published.robustness_fallback()).read_text()
+    text = robustness_page.write_page(staged, published.robustness_fallback()).read_text()
     assert "Measured elsewhere" not in text and "Published summary" not in text
 
 
 def test_without_a_published_summary_the_page_names_the_command(kept, tmp_path):
     staged = tmp_path / "stage"
     (staged / "book").mkdir(parents=True)
-    page = robustness.write_page(staged, published.robustness_fallback())
+    page = robustness_page.write_page(staged, published.robustness_fallback())
     assert "No replicates computed yet" in page.read_text()
     assert "`published/` is empty" in published.reproduce_section()
 
@@ -119,7 +119,7 @@ def test_bad_requests_are_refused_with_the_reason(kept, capsys):
     with pytest.raises(ValueError, match="is of profile 'smoke', not 'quick'"):
         published.publish_robustness("quick")
     _replicate_run("smoke", 0, "stability", True)  # stability only at replicate 0
-    robustness.write_summary("smoke", [0, 1], ["affine", "stability"])
+    replicate_summary.write_summary("smoke", [0, 1], ["affine", "stability"])
     with pytest.raises(ValueError, match="replicates missing"):
         published.publish_robustness("smoke")
     with pytest.raises(ValueError, match="no chapter executed at profile 'paper'"):
@@ -169,7 +169,7 @@ def test_publishing_some_chapters_keeps_the_others_as_published(kept):
     for replicate in (0, 1):
         _replicate_run("smoke", replicate, "meta", None)
         _replicate_run("smoke", replicate, "affine", False)
-    robustness.write_summary("smoke", [0, 1], ["affine", "meta"])
+    replicate_summary.write_summary("smoke", [0, 1], ["affine", "meta"])
     data = json.loads(published.publish_robustness("smoke", ["meta"]).read_text())
     assert data["chapters"]["affine"] == first["chapters"]["affine"]  # not republished
     assert data["digests"]["affine"] == first["digests"]["affine"]
@@ -180,7 +180,7 @@ def test_publishing_some_chapters_keeps_the_others_as_published(kept):
     assert {m["id"] for m in data["machines"]} == used
     with pytest.raises(ValueError, match="not in .*robustness.json: stability"):
         published.publish_robustness("smoke", ["stability"])
-    robustness.write_summary("smoke", [0], ["meta"])
+    replicate_summary.write_summary("smoke", [0], ["meta"])
     with pytest.raises(ValueError, match="same replicates"):
         published.publish_robustness("smoke", ["meta"])
 
@@ -210,7 +210,7 @@ def test_a_published_profile_is_compared_row_by_row_with_the_published_replicate
         rows = [{"claim": "a claim", "id": "a", "holds": holds},
                 {"claim": "worded alike", "holds": False}]
         replicate_run("smoke", replicate, "meta", rows, cpu="Elsewhere CPU")
-    robustness.write_summary("smoke", [0, 1], ["meta"])
+    replicate_summary.write_summary("smoke", [0, 1], ["meta"])
     table = json.loads(published.publish_robustness("smoke").read_text())
     assert table["chapters"]["meta"]["claims"][0]["id"] == "a"
     claims = [{"claim": "a claim, reworded", "id": "a", "holds": False},

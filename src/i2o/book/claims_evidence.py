@@ -14,7 +14,7 @@ from typing import Any
 from i2o.book import published, site
 from i2o.book.claim_anchors import anchor, anchor_notebook
 from i2o.compute import profiles
-from i2o.provenance import robustness
+from i2o.provenance import replicate_summary
 from i2o.verdicts import claims
 
 QUICK, PAPER = "quick", "paper"
@@ -42,7 +42,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Agreement:
-    """A row's status across replicates (:data:`i2o.provenance.robustness.STATUSES`) and its
+    """A row's status across replicates (:data:`i2o.provenance.replicate_summary.STATUSES`) and its
     source."""
 
     status: str
@@ -112,8 +112,8 @@ def build_run(figure: str, stamp: Mapping[str, Any]) -> BuildRun | None:
 
 
 def _from_rows(rows: Iterable[Mapping[str, Any]], origin: str, state: str) -> dict[str, Verdict]:
-    return {row["id"]: Verdict(robustness.verdict(row), str(row.get("value", "")), origin, state,
-                               str(row.get("check", "")))
+    return {row["id"]: Verdict(replicate_summary.verdict(row), str(row.get("value", "")), origin,
+                               state, str(row.get("check", "")))
             for row in rows if row.get("id")}
 
 
@@ -189,7 +189,7 @@ def quick_sources(fallback: Fallback | None) -> list[SummarySource]:
     (``make robustness``), then the published one (``fallback``,
     :func:`i2o.book.published.robustness_fallback`) for the chapters this build's lacks."""
     sources = []
-    own = robustness.read_summary()
+    own = replicate_summary.read_summary()
     if own is not None and own.get("profile") == QUICK:
         sources.append(SummarySource(own, OWN_REPLICATES, {}))
     if fallback is not None:

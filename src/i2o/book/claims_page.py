@@ -9,7 +9,7 @@ book adds, spanning the chapter rows that test it; for each chapter row:
   .json``), marked with where it comes from and, when published, whether it is current or stale
   (:func:`i2o.book.published.status`);
 - whether it is the same at every replicate: the summary's ``agreement``
-  (:func:`i2o.provenance.robustness.agreement`);
+  (:func:`i2o.provenance.replicate_summary.agreement`);
 - its verdict at profile ``paper``: from this build when it ran the chapter at ``paper``, else
   from ``published/numbers-paper.json``, marked so; "not run at paper scale" otherwise;
 - the commands that reproduce it (``make fig-<chapter>``, ``PROFILE=paper``) with the time this

@@ -17,7 +17,7 @@ from i2o.book import claims_page, published, site
 from i2o.book.execute import exclusive, failure_path
 from i2o.book.stamps import STAMP_KEY, executed_path
 from i2o.compute import profiles, timing_tables
-from i2o.provenance import numbers, robustness
+from i2o.provenance import numbers, robustness_page
 
 
 def stage() -> Path:
@@ -47,7 +47,7 @@ def stage() -> Path:
             _write_not_built(notebooks[figure], figure, reason)
     site.figures_page(staged, notebooks)
     fallback = published.robustness_fallback()
-    robustness.write_page(staged, fallback)
+    robustness_page.write_page(staged, fallback)
     claims_page.write(staged, notebooks, fallback)  # anchors each chapter's claim rows too
     site.fill_timings(staged / "book" / "reproduce.md", notebooks)
     published.fill_reproduce(staged / "book" / "reproduce.md")

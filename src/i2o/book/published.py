@@ -4,9 +4,8 @@ A fresh build has computed no replicate and no paper-scale chapter, so its Robus
 say only what to run, and no reader without a GPU or hours of CPU would see a paper-scale result.
 The repository therefore keeps small *published summaries* in ``published/``:
 
-- ``robustness-<profile>.json``: a robustness summary (:func:`i2o.provenance.robustness.collect`,
-every
-  chapter's claims at several replicates);
+- ``robustness-<profile>.json``: a robustness summary
+  (:func:`i2o.provenance.replicate_summary.collect`, every chapter's claims at several replicates);
 - ``numbers-<profile>.json``: a build's ``numbers.json`` (:mod:`i2o.provenance.numbers`: every glued
 number
   and claim row of each chapter, with its provenance).
@@ -43,7 +42,7 @@ from i2o import lineage, locations, results
 from i2o.book import site
 from i2o.compute import profiles
 from i2o.digests import sha256
-from i2o.provenance import bundles, fingerprint, numbers, robustness
+from i2o.provenance import bundles, fingerprint, numbers, replicate_summary
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -145,16 +144,16 @@ def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = N
     """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests;
     with ``figures``, only those chapters, replacing theirs in the published summary and keeping
     the others as they were published (with their digests, so they stay stale if they were)."""
-    summary = robustness.read_summary()
+    summary = replicate_summary.read_summary()
     if summary is None:
-        raise FileNotFoundError(f"no {robustness.summary_path()}: run `make robustness "
+        raise FileNotFoundError(f"no {replicate_summary.summary_path()}: run `make robustness "
                                 f"PROFILE={profile}` first")
     if summary["profile"] != profile:
-        raise ValueError(f"{robustness.summary_path()} is of profile {summary['profile']!r}, "
-                         f"not {profile!r}")
+        raise ValueError(f"{replicate_summary.summary_path()} is of profile "
+                         f"{summary['profile']!r}, not {profile!r}")
     chosen = list(figures or summary["chapters"])
     if unknown := [f for f in chosen if f not in summary["chapters"]]:
-        raise ValueError(f"not in {robustness.summary_path()}: {', '.join(unknown)}; it has "
+        raise ValueError(f"not in {replicate_summary.summary_path()}: {', '.join(unknown)}; it has "
                          f"{', '.join(summary['chapters'])}")
     incomplete = {f: summary["chapters"][f]["missing"] for f in chosen
                   if summary["chapters"][f]["missing"]}
@@ -273,7 +272,7 @@ def beside_replicates(rows: Sequence[Mapping[str, Any]],
     out = []
     for row in rows:
         match = by_id.get(row.get("id", "")) or by_claim.get(row["claim"])
-        out.append({"claim": row["claim"], "verdict": robustness.verdict(row),
+        out.append({"claim": row["claim"], "verdict": replicate_summary.verdict(row),
                     "replicates": {r: (v or {}).get("verdict", "missing")
                                    for r, v in (match or {}).get("replicates", {}).items()}})
     return out

@@ -8,7 +8,9 @@
 - :mod:`.probes` — each kernel family fingerprinted, on this CPU or an emulated one;
 - :mod:`.numbers` — every glued number and claim row of a build, ``numbers.json``;
 - :mod:`.compare` — two builds compared number by number (``python -m i2o.compare``);
-- :mod:`.robustness` — the chapters at several replicates, the Robustness page.
+- :mod:`.robustness` — the chapters at several replicates (``python -m i2o.provenance.robustness``);
+  :mod:`.replicate_summary` — what they wrote, summarised; :mod:`.robustness_page` — the
+  Robustness page.
 
 ``python -m i2o.provenance COMMAND`` (also ``python -m i2o.results COMMAND``) runs the commands
 of :mod:`.__main__`.

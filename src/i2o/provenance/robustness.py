@@ -8,9 +8,9 @@ goes through the results cache, so a replicate's training jobs are shared with `
 replicate <r>``, nothing is computed twice, and an interrupted run resumes; an unchanged notebook
 is not even re-executed (its stamp is up to date), so a rerun on a warm cache takes seconds.
 
-:func:`collect` then reads the claims each run wrote and :func:`write_summary` writes
+:mod:`i2o.provenance.replicate_summary` then reads the claims each run wrote and writes
 ``_build/robustness.json``: per chapter and claim, the verdict and value at each replicate and an
-agreement status (:func:`agreement`). :func:`page` turns it into the book's Robustness page
+agreement status. :mod:`i2o.provenance.robustness_page` turns it into the book's Robustness page
 (``book/robustness.md``, written when the book is staged); ``make book`` never computes a
 replicate, it shows what was computed and names the command for what is missing.
 
@@ -24,37 +24,23 @@ Command line (``make robustness PROFILE=quick``)::
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations
+from i2o import locations
 from i2o.compute import door, profiles
 from i2o.data import preflight
 from i2o.progress import Progress
+from i2o.provenance.replicate_summary import replicate_dir, write_summary
 
 DEFAULT_REPLICATES = (0, 1, 2)
-PAGE = "book/robustness.md"
-#: agreement statuses, in the order the page counts them
-SAME_DECIDED, SAME_UNDECIDED, FLIPS, INCOMPLETE = ("same verdict", "undecided at every replicate",
-                                                    "flips", "incomplete")
-STATUSES = (SAME_DECIDED, SAME_UNDECIDED, FLIPS, INCOMPLETE)
-
-
-def replicate_dir(profile: str, replicate: int) -> Path:
-    """The build folder of the chapters run at ``replicate`` in ``profile``."""
-    return locations.build_dir() / "robustness" / profile / f"r{replicate}"
-
-
-def summary_path() -> Path:
-    return locations.build_dir() / "robustness.json"
 
 
 def command(profile: str, replicates: Sequence[int], figures: Sequence[str] | None = None) -> str:
@@ -205,241 +191,6 @@ def run(profile: str = "quick", replicates: Sequence[int] = DEFAULT_REPLICATES,
             f"{t.figure} r{t.replicate} ({t.log()})" for t in failed))
     return summary
 
-
-# -- reading what was computed -------------------------------------------------------------------
-
-def _stamp(folder: Path, figure: str) -> dict[str, Any]:
-    path = folder / "notebooks" / Path(profiles.entry(figure)["notebook"]).name
-    try:
-        return json.loads(path.read_text())["metadata"].get("i2o", {})
-    except (OSError, ValueError, KeyError):
-        return {}
-
-
-def _claims(folder: Path, figure: str) -> list[dict[str, Any]] | None:
-    try:
-        return json.loads((folder / "claims" / f"{figure}.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def verdict(row: Mapping[str, Any]) -> str:
-    holds = row.get("holds")
-    return "undecided" if holds is None else ("holds" if holds else "fails")
-
-
-def agreement(verdicts: Sequence[str | None]) -> str:
-    """One claim's status across replicates (``None``: that replicate is missing)."""
-    if not verdicts or any(v is None for v in verdicts):
-        return INCOMPLETE
-    if len(set(verdicts)) > 1:
-        return FLIPS
-    return SAME_UNDECIDED if verdicts[0] == "undecided" else SAME_DECIDED
-
-
-def _keyed(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Rows by id when the row has one (its wording may quote a measured number), else by claim
-    text (a repeated key gets `` #2``, `` #3``…)."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for row in rows:
-        base = row.get("id") or row["claim"]
-        key, k = base, 2
-        while key in out:
-            key, k = f"{base} #{k}", k + 1
-        out[key] = row
-    return out
-
-
-def chapter_table(runs: Mapping[int, list[dict[str, Any]] | None]) -> list[dict[str, Any]]:
-    """Per claim (in the order first seen): its verdict, value and check at each replicate, and
-    its agreement. ``runs`` maps each replicate to its claim rows (``None`` when missing)."""
-    keyed = {r: _keyed(rows) if rows is not None else None for r, rows in runs.items()}
-    order: list[str] = []
-    for rows in keyed.values():
-        order += [k for k in (rows or {}) if k not in order]
-    table = []
-    for key in order:
-        at, first = {}, None
-        for r, rows in keyed.items():
-            row = rows.get(key) if rows is not None else None
-            first = first or row
-            at[str(r)] = None if row is None else {
-                "verdict": verdict(row), "value": row.get("value", ""),
-                "check": row.get("check", "")}
-        assert first is not None
-        table.append({"claim": first["claim"] if first.get("id") else key,
-                      **({"id": first["id"]} if first.get("id") else {}),
-                      "section": first.get("section", ""), "replicates": at,
-                      "agreement": agreement([a["verdict"] if a else None for a in at.values()])})
-    return table
-
-
-def counts(table: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    return {status: sum(row["agreement"] == status for row in table) for status in STATUSES}
-
-
-def collect(profile: str, replicates: Sequence[int],
-            figures: Sequence[str] | None = None) -> dict[str, Any]:
-    """What the replicate runs wrote: per chapter, the claim table, the replicates found and
-    missing, and each run's machine and time."""
-    figures = list(figures or profiles.figures())
-    chapters = {}
-    machines: dict[str, dict[str, Any]] = {}
-    for figure in figures:
-        runs, meta = {}, {}
-        for r in replicates:
-            folder = replicate_dir(profile, r)
-            stamp = _stamp(folder, figure)
-            rows = _claims(folder, figure) if stamp.get("profile") == profile else None
-            runs[r] = rows
-            if rows is not None:
-                machine = _machine(stamp)
-                machines[machine["id"]] = machine
-                meta[str(r)] = {"seconds": stamp.get("seconds"), "git": stamp.get("git"),
-                                "date": stamp.get("date"), "machine": machine["id"]}
-        table = chapter_table(runs)
-        missing = [r for r in replicates if runs[r] is None]
-        chapters[figure] = {"claims": table, "counts": counts(table), "runs": meta,
-                            "missing": missing}
-    return {"profile": profile, "replicates": list(replicates), "chapters": chapters,
-            "machines": list(machines.values()), "written": lineage.now_iso()}
-
-
-def _machine(stamp: Mapping[str, Any]) -> dict[str, Any]:
-    """The machine a run came from, as its stamp records it (``provenance``, when recorded)."""
-    provenance = stamp.get("provenance") or {}
-    described = {k: provenance[k] for k in sorted(provenance)
-                 if isinstance(provenance[k], str | int | float)}
-    if not described:
-        described = {"recorded": "no provenance in this run's stamp (an older build)"}
-    return {"id": json.dumps(described, sort_keys=True), **described}
-
-
-def write_summary(profile: str, replicates: Sequence[int],
-                  figures: Sequence[str] | None = None) -> dict[str, Any]:
-    """Write ``_build/robustness.json`` from what the replicate runs wrote; return it."""
-    summary = collect(profile, replicates, figures)
-    path = summary_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=1))
-    tmp.replace(path)
-    print(f"[i2o] robustness summary: {path}", flush=True)
-    return summary
-
-
-def read_summary() -> dict[str, Any] | None:
-    try:
-        return json.loads(summary_path().read_text())
-    except (OSError, ValueError):
-        return None
-
-
-# -- the book's page -------------------------------------------------------------------------
-
-_COLOURS = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#9a6700"}
-
-
-def _cell(at: Mapping[str, Any] | None) -> str:
-    if at is None:
-        return "<td>missing</td>"
-    tip = html.escape(f"{at['value']}" + (f" — check: {at['check']}" if at["check"] else ""),
-                      quote=True)
-    colour = _COLOURS[at["verdict"]]
-    return (f"<td title=\"{tip}\" style=\"color:{colour};font-weight:bold\">"
-            f"{at['verdict']}</td>")
-
-
-def chapter_html(figure: str, chapter: Mapping[str, Any], replicates: Sequence[int]) -> str:
-    """One chapter's table: a row per claim, a column per replicate, the agreement."""
-    head = "".join(f"<th>r{r}</th>" for r in replicates)
-    lines = ["<table class='i2o-robustness'><thead><tr><th>Claim</th>"
-             f"{head}<th>Agreement</th></tr></thead><tbody>"]
-    for row in chapter["claims"]:
-        cells = "".join(_cell(row["replicates"].get(str(r))) for r in replicates)
-        lines.append(f"<tr><td>{html.escape(row['claim'])}</td>{cells}"
-                     f"<td>{row['agreement']}</td></tr>")
-    lines.append("</tbody></table>")
-    return "\n".join(lines)
-
-
-def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_REPLICATES,
-         profile: str = "quick",
-         published: Mapping[str, tuple[str, str]] | None = None) -> str:
-    """The Robustness page (MyST Markdown) from a summary, or what to run when there is none.
-
-    ``published`` (chapter → its status and why, :func:`i2o.book.published.robustness_fallback`)
-    says the summary is a published one, measured elsewhere: the page says where it came from and
-    marks each chapter current or stale."""
-    lines = ["# Robustness", "",
-             "Is a verdict a property of the experiment or of one draw of its random choices? "
-             "Replicate r > 0 of a chapter redraws every random choice it makes "
-             "(initialisations, batch orders, data subsets, test sets, task draws, random "
-             "problems: `i2o.replicates`); replicate 0 is the book's own draw. A claim whose "
-             "verdict is the same at every replicate is a property of the experiment at this "
-             "scale; one that flips was decided by chance. Hover over a verdict for its measured "
-             "value and check. Generated by `i2o.provenance.robustness` from "
-             "`_build/robustness.json`; `make book` never computes replicates.", ""]
-    if summary is None:
-        lines += ["```{admonition} No replicates computed yet", ":class: warning",
-                  f"Run `{command(profile, requested)}`, then `make html`.", "```", ""]
-        return "\n".join(lines)
-    replicates = summary["replicates"]
-    lines += [f"Profile `{summary['profile']}`, replicates {', '.join(map(str, replicates))}; "
-              f"summary written {summary.get('written', '?')}.", ""]
-    if published is not None:
-        origin = summary.get("origin", {})
-        lines += ["```{admonition} Measured elsewhere", ":class: note",
-                  "This build computed no replicate of its own, so this page shows the summary "
-                  f"published from commit `{origin.get('commit', '?')}` on "
-                  f"{origin.get('published', '?')} (`published/`, machines at the end), each "
-                  f"chapter marked current or stale. `{command(profile, requested)}` computes "
-                  "this build's own.", "```", ""]
-    total = {status: 0 for status in STATUSES}
-    for figure, chapter in summary["chapters"].items():
-        c = chapter["counts"]
-        for status in STATUSES:
-            total[status] += c[status]
-        lines += [f"## {profiles.entry(figure)['title']}", "",
-                  f"{c[SAME_DECIDED]} claim(s) with the same verdict at every replicate, "
-                  f"{c[FLIPS]} that flip, {c[SAME_UNDECIDED]} undecided at every replicate"
-                  + (f", {c[INCOMPLETE]} incomplete" if c[INCOMPLETE] else "") + ".", ""]
-        if published is not None:
-            state, why = published.get(figure, ("stale", "not in this checkout's book"))
-            lines += [f"Published summary, **{state}**: {why}.", ""]
-        if chapter["missing"]:
-            lines += ["```{admonition} Missing replicates", ":class: warning",
-                      f"Replicate(s) {', '.join(map(str, chapter['missing']))} of `{figure}` "
-                      f"have not been computed: "
-                      f"`{command(summary['profile'], chapter['missing'], [figure])}`.", "```",
-                      ""]
-        lines += ["```{raw} html", chapter_html(figure, chapter, replicates), "```", ""]
-    lines += ["## All chapters", "",
-              f"{total[SAME_DECIDED]} claim(s) with the same verdict at every replicate, "
-              f"{total[FLIPS]} that flip, {total[SAME_UNDECIDED]} undecided at every replicate, "
-              f"{total[INCOMPLETE]} incomplete.", "", "## Machines", ""]
-    for machine in summary["machines"] or [{"id": "", "recorded": "none"}]:
-        described = ", ".join(f"{k}: {v}" for k, v in machine.items() if k != "id")
-        lines.append(f"- {described}")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def write_page(staged: Path, fallback: tuple[Mapping[str, Any],
-                                             Mapping[str, tuple[str, str]]] | None = None) -> Path:
-    """Write the Robustness page into the staged book (``book.stage``): this build's summary, or
-    else ``fallback``, a published summary with each chapter's status and why
-    (:func:`i2o.book.published.robustness_fallback`)."""
-    path = staged / PAGE
-    summary: Mapping[str, Any] | None = read_summary()
-    states: Mapping[str, tuple[str, str]] | None = None
-    if summary is None and fallback is not None:
-        summary, states = fallback
-    path.write_text(page(summary, published=states))
-    return path
-
-
-# -- command line --------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m i2o.provenance.robustness",
