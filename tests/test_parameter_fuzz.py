@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from i2o.book import build, stamps
-from i2o.compute import door, profiles, sweep
+from i2o.compute import door, profiles, sweep, sweep_command
 from i2o.provenance import robustness
 
 
@@ -161,7 +161,7 @@ def _refusals(case: Case, capsys, monkeypatch) -> list[str]:
     except profiles.ParameterError as refusal:
         if not _names_it(case, str(refusal)):
             failures.append(f"notebook {case}: {refusal}")
-    code = sweep.main([case.figure, "--profile", "smoke", "-p", case.name, text])
+    code = sweep_command.main([case.figure, "--profile", "smoke", "-p", case.name, text])
     error = capsys.readouterr().err
     if code != 2 or not _names_it(case, error):
         failures.append(f"sweep {case}: exit {code}, {error!r}")
@@ -209,7 +209,7 @@ def test_a_good_value_passes_every_door(tripwire, no_submission, capsys, monkeyp
     assert door.enter_namespace("stability", {"profile": "smoke"}).params == smoke
     assert robustness.check_request("smoke", [0, 1], ["stability"]) == [0, 1]
     with pytest.raises(AssertionError, match="submitted"):
-        sweep.main(["stability", "--profile", "smoke", "-p", "pretrain_steps",
+        sweep_command.main(["stability", "--profile", "smoke", "-p", "pretrain_steps",
                     str(smoke["pretrain_steps"])])
     case = cross_case("stability")
     assert _refusals(case, capsys, monkeypatch) == []

@@ -5,7 +5,8 @@
 - :mod:`.chapter` — the base of every chapter's results (parameters, cost, provenance);
 - :mod:`.import_graph` — the import graph read from the source: what a job's key covers and
   the layers ``tests/test_layout.py`` checks;
-- :mod:`.sweep` — a chapter's jobs on submitit (``python -m i2o.sweep``);
+- :mod:`.sweep` — a chapter's jobs on submitit; :mod:`.sweep_command` — its command line
+  (``python -m i2o.sweep``);
 - :mod:`.pool` — ``make book``'s one pool of local job processes, :mod:`.schedule` its
   longest-first order;
 - :mod:`.job_costs` — each job's published cost, by which a fresh clone's pool is ordered;

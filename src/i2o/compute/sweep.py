@@ -14,11 +14,6 @@ checkpoint directory when a previous attempt was interrupted; jobs whose result 
 are not submitted. The notebook, run afterwards with the same profile and parameters, then only
 reads and plots.
 
-Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
-
-    python -m i2o.sweep stability --profile paper --executor slurm \\
-        --partition gpu --time 720 --gpus 1 --cpus 4 [-p seeds "[0, 1]"] [--dry-run]
-
 Executors: ``local`` (subprocesses on this machine, ``--max-parallel`` at a time), ``slurm`` (one
 array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per job,
 ``--max-parallel`` = array parallelism, ``--slurm-arg KEY=VALUE`` for anything else), ``debug``
@@ -35,9 +30,7 @@ preemption SLURM requeues them and they resume from their training checkpoints.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -45,7 +38,6 @@ from typing import Any
 
 import submitit
 import submitit.helpers
-import yaml
 
 from i2o import lineage, results, runtime
 from i2o.compute import door, profiles, schedule
@@ -363,40 +355,3 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
     return done
 
 
-def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
-    return {name: yaml.safe_load(raw) for name, raw in pairs or []}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m i2o.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("figure", choices=profiles.figures())
-    parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
-    parser.add_argument("--executor", default="local", choices=EXECUTORS)
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                        help="override a figure parameter (YAML value), e.g. -p seeds '[0, 1]'")
-    parser.add_argument("--partition", help="SLURM partition (required with --executor slurm)")
-    parser.add_argument("--time", type=int, default=240, help="minutes per job (default 240)")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs per job (default 0)")
-    parser.add_argument("--cpus", type=int, default=1, help="CPU cores (torch threads) per job")
-    parser.add_argument("--max-parallel", type=int, default=2,
-                        help="jobs running at once (local) / SLURM array parallelism (default 2)")
-    parser.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra sbatch option, e.g. --slurm-arg qos=qos_gpu-t3 (repeatable)")
-    parser.add_argument("--dry-run", action="store_true", help="list the jobs, submit nothing")
-    args = parser.parse_args(argv)
-    try:
-        slurm_args = dict(item.split("=", 1) for item in args.slurm_arg)
-    except ValueError:
-        parser.error(f"--slurm-arg takes KEY=VALUE; got {args.slurm_arg}")
-    try:
-        sweep(args.figure, args.profile, args.executor, _parse_overrides(args.parameter),
-              args.partition, args.time, args.gpus, args.cpus, args.max_parallel, slurm_args,
-              args.dry_run)
-    except (profiles.ParameterError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
