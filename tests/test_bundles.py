@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import results
-from i2o.compute import door
+from i2o.compute import cache_entries, door
 from i2o.provenance import __main__ as commands
 from i2o.provenance import bundles, fingerprint
 
@@ -77,7 +76,7 @@ def test_an_imported_bundle_gives_the_same_entries_and_nothing_recomputes(figure
     report = bundles.import_bundle(bundle)
     jobs = [job for listed in door.enter(figure, PROFILE).jobs()
             for job in fingerprint.entry_jobs(listed)]
-    entries = {results.entry_dir(j.figure, j.name, j.key(), j.module).name for j in jobs}
+    entries = {cache_entries.entry_dir(j.figure, j.name, j.key(), j.module).name for j in jobs}
     assert sorted(report.written) == sorted(report.current) == sorted(entries)
     assert not report.other
     assert fingerprint.fingerprint([figure], PROFILE, 0)["chapters"][figure]["entries"] == prints
@@ -93,7 +92,7 @@ def test_an_imported_bundle_gives_the_same_entries_and_nothing_recomputes(figure
 
 
 def _refused(bundle: Path, match: str) -> None:
-    root = results.results_dir()
+    root = cache_entries.results_dir()
     before = _listing(root)
     with pytest.raises(bundles.BundleError, match=match):
         bundles.import_bundle(bundle)

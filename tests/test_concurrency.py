@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from i2o import results
+from i2o.compute import cache_entries
 from i2o.digests import sha256
 
 PRELUDE = """
@@ -85,16 +86,16 @@ def test_two_processes_compute_one_entry_once(tmp_path):
     assert {out.strip() for _, out, _ in outcomes} == {"70.0 slow"}
     waited = [err for _, _, err in outcomes if "waiting for fig/slow" in err]
     assert len(waited) == 1 and "is computing it" in waited[0], outcomes
-    entries = list(results.results_dir().joinpath("fig").iterdir())
+    entries = list(cache_entries.results_dir().joinpath("fig").iterdir())
     assert not [p for p in entries if p.name.startswith(".") and p.name != ".locks"]
 
 
 STORE_SAME = """
 import numpy as np
-from i2o import results
+from i2o.compute import cache_entries
 
-path = results.entry_dir("fig", "race", {})
-results.store(path, {"y": np.linspace(0, 1, 50_000)}, {"figure": "fig"})
+path = cache_entries.entry_dir("fig", "race", {})
+cache_entries.store(path, {"y": np.linspace(0, 1, 50_000)}, {"figure": "fig"})
 print("stored")
 """
 
@@ -103,19 +104,19 @@ def test_simultaneous_writers_of_one_key_all_succeed(tmp_path):
     """Every writer but the first loses the rename; it verifies the winner's entry and keeps it."""
     outcomes = _finish(_start(tmp_path, STORE_SAME, 3))
     assert [code for code, _, _ in outcomes] == [0, 0, 0], outcomes
-    entry = results.entry_dir("fig", "race", {})
-    np.testing.assert_array_equal(results.load(entry)["y"], np.linspace(0, 1, 50_000))
+    entry = cache_entries.entry_dir("fig", "race", {})
+    np.testing.assert_array_equal(cache_entries.load(entry)["y"], np.linspace(0, 1, 50_000))
     assert [p.name for p in entry.parent.iterdir() if p.name.startswith(".")] == [".locks"]
 
 
 def test_losing_the_rename_keeps_a_valid_winner_and_replaces_a_corrupt_one(tmp_path):
-    path = results.entry_dir("fig", "won", {})
-    results.store(path, {"v": np.ones(3)}, {})
+    path = cache_entries.entry_dir("fig", "won", {})
+    cache_entries.store(path, {"v": np.ones(3)}, {})
     before = (path / "meta.json").read_text()
     loser = path.with_name(f".{path.name}.tmp-loser")
     loser.mkdir()
     (loser / "arrays.npz").write_bytes(b"a different attempt")
-    assert results._publish(loser, path) is False
+    assert cache_entries.publish(loser, path) is False
     assert (path / "meta.json").read_text() == before  # the winner, untouched
     (path / "arrays.npz").write_bytes(b"damaged")
     replacement = path.with_name(f".{path.name}.tmp-second")
@@ -124,14 +125,15 @@ def test_losing_the_rename_keeps_a_valid_winner_and_replaces_a_corrupt_one(tmp_p
     (replacement / "meta.json").write_text(json.dumps(
         {"sha256": sha256(replacement / "arrays.npz")}))
     with pytest.warns(UserWarning, match="replacing corrupted entry"):
-        assert results._publish(replacement, path) is True
-    np.testing.assert_array_equal(results.load(path)["v"], np.zeros(3))
+        assert cache_entries.publish(replacement, path) is True
+    np.testing.assert_array_equal(cache_entries.load(path)["v"], np.zeros(3))
 
 
 KILLED_WHILE_WRITING = """
 import signal
 import numpy as np
 from i2o import results
+from i2o.compute import cache_entries
 
 save = np.savez
 
@@ -139,7 +141,7 @@ def save_then_die(*args, **kwargs):
     save(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
 
-results.np.savez = save_then_die
+cache_entries.np.savez = save_then_die
 results.cached("fig", "killed", {}, lambda: {"z": np.arange(10)})
 """
 
@@ -164,7 +166,7 @@ print(results.cached("fig", "held", {}, lambda: {"w": np.arange(3)})["w"].tolist
 def test_killed_writers_leave_no_lock_and_their_temporaries_are_removed(tmp_path):
     (writer,) = _finish(_start(tmp_path, KILLED_WHILE_WRITING, 1))
     assert writer[0] == -signal.SIGKILL
-    figure_dir = results.results_dir() / "fig"
+    figure_dir = cache_entries.results_dir() / "fig"
     stale = [p for p in figure_dir.iterdir() if p.name.startswith(".killed-")]
     assert len(stale) == 1 and (stale[0] / "arrays.npz").exists()
 

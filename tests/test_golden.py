@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from toy_jobs import ResidualJob, toy
 
-from i2o import results, runtime
+from i2o import runtime
+from i2o.compute import cache_entries
 from i2o.job import Job
 from i2o.provenance import __main__ as commands
 from i2o.provenance import compare, fingerprint, golden, probes
@@ -49,7 +50,7 @@ def test_an_entry_fingerprint_ignores_times_and_sees_every_result_bit(tmp_path):
                                         "history": {"seconds": np.zeros(3), "acc": [0.5]}},
                                  {**base, "loss": np.nextafter(base["loss"], 2)}]):
         path = tmp_path / f"entry{i}"
-        results.store(path, variant, {})
+        cache_entries.store(path, variant, {})
         paths.append(path)
     same, timed, moved = (fingerprint.entry_fingerprint(p) for p in paths)
     assert same == timed  # only measurements changed
@@ -58,9 +59,9 @@ def test_an_entry_fingerprint_ignores_times_and_sees_every_result_bit(tmp_path):
 
 def test_a_corrupted_entry_is_not_fingerprinted(tmp_path):
     path = tmp_path / "entry"
-    results.store(path, {"x": np.arange(4.0)}, {})
+    cache_entries.store(path, {"x": np.arange(4.0)}, {})
     (path / "arrays.npz").write_bytes(b"truncated")
-    with pytest.raises(results.CorruptEntry):
+    with pytest.raises(cache_entries.CorruptEntry):
         fingerprint.entry_fingerprint(path)
 
 
@@ -106,8 +107,8 @@ def test_a_chapters_entries_include_the_jobs_its_jobs_are_made_of(monkeypatch):
     compute_all()
     first = fingerprint.chapter_fingerprint("stability", params)
     assert first["digest"] and not first["missing"] and len(first["entries"]) == 5
-    results.clean("stability")  # recomputed: other times, same results
-    results.clean("toy")
+    cache_entries.clean("stability")  # recomputed: other times, same results
+    cache_entries.clean("toy")
     compute_all()
     assert fingerprint.chapter_fingerprint("stability", params) == first
 

@@ -12,8 +12,7 @@ from typing import ClassVar
 import pytest
 from toy_jobs import toy
 
-from i2o import results
-from i2o.compute import import_graph
+from i2o.compute import cache_key, import_graph
 from i2o.job import Job
 
 PACKAGE = import_graph.PACKAGE_DIR
@@ -46,10 +45,11 @@ def test_a_job_is_a_frozen_picklable_value():
 
 def test_the_key_covers_the_module_that_defines_the_job():
     assert toy(1).module == "toy_chapter.jobs"
-    assert results.key("f", "n", {}, module="i2o.job") != results.key("f", "n", {})
+    assert cache_key.key("f", "n", {}, module="i2o.job") != cache_key.key("f", "n", {})
     # a module outside i2o (the toy chapter under tests/, a researcher's own job): its file and
     # the closure of the i2o modules it imports
-    assert results.module_source_hash("toy_chapter.jobs") != results.module_source_hash("i2o.job")
+    outside = cache_key.module_source_hash("toy_chapter.jobs")
+    assert outside != cache_key.module_source_hash("i2o.job")
 
 
 def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
@@ -60,9 +60,9 @@ def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
 
 
 def test_a_job_depends_on_what_computes_it_not_on_the_cache_machinery():
-    found = results.dependencies("i2o.chapters.stability.jobs")
+    found = cache_key.dependencies("i2o.chapters.stability.jobs")
     assert {"i2o.chapters.stability.jobs", "i2o.deq.broyden", "i2o.train.loop"} <= set(found)
-    assert not results.CACHE_MACHINERY & set(found)
+    assert not cache_key.CACHE_MACHINERY & set(found)
     with pytest.raises(ValueError, match="not a module of i2o"):
         import_graph.closure("i2o.no_such_module")
 
@@ -80,7 +80,7 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
     module = "i2o.chapters.stability.jobs"
 
     def key() -> str:
-        return results.module_source_hash(module, root)
+        return cache_key.module_source_hash(module, root)
 
     before = key()
     assert "i2o.deq.broyden" in import_graph.closure(module, root)

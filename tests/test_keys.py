@@ -1,9 +1,10 @@
 """Exact cache keys (issue 38): a job's key covers the code that computes it and nothing else.
 
-Every job class of every chapter is checked: its closure (:func:`i2o.results.dependencies`)
-reaches no verdict, prose, figure, plotting or book machinery, and no module that changes no number
-(:data:`i2o.results.INERT`); on a temporary copy of the package, an edit to each of those modules
-leaves every key as it was, while an edit to the numerics leaves none.
+Every job class of every chapter is checked: its closure
+(:func:`i2o.compute.cache_key.dependencies`) reaches no verdict, prose, figure, plotting or book
+machinery, and no module that changes no number (:data:`i2o.results.INERT`); on a temporary copy of
+the package, an edit to each of those modules leaves every key as it was, while an edit to the
+numerics leaves none.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from i2o import results
-from i2o.compute import import_graph, profiles
+from i2o.compute import cache_key, import_graph, profiles
 from i2o.provenance import dependencies
 
 PACKAGE = import_graph.PACKAGE_DIR
@@ -70,7 +71,7 @@ def route(start: str, goal: str) -> list[str]:
 
 def forbidden_in_key(module: str) -> dict[str, list[str]]:
     """The presenting or inert modules ``module``'s key would cover, each with its import path."""
-    bad = (presenting() | results.INERT) & set(results.dependencies(module))
+    bad = (presenting() | results.INERT) & set(cache_key.dependencies(module))
     return {name: route(module, name) for name in sorted(bad)}
 
 
@@ -124,7 +125,7 @@ def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_chan
     modules = sorted(job_modules())
 
     def keys() -> dict[str, str]:
-        return {module: results.module_source_hash(module, root) for module in modules}
+        return {module: cache_key.module_source_hash(module, root) for module in modules}
 
     before = keys()
     edited = sorted(presenting(root) | results.INERT)
@@ -135,7 +136,7 @@ def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_chan
     assert keys() == before
     _edit(root / "runtime.py")
     after = keys()
-    numeric = [module for module in modules if "i2o.runtime" in results.dependencies(module)]
+    numeric = [module for module in modules if "i2o.runtime" in cache_key.dependencies(module)]
     assert numeric and all(after[module] != before[module] for module in numeric)
 
 
@@ -156,19 +157,19 @@ def test_a_name_imported_through_a_package_face_reaches_its_defining_module(tmp_
 
 
 def test_a_docstring_or_a_comment_changes_no_key_and_code_does(tmp_path):
-    """A key covers code (:func:`i2o.results.code_of`): rewording the Broyden solver's docstrings
-    and comments leaves a stability job's key as it was; changing one constant of its code
-    does not."""
+    """A key covers code (:func:`i2o.compute.cache_key.code_of`): rewording the Broyden solver's
+    docstrings and comments leaves a stability job's key as it was; changing one constant of its
+    code does not."""
     root = tmp_path / "i2o"
     shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
     module, solver = "i2o.chapters.stability.jobs", root / "deq" / "broyden.py"
-    before = results.module_source_hash(module, root)
+    before = cache_key.module_source_hash(module, root)
     text = solver.read_text()
     first = text.index('"""') + 3
     solver.write_text(text[:first] + "Reworded. " + text[first:] + "\n# a comment\n")
-    assert results.module_source_hash(module, root) == before
+    assert cache_key.module_source_hash(module, root) == before
     _edit(solver)
-    assert results.module_source_hash(module, root) != before
+    assert cache_key.module_source_hash(module, root) != before
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
@@ -208,14 +209,14 @@ class _NoDocstrings(ast.NodeTransformer):
 
 
 def test_what_a_key_covers_is_the_whole_code_and_only_the_code():
-    """:func:`i2o.results.code_of` cuts docstrings and comments out of the source text: for every
-    module of the package the text left has the syntax tree of the module without its docstrings:
-    no code was cut."""
+    """:func:`i2o.compute.cache_key.code_of` cuts docstrings and comments out of the source text:
+    for every module of the package the text left has the syntax tree of the module without its
+    docstrings: no code was cut."""
     compared = 0
     for path in import_graph.modules().values():
         expected = ast.dump(_NoDocstrings().visit(ast.parse(path.read_text())))
         try:
-            found = ast.dump(_NoDocstrings().visit(ast.parse(results.code_of(path).decode())))
+            found = ast.dump(_NoDocstrings().visit(ast.parse(cache_key.code_of(path).decode())))
         except SyntaxError:  # a body that held only a docstring (an abstract method) is empty
             continue
         assert found == expected, path

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from i2o.chapters.meta import evaluate, imaml, maml, mlp, tasks
+from i2o.compute import cache_entries
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,6 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     """``python -m i2o.sweep meta`` runs each job of ``runs.jobs`` (a model's sweep, which trains
     the model first); afterwards the notebook's jobs of the same parameters find the model and
     its sweep cached."""
-    from i2o import results
     from i2o.chapters.meta import runs
     from i2o.compute import profiles
 
@@ -124,7 +124,7 @@ def test_sweep_jobs_fill_the_cache_entries_the_notebook_reads():
     assert maml_job.is_cached() and maml_job.model.is_cached()
     (other,) = [job for job in jobs if job.model.label == "imaml-N4-lam8-set1-seed0"]
     assert not other.is_cached()
-    before = {path.name for path in results.results_dir().rglob("*")}
+    before = {path.name for path in cache_entries.results_dir().rglob("*")}
     (again,) = [job for job in runs.jobs(p) if job == maml_job]  # what collect reads
     assert again.run()["query"].shape == (4, len(again.grid))
-    assert {path.name for path in results.results_dir().rglob("*")} == before
+    assert {path.name for path in cache_entries.results_dir().rglob("*")} == before

@@ -17,7 +17,7 @@ from toy_jobs import toy
 
 from i2o import locations
 from i2o.book import build, execute, html_build, stamps
-from i2o.compute import pool
+from i2o.compute import cache_entries, pool
 from i2o.data import CLASSES, fetch, preflight
 
 REPO = locations.repo_root()
@@ -272,7 +272,6 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
     import submitit
     import torch
 
-    from i2o import results
     from i2o.compute import sweep
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -283,7 +282,7 @@ def test_sweep_job_lines_go_to_the_log_file_not_the_page(monkeypatch, capsys):
     shown = capsys.readouterr()
     for word in ("submitted", "finished", "local jobs"):
         assert word not in shown.out and word not in shown.err, shown
-    log = (results.results_dir() / "_submitit" / "toy" / "sweep.log").read_text()
+    log = (cache_entries.results_dir() / "_submitit" / "toy" / "sweep.log").read_text()
     assert "submitted residuals-seed2" in log and "finished residuals-seed2" in log
     assert "local jobs on the CPU" in log
 

@@ -15,7 +15,7 @@ from toy_jobs import toy
 
 from i2o import lineage, locations, results, runtime
 from i2o.book import build
-from i2o.compute import profiles, sweep
+from i2o.compute import cache_entries, cache_key, profiles, sweep
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -184,22 +184,22 @@ def test_a_local_sweep_worker_starts_pinned(monkeypatch):
 
 def test_results_key_depends_on_the_numerics_mode(monkeypatch):
     monkeypatch.setenv("I2O_NUMERICS", "portable")
-    portable = results.key("f", "n", {"a": 1})
+    portable = cache_key.key("f", "n", {"a": 1})
     monkeypatch.setenv("I2O_NUMERICS", "native")
-    assert results.key("f", "n", {"a": 1}) != portable
+    assert cache_key.key("f", "n", {"a": 1}) != portable
 
 
 def test_results_key_depends_on_the_portable_pins(monkeypatch):
     """A change of pins (as MKL's, from AVX2 to its compatible branch) changes results, so it
     recomputes them: the pins' values are part of every portable key."""
     monkeypatch.setenv("I2O_NUMERICS", "portable")
-    before = results.key("f", "n", {"a": 1})
+    before = cache_key.key("f", "n", {"a": 1})
     monkeypatch.setitem(runtime.PORTABLE_PINS, "MKL_CBWR", "AVX2")
-    assert results.key("f", "n", {"a": 1}) != before
+    assert cache_key.key("f", "n", {"a": 1}) != before
     monkeypatch.setenv("I2O_NUMERICS", "native")
-    native = results.key("f", "n", {"a": 1})
+    native = cache_key.key("f", "n", {"a": 1})
     monkeypatch.setitem(runtime.PORTABLE_PINS, "MKL_CBWR", "AVX512")
-    assert results.key("f", "n", {"a": 1}) == native  # native mode has no pins
+    assert cache_key.key("f", "n", {"a": 1}) == native  # native mode has no pins
 
 
 def test_the_books_adam_is_fused():
@@ -233,7 +233,7 @@ def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):
 def test_stored_entries_record_their_provenance(monkeypatch):
     monkeypatch.delenv("I2O_NUMERICS", raising=False)
     results.cached("f", "n", {"a": 1}, lambda: {"x": [1.0]})
-    meta = json.loads((results.entry_dir("f", "n", {"a": 1}) / "meta.json").read_text())
+    meta = json.loads((cache_entries.entry_dir("f", "n", {"a": 1}) / "meta.json").read_text())
     assert meta["provenance"]["numerics"] == "portable"
     assert meta["provenance"]["cpu"] and meta["provenance"]["torch"]
 

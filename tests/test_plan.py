@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import other, toy
 
-from i2o import lineage, results
-from i2o.compute import door, plan, pool
+from i2o import lineage
+from i2o.compute import cache_costs, cache_entries, door, plan, pool
 from i2o.job import Job
 from i2o.provenance import __main__ as commands
 
@@ -68,9 +68,9 @@ def test_lpt_refuses_no_core_and_negative_durations():
 
 def _record(job: Job, seconds: float, created: str | None = None) -> None:
     """A cost record for ``job`` under another key (as a cache from older code would hold)."""
-    entry = results.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
-    results.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
-                                      "params": job.key(), results.COST: {
+    entry = cache_entries.results_dir() / job.figure / f"{job.name}-{'0' * 20}"
+    cache_entries.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
+                                      "params": job.key(), cache_costs.COST: {
                                           "seconds": seconds, "cpu_seconds": seconds,
                                           "peak_rss_mb": 50.0}})
     if created is not None:

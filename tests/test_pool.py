@@ -1,6 +1,6 @@
 """The book's job pool (:mod:`i2o.compute.pool`) and the costs the results cache records for it
-(:func:`i2o.results.recorded_cost`). The toy chapter's jobs, in two chapters (``toy``, ``toy-b``),
-computed in this process by submitit's debug executor (a few seconds in all)."""
+(:func:`i2o.compute.cache_costs.recorded_cost`). The toy chapter's jobs, in two chapters (``toy``,
+``toy-b``), computed in this process by submitit's debug executor (a few seconds in all)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,17 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import ResidualJob, other, toy
 
-from i2o import results
 from i2o.book import all_chapters, execute, stamps
-from i2o.compute import door, job_costs, pool, profiles, sweep
+from i2o.compute import (
+    cache_costs,
+    cache_entries,
+    cache_key,
+    door,
+    job_costs,
+    pool,
+    profiles,
+    sweep,
+)
 from i2o.compute.chapter import run_jobs
 from i2o.compute.door import Task
 from i2o.data import preflight
@@ -40,15 +48,15 @@ def _chapter(figure: str, tasks: list[Task]) -> door.Chapter:
 def _record(job: Job, seconds: float, peak_mb: float = 100.0, key: str = "0" * 20) -> None:
     """A cost record for ``job``'s name and parameters under another key (as after a code
     change): the job itself stays missing."""
-    entry = results.results_dir() / job.figure / f"{job.name}-{key}"
-    results.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
-                                      "params": job.key(), results.COST: {
+    entry = cache_entries.results_dir() / job.figure / f"{job.name}-{key}"
+    cache_entries.store(entry, {"x": 0.0}, {"figure": job.figure, "name": job.name,
+                                      "params": job.key(), cache_costs.COST: {
                                           "seconds": seconds, "cpu_seconds": seconds,
                                           "peak_rss_mb": peak_mb}})
 
 
 def _meta(job: Job) -> dict:
-    entry = results.entry_dir(job.figure, job.name, job.key(), job.module)
+    entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
     return json.loads((entry / "meta.json").read_text())
 
 
@@ -56,26 +64,26 @@ def _meta(job: Job) -> dict:
 
 def test_the_cost_is_recorded_outside_the_key_and_read_back_under_a_changed_key(monkeypatch):
     job = toy(1, test_iters=500)  # long enough to take a measurable CPU time
-    key = results.key(job.figure, job.name, job.key(), job.module)
+    key = cache_key.key(job.figure, job.name, job.key(), job.module)
     job.run()
-    cost = _meta(job)[results.COST]
+    cost = _meta(job)[cache_costs.COST]
     assert set(cost) == {"seconds", "cpu_seconds", "peak_rss_mb"}
     assert cost["seconds"] >= 0 and cost["cpu_seconds"] > 0 and cost["peak_rss_mb"] > 10
-    assert results.key(job.figure, job.name, job.key(), job.module) == key  # not in the key
-    first = results.recorded_cost("toy", job.name, job.key())
+    assert cache_key.key(job.figure, job.name, job.key(), job.module) == key  # not in the key
+    first = cache_costs.recorded_cost("toy", job.name, job.key())
     assert first is not None and first.seconds == cost["seconds"]
     assert first.peak_rss_mb == cost["peak_rss_mb"] and first.created
 
-    monkeypatch.setattr(results, "module_source_hash", lambda *args, **kwargs: "changed code")
+    monkeypatch.setattr(cache_key, "module_source_hash", lambda *args, **kwargs: "changed code")
     assert not job.is_cached()  # another key, the same name
-    assert results.recorded_cost("toy", job.name, job.key()) == first
-    assert results.recorded_cost("toy", job.name) == first
-    assert results.recorded_cost("toy", job.name, toy(1).key()) is None
-    assert results.recorded_cost("toy", "residuals-seed") is None  # a name is matched whole
+    assert cache_costs.recorded_cost("toy", job.name, job.key()) == first
+    assert cache_costs.recorded_cost("toy", job.name) == first
+    assert cache_costs.recorded_cost("toy", job.name, toy(1).key()) is None
+    assert cache_costs.recorded_cost("toy", "residuals-seed") is None  # a name is matched whole
     job.run()  # computed again under the new key: its record is now the most recent
-    again = results.recorded_cost("toy", job.name, job.key())
-    assert again is not None and again.seconds == _meta(job)[results.COST]["seconds"]
-    assert len(list((results.results_dir() / "toy").glob("residuals-seed1-*[0-9a-f]"))) == 2
+    again = cache_costs.recorded_cost("toy", job.name, job.key())
+    assert again is not None and again.seconds == _meta(job)[cache_costs.COST]["seconds"]
+    assert len(list((cache_entries.results_dir() / "toy").glob("residuals-seed1-*[0-9a-f]"))) == 2
 
 
 # --- the pool -----------------------------------------------------------------------------------

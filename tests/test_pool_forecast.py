@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import pytest
 
-from i2o import progress, results
-from i2o.compute import door, plan, pool, schedule, sweep
+from i2o import progress
+from i2o.compute import cache_costs, door, plan, pool, schedule, sweep
 from i2o.compute.door import Task
 from i2o.job import Job
 
@@ -340,7 +340,7 @@ def measure(workers: int) -> Measured:
     assert not done.failed and done.workers == workers
     planned = plan.plan_chapter(chapter, "quick")  # a fake chapter: no parameters
     assert sum(task.estimated for task in planned.tasks) == 0  # every cost recorded
-    costs = results.recorded_costs("nap", {job.name: job.key() for job in chapter.jobs()})
+    costs = cache_costs.recorded_costs("nap", {job.name: job.key() for job in chapter.jobs()})
     return Measured(workers, wall, plan.forecast([planned], workers).jobs_seconds,
                     sum(cost.seconds for cost in costs.values()),
                     sum(cost.cpu_seconds for cost in costs.values()), cpu, others)

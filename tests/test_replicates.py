@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from i2o import replicates, results
+from i2o import replicates
 from i2o.chapters.deq_gaps import runs as deq_gaps
 from i2o.chapters.meta import runs as meta
 from i2o.chapters.separation import runs as separation
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import job_name
-from i2o.compute import profiles
+from i2o.compute import cache_key, profiles
 
 
 def test_replicate_zero_keeps_every_seed():
@@ -66,7 +66,7 @@ def test_stability_jobs_redraw_training_seeds_and_data_subsets():
     assert trained[0] == {0, 1}
     assert trained[1] == set(replicates.seeds([0, 1], 1))
     assert not trained[1] & trained[0] and not trained[1] & trained[2]
-    keys = [results.key(job.figure, job.name, job.key(), module=job.module)
+    keys = [cache_key.key(job.figure, job.name, job.key(), module=job.module)
             for jobs in at.values() for job in jobs]
     assert len(set(keys)) == len(keys)
 

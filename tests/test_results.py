@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from i2o import results
+from i2o.compute import cache_entries, cache_key, jax_cache
 
 
 def test_computes_once_then_reads(tmp_path):
@@ -33,7 +34,7 @@ def test_corrupted_entry_is_detected_and_recomputed(damage):
         return {"x": np.linspace(0, 1, 1000)}
 
     results.cached("fig", "x", {}, compute)
-    entry = results.entry_dir("fig", "x", {})
+    entry = cache_entries.entry_dir("fig", "x", {})
     arrays = entry / "arrays.npz"
     if damage == "truncate":
         arrays.write_bytes(arrays.read_bytes()[:100])
@@ -43,8 +44,8 @@ def test_corrupted_entry_is_detected_and_recomputed(damage):
         arrays.write_bytes(bytes(blob))
     else:
         (entry / "meta.json").unlink()
-    with pytest.raises(results.CorruptEntry):
-        results.load(entry)
+    with pytest.raises(cache_entries.CorruptEntry):
+        cache_entries.load(entry)
     with pytest.warns(UserWarning, match="corrupted entry"):
         again = results.cached("fig", "x", {}, compute)
     assert len(calls) == 2
@@ -58,20 +59,21 @@ def test_failed_compute_leaves_no_entry():
     with pytest.raises(RuntimeError):
         results.cached("fig", "boom", {}, boom)
     assert results.lookup("fig", "boom", {}) is None
-    assert not list((results.results_dir()).rglob("arrays.npz"))
+    assert not list((cache_entries.results_dir()).rglob("arrays.npz"))
 
 
 def test_key_depends_on_source_and_params():
-    assert results.key("f", "n", {"a": 1}) != results.key("f", "n", {"a": 2})
-    assert results.key("f", "n", {"a": 1}, module="i2o.results") != results.key("f", "n", {"a": 1})
-    assert results.source_hash(["i2o.results"]) == results.source_hash(["i2o.results"])
+    assert cache_key.key("f", "n", {"a": 1}) != cache_key.key("f", "n", {"a": 2})
+    of_package = cache_key.key("f", "n", {"a": 1})
+    assert cache_key.key("f", "n", {"a": 1}, module="i2o.results") != of_package
+    assert cache_key.source_hash(["i2o.results"]) == cache_key.source_hash(["i2o.results"])
     with pytest.raises(ValueError, match="not a module of i2o"):
-        results.source_hash(["i2o.no_such_module"])
+        cache_key.source_hash(["i2o.no_such_module"])
 
 
 def test_checkpoint_dir_is_tied_to_key():
-    a = results.checkpoint_dir("fig", "run", {"seed": 0})
-    b = results.checkpoint_dir("fig", "run", {"seed": 1})
+    a = cache_entries.checkpoint_dir("fig", "run", {"seed": 0})
+    b = cache_entries.checkpoint_dir("fig", "run", {"seed": 1})
     assert a.is_dir() and a != b
 
 
@@ -97,17 +99,29 @@ def test_jax_programs_are_kept_in_the_results_cache_and_give_the_same_numbers(tm
         return out.stdout.split()
 
     first = run()
-    assert first[0] == str(tmp_path / results.JAX_CACHE)
-    kept = sorted(p.name for p in (tmp_path / results.JAX_CACHE).iterdir())
+    assert first[0] == str(tmp_path / jax_cache.JAX_CACHE)
+    kept = sorted(p.name for p in (tmp_path / jax_cache.JAX_CACHE).iterdir())
     assert kept, "no compiled program was written"
     second = run()
     assert second == first
-    assert sorted(p.name for p in (tmp_path / results.JAX_CACHE).iterdir()) == kept  # reused
+    assert sorted(p.name for p in (tmp_path / jax_cache.JAX_CACHE).iterdir()) == kept  # reused
     off = run(I2O_JAX_CACHE="0")
     assert off == ["None", first[1]]
 
 
 def test_a_checkpoint_folder_keeps_the_whole_key_when_the_name_holds_a_dot():
-    a = results.checkpoint_dir("meta", "train-lam0.5", {"seed": 0})
-    b = results.checkpoint_dir("meta", "train-lam0.5", {"seed": 1})
+    a = cache_entries.checkpoint_dir("meta", "train-lam0.5", {"seed": 0})
+    b = cache_entries.checkpoint_dir("meta", "train-lam0.5", {"seed": 1})
     assert a != b and a.name.startswith("train-lam0.5-") and a.name.endswith(".ckpt")
+
+
+def test_the_face_hands_computing_code_the_cache_modules_own_names():
+    """What computing code reads from :mod:`i2o.results` is the cache modules' own object, so a
+    key computed through the face is the key; the face's own functions are in no key."""
+    assert results.key is cache_key.key and results.INERT is cache_key.INERT
+    assert results.checkpoint_dir is cache_entries.checkpoint_dir
+    assert results.jax_compilation_cache is jax_cache.jax_compilation_cache
+    face = {"i2o.results", "i2o.compute.cache_key", "i2o.compute.cache_entries",
+            "i2o.compute.cache_locks", "i2o.compute.cache_costs", "i2o.compute.jax_cache"}
+    assert face <= cache_key.CACHE_MACHINERY
+    assert not face & set(cache_key.dependencies("i2o.chapters.meta.evaluate"))

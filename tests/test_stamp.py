@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from i2o import locations, results
+from i2o import locations
 from i2o.book import execute, stamps
-from i2o.compute import profiles
+from i2o.compute import import_graph, profiles
 
 REPO = locations.repo_root()
 
@@ -45,8 +45,8 @@ def test_a_stamp_is_the_hash_of_its_inputs_and_its_sources_are_the_hashed_files(
     stamp, inputs = stamps.stamped("affine", params)
     assert stamp == stamps.stamp("affine", params)
     assert stamp == stamps.stamp_of({k: v for k, v in inputs.items() if k != "sources"})
-    assert set(inputs["sources"]) == {str(p.relative_to(results.PACKAGE_DIR))
-                                      for p in results.PACKAGE_DIR.rglob("*.py")}
+    assert set(inputs["sources"]) == {str(p.relative_to(import_graph.PACKAGE_DIR))
+                                      for p in import_graph.PACKAGE_DIR.rglob("*.py")}
     assert "book/build.py" in inputs["sources"]
 
 

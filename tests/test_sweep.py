@@ -16,7 +16,7 @@ import pytest
 from i2o import results
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import TrainJob
-from i2o.compute import door, profiles, sweep
+from i2o.compute import cache_entries, cache_key, door, profiles, sweep
 from i2o.job import Job
 
 TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,
@@ -35,7 +35,7 @@ def test_jobs_cover_seeds_arms_and_training_n_with_distinct_keys():
     assert len(jobs) == 8 and all(isinstance(job, TrainJob) for job in jobs)
     names = {job.name for job in jobs}
     assert "ift-N18-seed1" in names and "unrolled-N9-seed0" in names
-    keys = {results.key(job.figure, job.name, job.key(), module=job.module) for job in jobs}
+    keys = {cache_key.key(job.figure, job.name, job.key(), module=job.module) for job in jobs}
     assert len(keys) == 8
 
 
@@ -49,8 +49,8 @@ def test_the_sweep_and_the_notebook_build_the_same_keys():
     for job, again in zip(listed, built, strict=True):
         shipped = pickle.loads(pickle.dumps(job))
         assert shipped == again and hash(shipped) == hash(again)
-        assert results.entry_dir(shipped.figure, shipped.name, shipped.key(),
-                                 module=shipped.module) == results.entry_dir(
+        assert cache_entries.entry_dir(shipped.figure, shipped.name, shipped.key(),
+                                 module=shipped.module) == cache_entries.entry_dir(
             again.figure, again.name, again.key(), module=again.module)
     # the key is every field, the module the one defining the job (its closure is hashed)
     job = built[0]

@@ -1,12 +1,12 @@
 """A job: one expensive computation of a chapter, as a frozen, typed value.
 
-A job's dataclass fields are everything its result depends on besides the code: they are its
-cache key (:func:`dataclasses.asdict`), and the code is the import closure of the module that
-defines its class (:func:`i2o.results.dependencies`: the modules it reaches through imports,
-without the cache's own plumbing), so no job lists its sources by hand. A job
-is pickled as it is by :mod:`i2o.compute.sweep` (one submitit task per job) and computed by
-:meth:`run` wherever it is called: a notebook, a local worker, a SLURM array task. Whoever asks
-first computes and stores it (:func:`i2o.results.cached`); everyone after reads it.
+A job's dataclass fields are everything its result depends on besides the code: they are its cache
+key (:func:`dataclasses.asdict`), and the code is the import closure of the module that defines its
+class (:func:`i2o.compute.cache_key.dependencies`: the modules it reaches through imports, without
+the cache's own plumbing), so no job lists its sources by hand. A job is pickled as it is by
+:mod:`i2o.compute.sweep` (one submitit task per job) and computed by :meth:`run` wherever it is
+called: a notebook, a local worker, a SLURM array task. Whoever asks first computes and stores it
+(:func:`i2o.results.cached`); everyone after reads it.
 
 A chapter's ``runs.jobs(params) -> list[Job]`` lists the jobs of a parameter set; its job classes
 live in modules that import what computes them, never the chapter's ``runs``, ``figures`` or

@@ -17,7 +17,7 @@ whether this checkout would compute the same thing:
   (:func:`i2o.provenance.fingerprint.chapter_entries`). An entry's name holds its key, which covers
   the job's parameters, the code that computes it and the numerics pins (:mod:`i2o.results`);
 - ``claims_code``: the hash of the chapter's claims module and everything it imports
-  (:func:`i2o.results.module_source_hash`), which turns results into verdicts.
+  (:func:`i2o.compute.cache_key.module_source_hash`), which turns results into verdicts.
 
 A chapter is *current* when both match this checkout, *stale* otherwise, and the pages say which
 (:func:`status`). The Robustness page shows the published summary only when the build has none of
@@ -38,9 +38,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations, results
+from i2o import lineage, locations
 from i2o.book import site
-from i2o.compute import profiles
+from i2o.compute import cache_entries, cache_key, profiles
 from i2o.digests import sha256
 from i2o.provenance import bundles, fingerprint, numbers, replicate_summary
 
@@ -70,7 +70,7 @@ def keys_digest(figure: str, profile: str, replicate: int) -> str:
 def claims_code_digest(figure: str) -> str:
     """The hash of ``figure``'s claims module and its import closure (comments and docstrings
     left out, as for a cache key)."""
-    return results.module_source_hash(f"{profiles.entry(figure)['package']}.claims")
+    return cache_key.module_source_hash(f"{profiles.entry(figure)['package']}.claims")
 
 
 def chapter_digests(figure: str, profile: str, replicates: Sequence[int]) -> dict[str, Any]:
@@ -134,8 +134,8 @@ def _computed_by_this_code(figures: Sequence[str], profile: str,
                              for r, (gone, total) in absent.items())
             raise ValueError(
                 f"{figure}: cache entries under this checkout's keys not in "
-                f"{results.results_dir()} ({said}), so its summary was computed by other code "
-                f"or from another cache: point I2O_RESULTS_DIR at the cache it was computed "
+                f"{cache_entries.results_dir()} ({said}), so its summary was computed by other "
+                f"code or from another cache: point I2O_RESULTS_DIR at the cache it was computed "
                 f"from, recompute it (`make robustness FIGURES={figure}` or the profile's "
                 f"build), or publish the other chapters alone (FIGURES=...)")
 

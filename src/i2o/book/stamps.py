@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import locations, results, runtime
-from i2o.compute import profiles
+from i2o import locations, runtime
+from i2o.compute import cache_key, import_graph, profiles
 from i2o.digests import sha256
 
 STAMP_KEY = "i2o"
@@ -26,12 +26,12 @@ def executed_path(figure: str) -> Path:
 
 def stamp_inputs(figure: str, params: profiles.Params) -> dict[str, Any]:
     """What ``figure``'s stamp is computed from: the SHA-256 of its source notebook, the profile,
-    the parameters, the SHA-256 of every i2o source file (:func:`i2o.results.source_hash`) and,
-    in portable mode, the numerics pins (:func:`i2o.runtime.numerics_key`, as in a cache key:
+    the parameters, the SHA-256 of every i2o source file (:func:`i2o.compute.cache_key.source_hash`)
+    and, in portable mode, the numerics pins (:func:`i2o.runtime.numerics_key`, as in a cache key:
     other pins re-execute)."""
     source = locations.repo_root() / profiles.entry(figure)["notebook"]
     what = {"notebook": sha256(source.read_bytes()),
-            "profile": params.profile, "params": params.as_dict(), "i2o": results.source_hash()}
+            "profile": params.profile, "params": params.as_dict(), "i2o": cache_key.source_hash()}
     if (numerics := runtime.numerics_key()) is not None:
         what["numerics"] = numerics
     return what
@@ -53,10 +53,11 @@ def stamped(figure: str, params: profiles.Params) -> tuple[str, dict[str, Any]]:
     return stamp_of(inputs), {**inputs, "sources": source_digests()}
 
 
-def source_digests(root: Path = results.PACKAGE_DIR) -> dict[str, str]:
+def source_digests(root: Path = import_graph.PACKAGE_DIR) -> dict[str, str]:
     """Each file the stamp's ``i2o`` digest covers (every ``*.py`` under ``root``, as
-    :func:`i2o.results.source_hash` finds them), by path relative to ``root``, with the first 16
-    hex digits of its SHA-256: kept beside the stamp so that a changed stamp names its files."""
+    :func:`i2o.compute.cache_key.source_hash` finds them), by path relative to ``root``, with the
+    first 16 hex digits of its SHA-256: kept beside the stamp so that a changed stamp names its
+    files."""
     return {str(path.relative_to(root)): sha256(path.read_bytes())[:16]
             for path in sorted(root.rglob("*.py"))}
 

@@ -2,13 +2,14 @@
 that a fresh clone's first ``make book`` orders its pool longest first and forecasts its wall time
 from measurements rather than from a flat guess.
 
-The results cache records each job's cost when it computes it (:class:`i2o.results.JobCost`),
-but a fresh clone has no cache: without this file every job of its first build would be expected
-to cost the same (:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`), the order of its pool would be
-arbitrary and its forecast wrong by hours. ``published/job-costs.json`` holds, per chapter, one
-record per job name and parameters: the wall time, CPU time and peak memory of the job, the CPU it
-ran on, and the digest of its key parameters (:func:`params_digest`), so that a record counts only
-for a job with the same parameters (another profile's run of the same name is another record).
+The results cache records each job's cost when it computes it
+(:class:`i2o.compute.cache_costs.JobCost`), but a fresh clone has no cache: without this file every
+job of its first build would be expected to cost the same
+(:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`), the order of its pool would be arbitrary and its
+forecast wrong by hours. ``published/job-costs.json`` holds, per chapter, one record per job name
+and parameters: the wall time, CPU time and peak memory of the job, the CPU it ran on, and the
+digest of its key parameters (:func:`params_digest`), so that a record counts only for a job with
+the same parameters (another profile's run of the same name is another record).
 
 - :func:`publish` (``make book RECORD=1``, at the end of the build) writes the records of every
   job of the chapters run that the results cache holds, replacing earlier records of the same job
@@ -27,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations, results
+from i2o import lineage, locations
+from i2o.compute import cache_costs
 from i2o.digests import sha256
 from i2o.job import Job
 
@@ -40,8 +42,8 @@ def path() -> Path:
 
 def params_digest(params: Mapping[str, Any]) -> str:
     """First 16 hex digits of the SHA-256 of a job's key parameters, as ``meta.json`` stores
-    them (:func:`i2o.results.recorded_costs` compares the same form)."""
-    stored = json.dumps(results.comparable_params(params), sort_keys=True)
+    them (:func:`i2o.compute.cache_costs.recorded_costs` compares the same form)."""
+    stored = json.dumps(cache_costs.comparable_params(params), sort_keys=True)
     return sha256(stored.encode())[:16]
 
 
@@ -60,14 +62,14 @@ def read(at: Path | None = None) -> dict[str, Any]:
     return data if isinstance(data.get("chapters"), dict) else {"chapters": {}}
 
 
-def lookup(jobs: Sequence[Job], at: Path | None = None) -> list[results.JobCost | None]:
+def lookup(jobs: Sequence[Job], at: Path | None = None) -> list[cache_costs.JobCost | None]:
     """The published cost of each of ``jobs``, in order (``None`` where none has the job's name
     and parameters)."""
     chapters = read(at)["chapters"]
-    found: list[results.JobCost | None] = []
+    found: list[cache_costs.JobCost | None] = []
     for job in jobs:
         record = chapters.get(job.figure, {}).get(record_key(job))
-        found.append(None if record is None else results.JobCost(
+        found.append(None if record is None else cache_costs.JobCost(
             seconds=float(record["seconds"]), cpu_seconds=float(record["cpu_seconds"]),
             peak_rss_mb=record.get("peak_rss_mb"), created=str(record.get("created", ""))))
     return found
@@ -82,7 +84,7 @@ def collect(jobs: Sequence[Job]) -> dict[str, dict[str, dict[str, Any]]]:
         by_figure.setdefault(job.figure, {})[job.name] = job
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for figure, named in by_figure.items():
-        costs = results.recorded_costs(figure, {name: job.key() for name, job in named.items()})
+        costs = cache_costs.recorded_costs(figure, {name: job.key() for name, job in named.items()})
         for name, cost in costs.items():
             out.setdefault(figure, {})[record_key(named[name])] = {
                 "seconds": round(cost.seconds, 2), "cpu_seconds": round(cost.cpu_seconds, 2),

@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from i2o import locations, results
-from i2o.compute import door, pool, profiles, timing_records
+from i2o import locations
+from i2o.compute import cache_costs, door, pool, profiles, timing_records
 from i2o.compute.schedule import TASK_START_SECONDS, lpt, task_seconds
 from i2o.job import Job
 
@@ -118,9 +118,9 @@ def notebook_seconds(chapter: door.Chapter, jobs: Sequence[Job]) -> float | None
     except (OSError, ValueError, KeyError, TypeError, profiles.ParameterError):
         return None
     start = end - seconds
-    recorded: dict[str, results.JobCost] = {}
+    recorded: dict[str, cache_costs.JobCost] = {}
     for job in jobs:
-        recorded.update(results.recorded_costs(job.figure, {job.name: job.key()}))
+        recorded.update(cache_costs.recorded_costs(job.figure, {job.name: job.key()}))
     during = []
     for cost in recorded.values():
         try:

@@ -15,7 +15,7 @@ redrawn on one line in a terminal and written once per finished task in a log; a
 time beside that forecast. The notebooks then print their line each (:func:`i2o.book.execute.run`).
 
 Expected costs (:func:`estimate_tasks`). A job's expected wall time is its recorded one
-(:func:`i2o.results.recorded_costs`: the most recent entry of its name computed with its
+(:func:`i2o.compute.cache_costs.recorded_costs`: the most recent entry of its name computed with its
 parameters, under any key); without one, the cost published for its name and parameters
 (:mod:`i2o.compute.job_costs`, measured where ``make book RECORD=1`` last ran it: what a fresh
 clone's first build orders and forecasts by); without either, the median of those of its chapter's
@@ -45,8 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from i2o import lineage, locations, results
-from i2o.compute import door, job_costs, schedule, sweep
+from i2o import lineage, locations
+from i2o.compute import cache_costs, cache_entries, door, job_costs, schedule, sweep
 from i2o.compute.door import Task
 from i2o.job import Job
 
@@ -100,7 +100,8 @@ class PoolRun:
 
 def entry_name(job: Job) -> str:
     """``<figure>/<entry folder>`` of ``job`` under the current code's key."""
-    return f"{job.figure}/{results.entry_dir(job.figure, job.name, job.key(), job.module).name}"
+    entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+    return f"{job.figure}/{entry.name}"
 
 
 def estimate_jobs(jobs: Sequence[Job], chapter_jobs: Sequence[Job] | None = None
@@ -114,10 +115,11 @@ def estimate_jobs(jobs: Sequence[Job], chapter_jobs: Sequence[Job] | None = None
     wanted: dict[str, dict[str, dict]] = {}
     for job in [*among, *jobs]:
         wanted.setdefault(job.figure, {})[job.name] = job.key()
-    records = {figure: results.recorded_costs(figure, names) for figure, names in wanted.items()}
+    records = {figure: cache_costs.recorded_costs(figure, names)
+               for figure, names in wanted.items()}
     elsewhere = job_costs.lookup([*among, *jobs])
 
-    def record(job: Job) -> results.JobCost | None:
+    def record(job: Job) -> cache_costs.JobCost | None:
         return records[job.figure].get(job.name)
 
     known = [cost.seconds for job, published in zip(among, elsewhere[:len(among)], strict=True)

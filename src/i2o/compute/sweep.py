@@ -39,8 +39,8 @@ from typing import Any
 import submitit
 import submitit.helpers
 
-from i2o import lineage, results, runtime
-from i2o.compute import door, profiles, schedule
+from i2o import lineage, runtime
+from i2o.compute import cache_entries, door, profiles, schedule
 from i2o.compute.door import Task
 from i2o.job import Job
 from i2o.progress import Eta, Progress, TaskBoard
@@ -106,7 +106,7 @@ def _environment() -> dict[str, str]:
     environment, which submitit's workers start with, so they are in place before torch loads)."""
     keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.setdefault("I2O_RESULTS_DIR", str(results.results_dir().resolve()))
+    env.setdefault("I2O_RESULTS_DIR", str(cache_entries.results_dir().resolve()))
     return {**env, **runtime.numerics_env()}
 
 
@@ -186,7 +186,7 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    folder = results.results_dir() / "_submitit" / figure
+    folder = cache_entries.results_dir() / "_submitit" / figure
     ex = submitit.AutoExecutor(folder=folder, cluster=executor)
     common: dict[str, Any] = {"timeout_min": time_min, "cpus_per_task": cpus,
                               "name": f"i2o-{figure}"}
@@ -261,7 +261,7 @@ def eta(expected_seconds: Sequence[float], workers: int,
 
 def log_path(figure: str) -> Path:
     """The sweep's job log of ``figure``: beside submitit's own logs of its jobs."""
-    return results.results_dir() / "_submitit" / figure / "sweep.log"
+    return cache_entries.results_dir() / "_submitit" / figure / "sweep.log"
 
 
 def _log(figure: str, message: str) -> None:

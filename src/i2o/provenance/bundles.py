@@ -19,12 +19,12 @@ import ``make sweep`` on the other machine resumes them where they stopped.
 
 ``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
 anything: the manifest's format and figure, every member named in the manifest and nothing else,
-regular files only, no path that leaves the cache (absolute, ``..``), every size and checksum.
-Each entry is then written into the results cache atomically (a temporary directory renamed into
-place, under the entry's lock, as :func:`i2o.results.store` does); an entry already there with
-the same files is left as it is, so a second import of the same archive writes nothing. The
-report says which entries match the current code's keys (a notebook reads them) and which belong
-to another version of the code (written, named, never used by this code).
+regular files only, no path that leaves the cache (absolute, ``..``), every size and checksum. Each
+entry is then written into the results cache atomically (a temporary directory renamed into place,
+under the entry's lock, as :func:`i2o.compute.cache_entries.store` does); an entry already there
+with the same files is left as it is, so a second import of the same archive writes nothing. The
+report says which entries match the current code's keys (a notebook reads them) and which belong to
+another version of the code (written, named, never used by this code).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from i2o import lineage, results, runtime
-from i2o.compute import door, profiles
+from i2o import lineage, runtime
+from i2o.compute import cache_entries, door, profiles
 from i2o.digests import sha256
 from i2o.provenance import fingerprint
 
@@ -107,7 +107,7 @@ def _chosen(figure: str, profile: str, replicate: int,
     entries = _entries(figure, profile, replicate)
     for name, entry in entries.items():
         if (entry / ENTRY_FILES[0]).exists():
-            results.load(entry)  # a corrupted entry is not published
+            cache_entries.load(entry)  # a corrupted entry is not published
             files += [entry / f for f in ENTRY_FILES]
         else:
             missing.append(name)
@@ -127,7 +127,7 @@ def _checkpoint_files(folder: Path) -> list[Path]:
 
 
 def _listing(files: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
-    root = results.results_dir()
+    root = cache_entries.results_dir()
     listed, blobs = [], {}
     for path in files:
         data = path.read_bytes()
@@ -274,8 +274,9 @@ def _same(folder: Path, files: Mapping[str, bytes]) -> bool:
 
 def _write(folder: Path, files: Mapping[str, bytes]) -> None:
     """``files`` into ``folder`` atomically, as the cache writes an entry
-    (:func:`i2o.results.staging`); an entry already there, which differs, is replaced."""
-    with results.staging(folder) as tmp:
+    (:func:`i2o.compute.cache_entries.staging`); an entry already there, which differs, is
+    replaced."""
+    with cache_entries.staging(folder) as tmp:
         for name, data in files.items():
             target = tmp / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -294,7 +295,7 @@ def import_bundle(bundle: Path) -> Report:
         expected = set(_entries(figure, manifest["profile"], int(manifest.get("replicate", 0))))
     except profiles.ParameterError:
         expected = set()
-    root = results.results_dir()
+    root = cache_entries.results_dir()
     report = Report(figure, contents_digest(manifest["files"]))
     for group, files in sorted(_entry_groups(contents).items()):
         folder = root / group

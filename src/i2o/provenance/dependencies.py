@@ -1,9 +1,9 @@
 """What a chapter's cached results depend on: ``python -m i2o.results deps FIG``.
 
 A job's cache key covers the source of every i2o module its class's module reaches through imports
-(:func:`i2o.results.dependencies`), so an edit to one of them recomputes its entries and an edit
-elsewhere does not. This prints, for each job class of a chapter, those modules: before an edit, a
-researcher sees which of the chapter's results it will recompute.
+(:func:`i2o.compute.cache_key.dependencies`), so an edit to one of them recomputes its entries and
+an edit elsewhere does not. This prints, for each job class of a chapter, those modules: before an
+edit, a researcher sees which of the chapter's results it will recompute.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from i2o import results
-from i2o.compute import door, profiles
+from i2o.compute import cache_key, door, profiles
 from i2o.provenance import fingerprint
 
 
@@ -35,7 +34,7 @@ def report(figures: Sequence[str], profile: str = "quick") -> list[str]:
     for figure in figures:
         params = profiles.resolve(figure, profile)
         for label, (module, count) in sorted(job_modules(figure, params).items()):
-            covered = results.dependencies(module)
+            covered = cache_key.dependencies(module)
             lines.append(f"{figure}: {label} ({count} entr{'y' if count == 1 else 'ies'} in "
                          f"{profile}), keyed by {len(covered)} modules:")
             lines += [f"  {name}" for name in covered]

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from i2o import lineage, results, runtime
-from i2o.compute import door, profiles
+from i2o import lineage, runtime
+from i2o.compute import cache_entries, door, profiles
 from i2o.digests import arrays_sha256, sha256
 from i2o.job import Job
 
@@ -57,8 +57,9 @@ def is_measured(path: str) -> bool:
 
 def entry_fingerprint(path: Path) -> str:
     """SHA-256 of the cache entry at ``path`` without its measurements (:func:`is_measured`);
-    raises :class:`i2o.results.CorruptEntry` if the entry does not match its checksum."""
-    results.load(path)  # checks the stored checksum first
+    raises :class:`i2o.compute.cache_entries.CorruptEntry` if the entry does not match its
+    checksum."""
+    cache_entries.load(path)  # checks the stored checksum first
     with np.load(path / "arrays.npz", allow_pickle=False) as arrays:
         names = [name for name in sorted(arrays.files) if not is_measured(name)]
         return arrays_sha256((arrays[name] for name in names), names)
@@ -90,7 +91,7 @@ def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
             jobs.setdefault((job.name, _parameters_digest(job)), job)
     shared = Counter(name for name, _ in jobs)
     return {(name if shared[name] == 1 else f"{name}[{digest}]"):
-            results.entry_dir(job.figure, job.name, job.key(), job.module)
+            cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
             for (name, digest), job in jobs.items()}
 
 
@@ -112,7 +113,7 @@ def chapter_fingerprint(figure: str, params: profiles.Params) -> dict[str, Any]:
         try:
             entries[name] = entry_fingerprint(path)
             machine = computed_on(path)
-        except (results.CorruptEntry, OSError, ValueError):
+        except (cache_entries.CorruptEntry, OSError, ValueError):
             entries[name], machine = CORRUPT, None
         if machine is not None and machine not in machines:
             machines.append(machine)
@@ -124,7 +125,7 @@ def chapter_fingerprint(figure: str, params: profiles.Params) -> dict[str, Any]:
 def fingerprint(figures: Sequence[str] | None = None, profile: str = "smoke",
                 replicate: int = 0) -> dict[str, Any]:
     """The fingerprint file of ``figures`` (default every figure) at ``profile`` and
-    ``replicate``, read from the results cache (:func:`i2o.results.results_dir`)."""
+    ``replicate``, read from the results cache (:func:`i2o.compute.cache_entries.results_dir`)."""
     allowed = profiles.figures()
     figures = list(figures or allowed)
     unknown = [figure for figure in figures if figure not in allowed]
@@ -235,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
             state = f"sha256 {chapter['digest']}"
         print(f"{figure} ({args.profile}, replicate {args.replicate}): {state}", file=sys.stderr)
     if incomplete:
-        print(f"looked up in {results.results_dir()} with numerics {runtime.numerics_mode()}: "
+        print(f"looked up in {cache_entries.results_dir()} "
+              f"with numerics {runtime.numerics_mode()}: "
               "an entry is found under the key of the current code, parameters and numerics "
               "mode", file=sys.stderr)
     return 1 if incomplete else 0
