@@ -14,8 +14,10 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
     (:mod:`~i2o.compute.profiles`), one door into every chapter (:mod:`~i2o.compute.door`), the
     base of every chapter's results (:mod:`~i2o.compute.chapter`), the import graph a key covers
     (:mod:`~i2o.compute.import_graph`), the job pool, its scheduler, the sweep on submitit, costs
-    and the wall-time forecast; beside it at the top, the cache (:mod:`i2o.results`) and the job
-    (:mod:`i2o.job`), which every computing module imports by name;
+    and the wall-time forecast, the results cache's key, entries, locks and costs
+    (:mod:`~i2o.compute.cache_key`, …); beside it at the top, the cache's face
+    (:mod:`i2o.results`) and the job (:mod:`i2o.job`), which every computing module imports by
+    name;
   - :mod:`i2o.verdicts` — the claims decided: verdicts with typed facts, intervals, margins,
     ranks and gates, the curves against the test-time count, the book's one rule
     (:mod:`~i2o.verdicts.rule`) and its claim rows, the claims table, what would decide an open

@@ -13,10 +13,16 @@
 - :mod:`.timing_records` — measured notebook and book costs, kept in ``published/``;
   :mod:`.timings` — a timed run recorded; :mod:`.timing_tables` — the Reproduce page's tables
   of them;
-- :mod:`.plan` — the wall time on K cores from recorded costs (``python -m i2o.results plan``).
+- :mod:`.plan` — the wall time on K cores from recorded costs (``python -m i2o.results plan``);
+- the results cache: :mod:`.cache_key` — an entry's key, the code of its import closure, and the
+  modules no key covers; :mod:`.cache_entries` — the entries on disk, written atomically and
+  verified on read; :mod:`.cache_locks` — one lock per entry, and the temporaries of killed
+  writers removed; :mod:`.cache_costs` — what computing each entry cost, read back by name;
+  :mod:`.jax_cache` — JAX's compiled programs kept in the cache.
 
-The cache itself, :mod:`i2o.results`, and the job, :mod:`i2o.job`, stay at the top of the
-package: every computing module imports them by name, and a key covers that import line.
+The cache's face, :mod:`i2o.results` (``cached``, ``lookup`` and the names computing code reads
+from the modules above), and the job, :mod:`i2o.job`, stay at the top of the package: every
+computing module imports them by name, and a key covers that import line.
 Nothing here imports :mod:`i2o.book`, :mod:`i2o.provenance` or a chapter
 (``tests/test_layout.py``).
 """
