@@ -42,15 +42,15 @@ def toy_computations(monkeypatch):
 def built_book(tmp_path_factory):
     """Every figure executed at ``smoke`` and the HTML built, in a temporary build folder (the
     book's tests read it; the bundles' round trip exports its results)."""
-    from i2o.book import build
+    from i2o.book import execute, html_build
     from i2o.compute import profiles
 
     base = tmp_path_factory.mktemp("book")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("I2O_BUILD_DIR", str(base / "_build"))
         patch.setenv("I2O_RESULTS_DIR", str(base / "results"))
-        executed = {figure: build.run(figure, "smoke") for figure in profiles.figures()}
-        site = build.html(strict=True)  # any Sphinx warning fails the build, hence this fixture
+        executed = {figure: execute.run(figure, "smoke") for figure in profiles.figures()}
+        site = html_build.html(strict=True)  # any Sphinx warning fails the build: this fixture
     return {"build": base / "_build", "executed": executed, "html": site}
 
 

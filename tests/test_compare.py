@@ -8,7 +8,7 @@ import json
 import pytest
 
 from i2o import locations
-from i2o.book import build
+from i2o.book import execute, html_build, stamps
 from i2o.compute import profiles
 from i2o.provenance import compare, numbers
 from i2o.verdicts import claims
@@ -117,15 +117,15 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
                          "data": {profiles.PROVENANCE_MIME: provenance},
                          "metadata": {"scrapbook": {"name": profiles.PROVENANCE_RECORD}}},
                         {"output_type": "stream", "name": "stdout", "text": "7\n"}]}
-    executed = build.executed_path(figure)
+    executed = stamps.executed_path(figure)
     executed.parent.mkdir(parents=True)
     notebook = {"cells": [cell], "metadata": {"i2o": {"profile": "quick", "params": {"n": 1},
                                                       "git": "abc", "provenance": provenance}},
                 "nbformat": 4, "nbformat_minor": 5}
     executed.write_text(json.dumps(notebook))
     claims.Claims(figure, "quick", [claims.Claim("a claim", True, "1.0", "quick")]).write()
-    assert build.kernel_provenance(notebook) == provenance
-    build.stage()
+    assert execute.kernel_provenance(notebook) == provenance
+    html_build.stage()
     written = json.loads((locations.build_dir() / "numbers.json").read_text())
     assert list(written) == [figure]  # the chapters not executed are absent
     assert written[figure]["numbers"] == {"x-rank": "3", "x-eta": "0.125"}
@@ -141,7 +141,7 @@ def test_numbers_json_holds_every_glued_number_and_claim_row_of_each_built_chapt
     assert numbers.digests(written)[figure] == digest
     written[figure]["numbers"]["x-rank"] = "4"
     assert numbers.digests(written)[figure] != digest
-    build.failure_path(figure).write_text("boom\n")
+    execute.failure_path(figure).write_text("boom\n")
     assert numbers.collect() == {}
 
 

@@ -186,7 +186,7 @@ def test_killed_writers_leave_no_lock_and_their_temporaries_are_removed(tmp_path
 FAKE_BOOK_RUN = """
 import json
 import types
-from i2o.book import build
+from i2o.book import execute
 
 calls = Path(os.environ["CALLS"])
 
@@ -203,7 +203,7 @@ def fake_execute(source, output, parameters, **kwargs):
 
 sys.modules["papermill"] = types.SimpleNamespace(execute_notebook=fake_execute)  # no kernel
 overrides = json.loads(sys.argv[3])
-build.run("affine", "smoke", overrides, force=True)
+execute.run("affine", "smoke", overrides, force=True)
 """
 
 
@@ -215,9 +215,9 @@ def test_two_builds_of_one_figure_wait_for_each_other(tmp_path):
     outs = sorted(out for _, out, _ in same)
     assert "already running" in outs[0] and "executed meanwhile" in outs[0], outs
     assert len(calls.read_text().splitlines()) == 1  # one execution served both
-    from i2o.book import build
+    from i2o.book import stamps
 
-    target = build.executed_path("affine")
+    target = stamps.executed_path("affine")
     notebook = json.loads(target.read_text())
     assert notebook["metadata"]["i2o"]["profile"] == "smoke"
 
@@ -233,12 +233,12 @@ def test_two_builds_of_one_figure_wait_for_each_other(tmp_path):
 
 
 def test_a_killed_build_leaves_its_notebook_intact(tmp_path):
-    from i2o.book import build
+    from i2o.book import stamps
 
     env = {"CALLS": str(tmp_path / "calls")}
     (first,) = _finish(_start(tmp_path, FAKE_BOOK_RUN, 1, env, ("{}",)))
     assert first[0] == 0
-    target = build.executed_path("affine")
+    target = stamps.executed_path("affine")
     before = target.read_bytes()
     (killed,) = _finish(_start(tmp_path, FAKE_BOOK_RUN, 1, {**env, "DIE": "1"}, ('{"seed": 3}',)))
     assert killed[0] == -signal.SIGKILL

@@ -14,7 +14,7 @@ import toy_chapter
 from toy_jobs import toy
 
 from i2o import lineage, locations, results, runtime
-from i2o.book import build
+from i2o.book import stamps
 from i2o.compute import cache_entries, cache_key, profiles, sweep
 
 TORCH_STEPS = """
@@ -225,9 +225,9 @@ def test_the_books_adam_is_fused():
 def test_an_executed_notebook_is_stale_in_another_numerics_mode(monkeypatch):
     params = profiles.resolve("affine", "smoke")
     monkeypatch.setenv("I2O_NUMERICS", "portable")
-    portable = build._stamp("affine", params)
+    portable = stamps.stamp("affine", params)
     monkeypatch.setenv("I2O_NUMERICS", "native")
-    assert build._stamp("affine", params) != portable
+    assert stamps.stamp("affine", params) != portable
 
 
 def test_stored_entries_record_their_provenance(monkeypatch):

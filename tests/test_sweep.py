@@ -16,7 +16,7 @@ import pytest
 from i2o import results
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import TrainJob
-from i2o.compute import cache_entries, cache_key, door, profiles, sweep
+from i2o.compute import cache_entries, cache_key, door, profiles, sweep, sweep_command
 from i2o.job import Job
 
 TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,
@@ -106,16 +106,16 @@ def test_the_debug_executor_computes_a_job_into_the_cache(data_dir):
 
 
 def test_bad_options_fail_before_submitting(capsys):
-    assert sweep.main(["stability", "--executor", "slurm"]) == 2
+    assert sweep_command.main(["stability", "--executor", "slurm"]) == 2
     assert "--partition" in capsys.readouterr().err
-    assert sweep.main(["stability", "-p", "seeds", "oops"]) == 2
+    assert sweep_command.main(["stability", "-p", "seeds", "oops"]) == 2
     assert "seeds" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        sweep.main(["stability", "--executor", "kubernetes"])
+        sweep_command.main(["stability", "--executor", "kubernetes"])
 
 
 def test_dry_run_lists_without_computing(capsys):
-    assert sweep.main(["stability", "--profile", "smoke", "--dry-run"]) == 0
+    assert sweep_command.main(["stability", "--profile", "smoke", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would run ift-N18-seed0" in out and "would run unrolled-N18-seed0" in out
 
