@@ -11,7 +11,8 @@ and :func:`lookup` are its own; the others it imports back from the cache's modu
   (:mod:`i2o.compute.cache_entries`; :class:`i2o.job.Job`);
 - :func:`jax_compilation_cache` — JAX's compiled programs kept inside the cache
   (:mod:`i2o.compute.jax_cache`; the meta chapter and its benchmark);
-- :func:`key` — an entry's key (:mod:`i2o.compute.cache_key`; ``tools/keys.py`` prints it);
+- :func:`key` — an entry's key (:mod:`i2o.compute.cache_key`; ``python -m i2o.results deps``
+  shows what it covers);
 - :data:`INERT` — the modules that change no number and are in no key
   (:mod:`i2o.compute.cache_key`; named by those modules' own docstrings).
 
