@@ -48,7 +48,7 @@ import yaml
 
 from i2o.book import all_chapters, execute, html_build
 from i2o.book.stamps import executed_path
-from i2o.compute import door, pool, profiles, timings
+from i2o.compute import door, plan, pool, profiles, timings
 from i2o.data import preflight
 
 
@@ -61,17 +61,6 @@ def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
         except yaml.YAMLError:
             overrides[name] = raw
     return overrides
-
-
-def _positive(text: str) -> int:
-    """An integer ≥ 1 (``--workers``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"an integer ≥ 1; got {text!r}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--record-timing", action="store_true",
                        help="append each executed notebook's timing to published/timings.json")
     for p in (every, whole):
-        p.add_argument("--workers", type=_positive, default=None,
+        p.add_argument("--workers", type=plan.count_argument, default=None,
                        help="processes of the job pool that computes every chapter's missing "
                             "jobs first (default: the cores this process may use, capped so "
                             "that the jobs' recorded peak memory fits)")

@@ -208,13 +208,15 @@ def line(result: Forecast) -> str:
             f"{result.estimated} of {result.jobs} jobs estimated")
 
 
-def _cores(text: str) -> int:
+def count_argument(text: str) -> int:
+    """A number of cores or worker processes on a command line (``--cores``, ``--workers``): an
+    integer ≥ 1, else argparse's error naming the option."""
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"cores are integers ≥ 1; got {text!r}")
+        raise argparse.ArgumentTypeError(f"an integer ≥ 1; got {text!r}")
     return value
 
 
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("figures", nargs="*", metavar="FIG",
                         help=f"chapters (default all): {', '.join(profiles.figures())}")
     parser.add_argument("--profile", default="quick", choices=profiles.PROFILES)
-    parser.add_argument("--cores", nargs="+", type=_cores, default=list(DEFAULT_CORES),
+    parser.add_argument("--cores", nargs="+", type=count_argument, default=list(DEFAULT_CORES),
                         metavar="K", help="numbers of cores (default 2 8 16 64)")
     args = parser.parse_args(argv)
     plans, failed = [], []
