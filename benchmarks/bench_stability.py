@@ -13,38 +13,111 @@ resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
   f in the graph, the adjoint solve's factors), which does not depend on N. The same ratios are
   measured with Anderson acceleration (history m = 5) for comparison.
 - Time: one TINY training step, batch 128, N = 18, B_THRES = 20, no early stop, per arm, with one
-  thread and with torch's default (one per core); the authors' code is not run here (it would have
-  to be vendored), so the ratio is against the times measured for it on this 2-core CPU during
-  planning, with its default threading: 9.7 s (IFT) and 14 s (unrolled) per step.
-  :data:`REFERENCE` records what is known of that measurement; ``benchmarks/README.md`` says how
-  to rerun the peer and update it.
+  thread and with torch's default (one per core), in this run's numerics mode. The authors' code
+  is not run here: the ratio is against a record of it in :data:`REFERENCE`, the one measured on
+  this machine's CPU model (vendor, family, model) when there is one, else the newest, and the
+  entry then says that it compares across machines. ``benchmarks/peer_mdeq.py`` measures the
+  authors' step on a machine and prints a record to add; ``benchmarks/README.md`` says how.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
+from typing import Any
 
 from i2o.chapters.stability.stepcost import measure_step
+from i2o.runtime import numerics_mode
 
 MEMORY_BATCH = 16
 MEMORY_N = (9, 18, 36)
-# The authors' MDEQ code, seconds per TINY training step: measured once, not rerun by `make bench`
-# (benchmarks/README.md: how to rerun it). Kept with what was recorded of that measurement; the
-# command and the peer's commit were not written down then, and are said to be unknown.
-REFERENCE = {
-    "seconds": {"ift": 9.7, "unrolled": 14.0},
-    "date": "before 2026-11-22 (planning of the stability chapter, issue 3)",
-    "machine": "this project's 2-core x86_64 CPU machine, torch's default threads, steady state",
-    "command": "not recorded",
-    "peer_commit": "not recorded",
-}
+PEER_SCRIPT = Path(__file__).resolve().with_name("peer_mdeq.py")
+#: The authors' MDEQ code, seconds per TINY training step: one record per measurement, oldest
+#: first, with the fields of ``peer_mdeq.RECORD_FIELDS``; each arm's ``mean``, ``min`` (fastest
+#: step) and ``max`` (slowest), ``None`` where not recorded. Not rerun by `make bench`:
+#: ``benchmarks/peer_mdeq.py`` prints a new record (benchmarks/README.md).
+REFERENCE: list[dict[str, Any]] = [
+    {
+        "seconds": {"ift": {"mean": 9.7, "min": None, "max": None, "steps": None},
+                    "unrolled": {"mean": 14.0, "min": None, "max": None, "steps": None}},
+        "date": "before 2026-11-22 (planning of the stability chapter, issue 3)",
+        "machine": "this project's 2-core x86_64 CPU machine, steady state",
+        "cpu": None,
+        "threads": "torch's default",
+        "numerics": "not recorded",
+        "settings": "TINY MDEQ, batch 128, N = 18, B_THRES = 20",
+        "command": "not recorded",
+        "peer": "not recorded",
+        "peer_commit": "not recorded",
+        "details": {"recorded": "one number per arm, said to be the steady state; how many steps, "
+                                "and which unrolled variant gave 14 s, were not recorded"},
+    },
+    {
+        "seconds": {"ift": {"mean": None, "min": 12.2, "max": 14.1, "steps": 3},
+                    "unrolled": {"mean": None, "min": 29.2, "max": 36.5, "steps": 3}},
+        "date": ("2026-11-27 or 28, reported in issue 50 (filed after a8458ac, 2026-11-27 11:35 "
+                 "UTC; open before 7e3452e, 2026-11-28 07:07 UTC)"),
+        "machine": "Intel Xeon (GenuineIntel family 6 model 207), 2 cores",
+        "cpu": {"vendor": "GenuineIntel", "family": 6, "model": 207},
+        "threads": "torch's default: 2",
+        "numerics": "native",
+        "settings": "cls_mdeq_TINY.yaml, batch 128, f_thres 18, b_thres 20, F_EPS 1e-7",
+        "command": "not recorded (the authors' code run as a new user would, with these settings)",
+        "peer": "zaccharieramzi/deq, branch anonymized-for-paper",
+        "peer_commit": "not recorded",
+        "details": {"source": "issue 50, 'Peers measured, not remembered'",
+                    "recorded": "the range of 3 steps per arm; their mean and how the unrolled "
+                                "arm was made were not",
+                    "ours_then": "portable, 2 threads: IFT 8.49 s, unrolled 15.09 s"},
+    },
+]
 
 
-def peer_label() -> str:
-    """The peer of the TINY step entries: whose times, measured when and where, how to rerun."""
-    r = REFERENCE
-    return (f"authors' MDEQ code, not rerun: measured {r['date']} on {r['machine']}; command "
-            f"{r['command']}, peer commit {r['peer_commit']}; to rerun: benchmarks/README.md")
+def _peer_script():
+    """``benchmarks/peer_mdeq.py`` as a module (the benchmarks are files, not a package)."""
+    spec = importlib.util.spec_from_file_location("peer_mdeq", PEER_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def same_cpu(record_cpu: dict[str, Any] | None, cpu: dict[str, Any]) -> bool:
+    """Whether a record was measured on the CPU model ``cpu``: same vendor, family and model."""
+    keys = ("vendor", "family", "model")
+    return record_cpu is not None and all(
+        record_cpu.get(key) is not None and record_cpu.get(key) == cpu.get(key) for key in keys)
+
+
+def reference_for(cpu: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The record to divide by on the CPU ``cpu``, and whether it was measured on that CPU model:
+    the newest such record, else the newest record."""
+    same = [record for record in REFERENCE if same_cpu(record["cpu"], cpu)]
+    return (same[-1], True) if same else (REFERENCE[-1], False)
+
+
+def peer_seconds(record: dict[str, Any], arm: str) -> tuple[float, str]:
+    """The peer's seconds per step for ``arm`` and what that number is: the mean of the steps,
+    else (mean not recorded) the fastest step."""
+    arm_seconds = record["seconds"][arm]
+    steps = arm_seconds["steps"]
+    if arm_seconds["mean"] is not None:
+        return arm_seconds["mean"], (f"the peer's mean of {steps} steps" if steps else
+                                     "the one number recorded for the peer")
+    return arm_seconds["min"], f"the peer's fastest of {steps} steps (its mean was not recorded)"
+
+
+def peer_label(record: dict[str, Any], on_this_cpu: bool, machine: str) -> str:
+    """The peer of a TINY step entry: whose times, measured when, where, how, and whether on this
+    machine's CPU model (``machine`` names it) or across machines; how to rerun."""
+    where = ("the same CPU model as this machine" if on_this_cpu else
+             f"another CPU model than this machine's ({machine}): the ratio compares across "
+             "machines")
+    return (f"authors' MDEQ code ({record['peer']}; peer commit {record['peer_commit']}), not "
+            f"rerun by make bench: measured {record['date']} on {record['machine']}, "
+            f"{where}; {record['settings']}; threads {record['threads']}; numerics "
+            f"{record['numerics']}; command {record['command']}; to rerun: "
+            "benchmarks/peer_mdeq.py (benchmarks/README.md)")
 
 
 def _threads() -> int:
@@ -80,18 +153,24 @@ def _time_entries() -> list[dict]:
     authors' code, run unchanged, uses the default, so that is the like-for-like ratio."""
     entries = []
     default_threads = os.cpu_count() or 1
+    script = _peer_script()
+    cpu = script.cpu_identity()
+    record, on_this_cpu = reference_for(cpu)
+    label = peer_label(record, on_this_cpu, script.machine_label(cpu, os.cpu_count()))
     for threads in sorted({1, default_threads}):
         for arm in ("ift", "unrolled"):
             m = measure_step("tiny", arm=arm, train_iter=18, backward_iter=20, batch=128,
                              steps=2, warmup=1, tol=0.0, threads=threads)
-            reference = REFERENCE["seconds"][arm]
+            reference, statistic = peer_seconds(record, arm)
             entry = {
                 "name": f"TINY training step {arm} (batch 128, N=18, B_THRES=20, "
                         f"{threads} thread{'s' if threads > 1 else ''})",
                 "value": round(m["seconds"], 2), "unit": "s",
-                "peer": peer_label(),
-                "peer_value": reference, "ratio": round(m["seconds"] / reference, 3),
-                "note": (f"{m['threads']} thread(s), {m['device']}; CPU time per step "
+                "peer": label, "peer_value": reference,
+                "peer_range": [record["seconds"][arm]["min"], record["seconds"][arm]["max"]],
+                "peer_same_cpu": on_this_cpu, "ratio": round(m["seconds"] / reference, 3),
+                "note": (f"{m['threads']} thread(s), {m['device']}, {numerics_mode()} numerics; "
+                         f"ratio against {statistic}; CPU time per step "
                          f"{m['cpu_seconds']:.2f} s (wall {m['seconds']:.2f} s); peak memory "
                          f"+{m['peak_mb']:.0f} MB"),
             }

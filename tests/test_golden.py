@@ -262,6 +262,65 @@ def test_a_probe_known_not_to_be_portable_is_reported_not_asserted():
     assert "torch_sqrt" not in golden.probe_mismatch(golden_probes, here)
 
 
+def _convolutions_run_by(model_name: str, monkeypatch) -> set[probes.Convolution]:
+    """Every convolution one forward pass of an MDEQ configuration runs (stem, ``f``, head)."""
+    import torch
+    import torch.nn.functional as F
+
+    from i2o.models import MDEQClassifier, config
+
+    seen: set[probes.Convolution] = set()
+    conv2d = F.conv2d
+
+    def recording(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+        stride = stride if isinstance(stride, int) else stride[0]
+        padding = padding if isinstance(padding, int) else padding[0]
+        assert groups == 1 and padding == w.shape[-1] // 2 and x.shape[-1] == x.shape[-2]
+        seen.add(probes.Convolution(w.shape[1], w.shape[0], w.shape[-1], stride, x.shape[-1],
+                                    b is not None))
+        return conv2d(x, w, b, stride, padding, dilation, groups)
+
+    monkeypatch.setattr(F, "conv2d", recording)
+    model = MDEQClassifier(config(model_name))
+    with torch.no_grad():
+        f, x, z0 = model.prepare(torch.zeros(2, 3, 32, 32))
+        model.classify(f(z0, x))
+    return seen
+
+
+@pytest.mark.parametrize("model_name", sorted(probes.WIDE_CONVOLUTIONS))
+def test_the_wide_convolutions_are_the_widest_the_model_runs(model_name, monkeypatch):
+    run = _convolutions_run_by(model_name, monkeypatch)
+    probed = set(probes.WIDE_CONVOLUTIONS[model_name])
+    assert probed <= run, probed - run
+    for kernel, stride in {(conv.kernel, conv.stride) for conv in run}:
+        family = [conv for conv in run if (conv.kernel, conv.stride) == (kernel, stride)]
+        widest = max(family, key=lambda c: c.c_in * c.c_out * (c.size // c.stride) ** 2)
+        assert widest in probed, (kernel, stride, widest)
+
+
+def test_the_wide_convolutions_run_in_onednn():
+    """At the probe's batch, with one thread, torch gives every probed convolution to oneDNN; at
+    half of it, not the 1×1 ones (its own kernel), which the probe would then miss."""
+    import torch
+
+    select = getattr(torch._C, "_select_conv_backend", None)
+    if select is None:
+        pytest.skip("this torch does not expose how it picks a convolution's backend")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        backends = {batch: {select(torch.zeros(batch, c.c_in, c.size, c.size).contiguous(
+            memory_format=torch.channels_last), torch.zeros(c.c_out, c.c_in, c.kernel, c.kernel),
+            None, [c.stride] * 2, [c.kernel // 2] * 2, [1, 1], False, [0, 0], 1, None).name
+            for convs in probes.WIDE_CONVOLUTIONS.values() for c in convs}
+            for batch in (probes.WIDE_CONVOLUTION_BATCH, probes.WIDE_CONVOLUTION_BATCH // 2)}
+    finally:
+        torch.set_num_threads(threads)
+    assert backends[probes.WIDE_CONVOLUTION_BATCH] == {"Mkldnn"}
+    assert backends[probes.WIDE_CONVOLUTION_BATCH // 2] != {"Mkldnn"}
+
+
 def test_the_goldens_exist_and_name_their_machine():
     for path in (golden.smoke_path(), golden.probes_path()):
         found = golden.read(path)

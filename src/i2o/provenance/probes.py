@@ -10,6 +10,10 @@ probe that differs names the library to blame.
   training steps with Broyden forward and backward solves, Adam (the stability, deq_gaps and
   diagnose chapters);
 - ``conv_group_norm``: a 3×3 convolution and GroupNorm, forward and backward, channels-last, alone;
+- ``wide_convolutions``: oneDNN's convolutions alone at the widest shapes the chapters' MDEQs run
+  (``cpu_small`` and ``TINY``, :data:`WIDE_CONVOLUTIONS`), forward and backward (gradients of
+  input, weight and bias), channels-last: the kernels whose blocking oneDNN sizes from the CPU's
+  caches;
 - ``broyden_solve``: a Broyden solve of a random contraction (its low-rank updates are batched
   matrix products);
 - ``numpy_products``: the DEQ transformer's matrix products alone, through
@@ -45,7 +49,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -110,6 +114,67 @@ def conv_group_norm() -> list[Any]:
     y = F.group_norm(F.conv2d(x, w, padding=1), 4, gamma, beta)
     y.square().sum().backward()
     return [y, x.grad, w.grad]
+
+
+class Convolution(NamedTuple):
+    """A 2-d convolution as a model runs it: padding ``kernel // 2``, square ``size`` input."""
+
+    c_in: int
+    c_out: int
+    kernel: int
+    stride: int
+    size: int
+    bias: bool
+
+
+#: The widest convolutions of each MDEQ configuration the chapters train (``cpu_small`` in the
+#: quick profiles, ``tiny`` in the paper profiles; :mod:`i2o.models.mdeq`) on CIFAR-10's 32×32
+#: images, from its channels per branch, expansion and finest branch's size (16×16 after
+#: ``cpu_small``'s strided stem, 32×32 in ``tiny``): per kernel family of oneDNN (3×3, 3×3 stride 2,
+#: 1×1), the convolutions of ``f`` at the finest branch (run at every solver step) and the head's
+#: widest (8 and 16 head channels widened ×4, 200 final channels). The model has no grouped one.
+WIDE_CONVOLUTIONS: dict[str, tuple[Convolution, ...]] = {
+    name: (Convolution(c, c * expansion, 3, 1, size, False),  # residual block: conv₁ widens
+           Convolution(c * expansion, c, 3, 1, size, False),  # conv₂ narrows
+           Convolution(c, c, 3, 2, size, False),              # fuse: down to the coarse branch
+           Convolution(c, c, 1, 1, size // 2, False),         # fuse: up, 1×1 before upsampling
+           Convolution(c, c, 1, 1, size, False),              # post-fuse 1×1
+           Convolution(32, 64, 3, 2, size, True),             # head: stride-2 convolution
+           Convolution(64, 200, 1, 1, size // 2, True))       # head: projection to 200
+    for name, c, expansion, size in (("cpu_small", 16, 2, 16), ("tiny", 24, 5, 32))}
+#: Images per convolution of :func:`wide_convolutions`.
+WIDE_CONVOLUTION_BATCH = 16
+
+
+def wide_convolutions() -> list[Any]:
+    """Each of :data:`WIDE_CONVOLUTIONS` forward, then backward (gradients of input, weight and
+    bias) from a random output gradient, on channels-last float32 tensors as the MDEQ runs them.
+
+    The batch is 16, not the chapters' 20 (quick) or 128 (paper), to keep the probe short under
+    emulation: with one thread, torch sends a 1×1 convolution to oneDNN only from 16 images on
+    (below, to its own kernel), and oneDNN picks its implementation and blocking, which fix the
+    order of every sum, from the channels, the spatial size and the caches. Its cost model also
+    counts the batch, so this was checked on an AMD EPYC (family 25, model 17): every convolution
+    of both configurations gave at batch 16 the bits it gave at 20, 32, 100, 128 and 250 (each
+    image's output and input gradient; the weight and bias gradients with the further images'
+    output gradient set to zero), which at batch 8 its 1×1 convolutions did not.
+    """
+    torch = _torch_setup()
+    import torch.nn.functional as F
+
+    rng = np.random.default_rng(10)
+    channels_last = torch.channels_last
+    found = []
+    for conv in (conv for convs in WIDE_CONVOLUTIONS.values() for conv in convs):
+        x = torch.from_numpy(_normal(rng, WIDE_CONVOLUTION_BATCH, conv.c_in, conv.size, conv.size))
+        x = x.to(memory_format=channels_last).requires_grad_()
+        w = torch.from_numpy(_normal(rng, conv.c_out, conv.c_in, conv.kernel, conv.kernel))
+        w = w.to(memory_format=channels_last).requires_grad_()
+        b = torch.from_numpy(_normal(rng, conv.c_out)).requires_grad_() if conv.bias else None
+        y = F.conv2d(x, w, b, stride=conv.stride, padding=conv.kernel // 2)
+        y.backward(torch.from_numpy(_normal(rng, *y.shape)).to(memory_format=channels_last))
+        found += [y, x.grad, w.grad, *([] if b is None else [b.grad])]
+    return found
 
 
 def broyden_solve() -> list[Any]:
@@ -242,8 +307,8 @@ def numpy_scipy() -> list[Any]:
 #: Every probe, in the order they are reported (the kernel family each exercises is its name).
 PROBES: dict[str, Callable[[], list[Any]]] = {
     "mdeq_train_step": mdeq_train_step, "conv_group_norm": conv_group_norm,
-    "broyden_solve": broyden_solve, "numpy_products": numpy_products,
-    "transformer_step": transformer_step, "torch_mlp": torch_mlp,
+    "wide_convolutions": wide_convolutions, "broyden_solve": broyden_solve,
+    "numpy_products": numpy_products, "transformer_step": transformer_step, "torch_mlp": torch_mlp,
     "torch_vector_math": torch_vector_math, "torch_sqrt": torch_sqrt,
     "jax_mlp_lbfgs": jax_mlp_lbfgs, "numpy_scipy": numpy_scipy}
 
