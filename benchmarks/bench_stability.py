@@ -71,6 +71,25 @@ REFERENCE: list[dict[str, Any]] = [
                                 "arm was made were not",
                     "ours_then": "portable, 2 threads: IFT 8.49 s, unrolled 15.09 s"},
     },
+    {
+        "seconds": {"ift": {"mean": 16.81, "min": 16.56, "max": 17.04, "steps": 3},
+                    "unrolled": {"mean": 38.84, "min": 28.21, "max": 49.1, "steps": 3}},
+        "date": "2026-11-28 23:44 UTC (idle machine: load average 0.08 at the start)",
+        "machine": "AMD EPYC (AuthenticAMD family 25 model 17), 2 cores",
+        "cpu": {"vendor": "AuthenticAMD", "family": 25, "model": 17},
+        "threads": "torch's default: 2 (OMP_NUM_THREADS unset)",
+        "numerics": "native",
+        "settings": ("cls_mdeq_TINY.yaml, batch 128, f_thres 18, b_thres 20, F_EPS 1e-07, B_EPS "
+                     "their default 1e-3, random CIFAR-shaped input; 18 forward and 20 backward "
+                     "Broyden steps in every timed step"),
+        "command": ("PYTHONPATH=<yacs, termcolor> python benchmarks/peer_mdeq.py --clone "
+                    "<zaccharieramzi/deq checkout> --steps 3"),
+        "peer": "zaccharieramzi/deq, branch anonymized-for-paper",
+        "peer_commit": "3d5e1e23e4357434079a4bad21222a37820ac602",
+        "details": {"torch": "2.14.1", "cpu_seconds": {"ift": 33.27, "unrolled": 68.54},
+                    "unrolled": "their TRAIN.ALL_UNROLLED flag (backpropagation through the "
+                                "forward Broyden iterations)"},
+    },
 ]
 
 

@@ -70,6 +70,8 @@ def test_the_bench_divides_by_the_record_of_this_cpu_model(bench):
     record, same = bench.reference_for(XEON)
     assert same and record["cpu"] == XEON
     record, same = bench.reference_for(EPYC)
+    assert same and record["cpu"] == EPYC
+    record, same = bench.reference_for({**EPYC, "model": 49})
     assert not same and record is bench.REFERENCE[-1]
     assert not bench.reference_for({**XEON, "model": 143})[1]
 
