@@ -66,7 +66,12 @@ depend on the weights. Deterministic mode is on, as in the chapters' jobs
 - ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
   entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
   128 for TINY): their training batch, class-balanced CIFAR-10 training images;
-- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed;
+- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed, except the
+  TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). A TINY step at batch 128 takes 14 s (IFT) to
+  20 s (unrolled) on one thread, and with ``tol = 0`` every step makes the same evaluations of
+  ``f`` and VJPs (the note gives the counts), so one timed step after the untimed one, over its
+  floor timed after a warm-up, measures the same ratio as the median of three, with one step's
+  noise (the note says how many were timed); the small models' steps (0.1 s) keep three;
 - ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
   measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
   ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
@@ -103,6 +108,7 @@ def _setting() -> dict[str, object]:
             "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
             "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
             "steps": int(env("I2O_BENCH_FLOOR_STEPS", "3")),
+            "tiny_steps": int(env("I2O_BENCH_FLOOR_TINY_STEPS", "1")),
             "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
             "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
             "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
@@ -304,7 +310,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
     profile, job = classification_job(name)
     settings = job.settings()
     batch = s["train_batch"] or settings.batch_size
-    total = 1 + s["steps"]
+    total = 1 + (s["tiny_steps"] if name == "tiny" else s["steps"])
     # one batch per epoch: every step trains on the same images
     settings = dataclasses.replace(settings, arm=arm, epochs=total, batch_size=batch,
                                    pretrain_steps=0, fit_every=0, extra_epochs=0,
