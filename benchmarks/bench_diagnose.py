@@ -11,16 +11,16 @@ thread. Reported:
    process's warm-up, weighs more in 2 batches than in 10: the extrapolation errs on the slow
    side). With
    ``I2O_BENCH_DIAGNOSE_IMAGES=1000`` it is measured, and named as before;
-2. on the first ``RATIO_IMAGES`` (50) of them, both ways in this process, one after the other, on
-   the same model and the same batch (of 50): the ratio (one sweep) / (one solve per N'), checking
+2. on the first ``RATIO_IMAGES`` (25) of them, both ways in this process, one after the other, on
+   the same model and the same batch (of 25): the ratio (one sweep) / (one solve per N'), checking
    that both give the same per-example accuracies. Both arms make Broyden steps on the same batch
    (36 against 1 + 2 + … + 36 = 666 per batch), so the ratio does not depend on the number of
-   images; one batch of 50 halves the peer's 3.5 minutes on a batch of 100.
+   images; one batch of 25 takes the peer about a quarter of its 3.5 minutes on a batch of 100.
 
 The network is freshly initialised, not trained: the cost of a Broyden step does not depend on the
 weights' values, and training TINY is a GPU job. Sizes can be changed (the names of the entries say
 what ran): ``I2O_BENCH_DIAGNOSE_MODEL`` (default ``tiny``), ``I2O_BENCH_DIAGNOSE_IMAGES`` (200),
-``I2O_BENCH_DIAGNOSE_RATIO_IMAGES`` (50), ``I2O_BENCH_DIAGNOSE_MAX`` (36),
+``I2O_BENCH_DIAGNOSE_RATIO_IMAGES`` (25), ``I2O_BENCH_DIAGNOSE_MAX`` (36),
 ``I2O_BENCH_DIAGNOSE_BATCH`` (100; the ratio's batch is at most its images).
 """
 
@@ -44,7 +44,7 @@ def _setting() -> dict[str, object]:
     env = os.environ.get
     images = int(env("I2O_BENCH_DIAGNOSE_IMAGES", "200"))
     return {"model": env("I2O_BENCH_DIAGNOSE_MODEL", "tiny"), "images": images,
-            "ratio_images": min(images, int(env("I2O_BENCH_DIAGNOSE_RATIO_IMAGES", "50"))),
+            "ratio_images": min(images, int(env("I2O_BENCH_DIAGNOSE_RATIO_IMAGES", "25"))),
             "top": int(env("I2O_BENCH_DIAGNOSE_MAX", "36")),
             "batch": int(env("I2O_BENCH_DIAGNOSE_BATCH", "100"))}
 
