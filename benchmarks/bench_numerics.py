@@ -9,7 +9,9 @@ anyway, so the ratios measure only the pins' other effects (MKL's compatible bra
 XNNPACK and platform-dependent math).
 
 - TINY step: :func:`i2o.chapters.stability.stepcost.measure_step` (batch 32, N = 18,
-  B_THRES = 20, IFT, one thread), the median of its timed steps.
+  B_THRES = 20, IFT, one thread): one timed step after the process's first. With no early stop
+  every step makes the same Broyden steps, so the second step is the steady state; the rounds'
+  fresh processes give the spread.
 - DEQ-transformer step: the deq_gaps chapter's quick language model (T = 64, d = 64, 4 heads,
   FFN 128, batch 32, Broyden N = 8, IFT with B_THRES = 8), the median of three steps after one.
   Its products go through :mod:`i2o.models.portable_products` (in portable mode NumPy's OpenBLAS,
@@ -98,7 +100,7 @@ def _tiny_step(mode: str, without: str | None = None) -> float:
     env = mode_env(mode, without)
     with runtime.environment(env, drop=set(os.environ) - set(env)):
         return measure_step("tiny", arm="ift", train_iter=18, backward_iter=20, batch=32,
-                            steps=2, warmup=1, tol=0.0, threads=1)["seconds"]
+                            steps=1, warmup=0, tol=0.0, threads=1)["seconds"]
 
 
 def _script(script: str, what: str, mode: str, without: str | None = None) -> float:
