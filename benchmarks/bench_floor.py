@@ -70,8 +70,12 @@ depend on the weights. Deterministic mode is on, as in the chapters' jobs
   TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). A TINY step at batch 128 takes 14 s (IFT) to
   20 s (unrolled) on one thread, and with ``tol = 0`` every step makes the same evaluations of
   ``f`` and VJPs (the note gives the counts), so one timed step after the untimed one, over its
-  floor timed after a warm-up, measures the same ratio as the median of three, with one step's
-  noise (the note says how many were timed); the small models' steps (0.1 s) keep three;
+  floor, measures the same ratio as the median of three, with one step's noise (the note says
+  how many were timed); the small models' steps (0.1 s) keep three. TINY's floor is timed without
+  the untimed floor before it that the small models' floors get: the two training steps before it
+  ran the same evaluations of ``f`` and VJPs at the same shapes, so a first call's costs (kernel
+  selection, the allocator's growth) were paid there (``I2O_BENCH_FLOOR_TINY_STEPS=3`` restores
+  the warm-up floor and three timed steps, as before);
 - ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
   measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
   ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
@@ -271,10 +275,12 @@ def _counts_note(counts: list[Counts], what: str) -> str:
 
 
 def step_entry(what: str, history: dict, timed: list[Counts],
-               floor: Callable[[Counts], float]) -> dict:
+               floor: Callable[[Counts], float], warm_up: bool = True) -> dict:
     """The entry of a training step of ``what``: the median of the timed steps' ``seconds`` over
-    the median of their floors, each floor timed with its step's counts after one warm-up."""
-    floor(timed[0])  # warm-up
+    the median of their floors, each floor timed with its step's counts, after one untimed floor
+    when ``warm_up``."""
+    if warm_up:
+        floor(timed[0])
     floors = [floor(c) for c in timed]
     step = statistics.median(history["seconds"][1:])
     peer = statistics.median(floors)
@@ -283,7 +289,8 @@ def step_entry(what: str, history: dict, timed: list[Counts],
                 f"{torch.get_num_threads()} thread(s)",
         "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
         "peer_value": round(peer, 4), "ratio": step / peer,
-        "note": f"median of {len(timed)} timed step(s) after 1 untimed; "
+        "note": f"median of {len(timed)} timed step(s) after 1 untimed"
+                + ("" if warm_up else ", floor timed without a warm-up floor") + "; "
                 + _counts_note(timed, "timed steps")}
 
 
@@ -337,7 +344,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
         f", B = {settings.backward.max_iter}" if arm == "ift" else "")
     return step_entry(f"{label} MDEQ (untrained), {arm} arm, {solver}, tol "
                       f"{settings.forward.tol:g} (deq_gaps {profile}), batch {batch}",
-                      history, timed, floor)
+                      history, timed, floor, warm_up=name != "tiny" or len(timed) > 1)
 
 
 # -- the deq_gaps chapter's language model ----------------------------------------------------
