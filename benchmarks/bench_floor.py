@@ -66,7 +66,16 @@ depend on the weights. Deterministic mode is on, as in the chapters' jobs
 - ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
   entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
   128 for TINY): their training batch, class-balanced CIFAR-10 training images;
-- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed;
+- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed, except the
+  TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). A TINY step at batch 128 takes 14 s (IFT) to
+  20 s (unrolled) on one thread, and with ``tol = 0`` every step makes the same evaluations of
+  ``f`` and VJPs (the note gives the counts), so one timed step after the untimed one, over its
+  floor, measures the same ratio as the median of three, with one step's noise (the note says
+  how many were timed); the small models' steps (0.1 s) keep three. TINY's floor is timed without
+  the untimed floor before it that the small models' floors get: the two training steps before it
+  ran the same evaluations of ``f`` and VJPs at the same shapes, so a first call's costs (kernel
+  selection, the allocator's growth) were paid there (``I2O_BENCH_FLOOR_TINY_STEPS=3`` restores
+  the warm-up floor and three timed steps, as before);
 - ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
   measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
   ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
@@ -103,6 +112,7 @@ def _setting() -> dict[str, object]:
             "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
             "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
             "steps": int(env("I2O_BENCH_FLOOR_STEPS", "3")),
+            "tiny_steps": int(env("I2O_BENCH_FLOOR_TINY_STEPS", "1")),
             "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
             "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
             "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
@@ -265,10 +275,12 @@ def _counts_note(counts: list[Counts], what: str) -> str:
 
 
 def step_entry(what: str, history: dict, timed: list[Counts],
-               floor: Callable[[Counts], float]) -> dict:
+               floor: Callable[[Counts], float], warm_up: bool = True) -> dict:
     """The entry of a training step of ``what``: the median of the timed steps' ``seconds`` over
-    the median of their floors, each floor timed with its step's counts after one warm-up."""
-    floor(timed[0])  # warm-up
+    the median of their floors, each floor timed with its step's counts, after one untimed floor
+    when ``warm_up``."""
+    if warm_up:
+        floor(timed[0])
     floors = [floor(c) for c in timed]
     step = statistics.median(history["seconds"][1:])
     peer = statistics.median(floors)
@@ -277,7 +289,8 @@ def step_entry(what: str, history: dict, timed: list[Counts],
                 f"{torch.get_num_threads()} thread(s)",
         "value": round(step, 4), "unit": "s", "peer": "its f forward+backward evaluations",
         "peer_value": round(peer, 4), "ratio": step / peer,
-        "note": f"median of {len(timed)} timed step(s) after 1 untimed; "
+        "note": f"median of {len(timed)} timed step(s) after 1 untimed"
+                + ("" if warm_up else ", floor timed without a warm-up floor") + "; "
                 + _counts_note(timed, "timed steps")}
 
 
@@ -304,7 +317,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
     profile, job = classification_job(name)
     settings = job.settings()
     batch = s["train_batch"] or settings.batch_size
-    total = 1 + s["steps"]
+    total = 1 + (s["tiny_steps"] if name == "tiny" else s["steps"])
     # one batch per epoch: every step trains on the same images
     settings = dataclasses.replace(settings, arm=arm, epochs=total, batch_size=batch,
                                    pretrain_steps=0, fit_every=0, extra_epochs=0,
@@ -331,7 +344,7 @@ def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
         f", B = {settings.backward.max_iter}" if arm == "ift" else "")
     return step_entry(f"{label} MDEQ (untrained), {arm} arm, {solver}, tol "
                       f"{settings.forward.tol:g} (deq_gaps {profile}), batch {batch}",
-                      history, timed, floor)
+                      history, timed, floor, warm_up=name != "tiny" or len(timed) > 1)
 
 
 # -- the deq_gaps chapter's language model ----------------------------------------------------

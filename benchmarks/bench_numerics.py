@@ -2,14 +2,18 @@
 training step and one iMAML outer step, each timed in fresh processes in portable mode (every
 library pinned, :mod:`i2o.runtime`), in native mode and, for the torch steps, in portable mode
 without one of torch's pins (ATen, oneDNN, MKL), in alternating rounds of the same run so that every
-configuration sees the same machine load. Portable / native decides whether portable is the default
-(goal ≤ 1.3); portable / (portable without a pin) is that pin's cost. On a CPU whose widest
-instruction set is AVX2, the instruction-set pins select the kernels the libraries would pick
-anyway, so the ratios measure only the pins' other effects (MKL's compatible branch, XLA without
-XNNPACK and platform-dependent math).
+configuration sees the same machine load: ``I2O_BENCH_NUMERICS_ROUNDS`` (default 1) rounds, each
+one fresh process per configuration. With one round every ratio still compares configurations
+measured within a minute of each other in the same run; more rounds (their median) narrow the
+spread between fresh processes, for a record meant to be published. Portable / native decides
+whether portable is the default (goal ≤ 1.3); portable / (portable without a pin) is that pin's
+cost. On a CPU whose widest instruction set is AVX2, the instruction-set pins select the kernels
+the libraries would pick anyway, so the ratios measure only the pins' other effects (MKL's
+compatible branch, XLA without XNNPACK and platform-dependent math).
 
 - TINY step: :func:`i2o.chapters.stability.stepcost.measure_step` (batch 32, N = 18,
-  B_THRES = 20, IFT, one thread), the median of its timed steps.
+  B_THRES = 20, IFT, one thread): one timed step after the process's first. With no early stop
+  every step makes the same Broyden steps, so the second step is the steady state.
 - DEQ-transformer step: the deq_gaps chapter's quick language model (T = 64, d = 64, 4 heads,
   FFN 128, batch 32, Broyden N = 8, IFT with B_THRES = 8), the median of three steps after one.
   Its products go through :mod:`i2o.models.portable_products` (in portable mode NumPy's OpenBLAS,
@@ -32,7 +36,7 @@ from pathlib import Path
 from i2o import lineage, runtime
 from i2o.chapters.stability.stepcost import measure_step
 
-ROUNDS = 2
+ROUNDS = int(os.environ.get("I2O_BENCH_NUMERICS_ROUNDS", "1"))
 MODES = ("native", "portable")
 #: torch's pins, each measured by leaving it out of portable mode
 TORCH_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
@@ -79,6 +83,13 @@ print(json.dumps(statistics.median(run() for _ in range(3))))
 """
 
 
+def _processes() -> str:
+    """How many fresh processes each configuration's value summarises."""
+    if ROUNDS == 1:
+        return "one fresh process per configuration, configurations back to back"
+    return f"median of {ROUNDS} fresh processes per configuration, alternating"
+
+
 def mode_env(mode: str, without: str | None = None) -> dict[str, str]:
     """This process's environment as a process started in ``mode`` sees it, optionally without
     the portable pin ``without``."""
@@ -98,7 +109,7 @@ def _tiny_step(mode: str, without: str | None = None) -> float:
     env = mode_env(mode, without)
     with runtime.environment(env, drop=set(os.environ) - set(env)):
         return measure_step("tiny", arm="ift", train_iter=18, backward_iter=20, batch=32,
-                            steps=2, warmup=1, tol=0.0, threads=1)["seconds"]
+                            steps=1, warmup=0, tol=0.0, threads=1)["seconds"]
 
 
 def _script(script: str, what: str, mode: str, without: str | None = None) -> float:
@@ -113,8 +124,7 @@ def _entries(name: str, times: dict[tuple[str, str | None], list[float]], unit_s
              unit: str) -> list[dict]:
     median = {config: statistics.median(values) * unit_scale for config, values in times.items()}
     portable = median[("portable", None)]
-    note = (f"median of {ROUNDS} fresh processes per configuration, alternating; CPU "
-            f"{lineage.provenance()['cpu']}; one thread")
+    note = f"{_processes()}; CPU {lineage.provenance()['cpu']}; one thread"
     entries = [{"name": f"portable numerics: {name}", "value": round(portable, 3), "unit": unit,
                 "peer": "native numerics (same run)",
                 "peer_value": round(median[("native", None)], 3),
@@ -137,8 +147,7 @@ def _products_entries(name: str, transformer: dict[tuple[str, str | None], list[
     new = statistics.median(transformer[("portable", None)]) * 1e3
     native = statistics.median(transformer[("native", None)]) * 1e3
     old = statistics.median(torch_products) * 1e3
-    note = (f"median of {ROUNDS} fresh processes per configuration, alternating; CPU "
-            f"{lineage.provenance()['cpu']}; one thread")
+    note = f"{_processes()}; CPU {lineage.provenance()['cpu']}; one thread"
     return [{"name": f"portable numerics, products by NumPy's OpenBLAS (new): {name}",
              "value": round(new, 3), "unit": "ms",
              "peer": "portable with torch's products, MKL's compatible branch (old, same run)",

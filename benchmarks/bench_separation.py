@@ -5,7 +5,11 @@ rebuttal's Table 1) fit to the sawtooth Δ^5 on 256 points by 300 full-batch Ada
 thread. "Ours" is ``i2o.chapters.separation.batched.fit_stack`` on all 16 at once; the peer trains
 them one after another, by the same function with R = 1 (same arithmetic, so the ratio is the
 batching alone) and by the chapter's ``nets.fit`` (``nn.Module`` and the shared training loop).
-Wall-clock seconds for all R models, median over rounds that alternate the arms.
+Wall-clock seconds for all R models, median over rounds that alternate the arms:
+``I2O_BENCH_SEPARATION_ROUNDS`` (default 1). Every arm trains all its models for all their steps
+in each round (seconds to a minute), so one round already times the whole workload of every arm,
+back to back in the same process; the ratios it measures are far from 1 (0.14-0.42 on a 2-core
+AMD EPYC, 2026-11-28), and more rounds (their median) only guard against a burst of load.
 
 Second workload, the chapter's own use of stacking (Section 2, the steep functions): the 24 seeds of
 one quick-profile input dimension (d = 10, δ = 2^-10, width 10, 512 points), 400 of its Adam steps,
@@ -21,6 +25,7 @@ model solved by fixed-point iteration against the same model solved by Anderson 
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -39,7 +44,12 @@ from i2o.chapters.separation import (  # noqa: E402
 from i2o.chapters.separation.sawtooth import sawtooth_data  # noqa: E402
 from i2o.deq import DEQ, SolverSpec  # noqa: E402
 
-MODELS, WIDTH, DEPTH, PIECES, POINTS, STEPS, LR, ROUNDS = 16, 10, 4, 5, 256, 300, 1e-2, 3
+MODELS, WIDTH, DEPTH, PIECES, POINTS, STEPS, LR = 16, 10, 4, 5, 256, 300, 1e-2
+ROUNDS = int(os.environ.get("I2O_BENCH_SEPARATION_ROUNDS", "1"))
+
+
+def _rounds() -> str:
+    return "one round" if ROUNDS == 1 else f"median of {ROUNDS} alternated rounds"
 
 
 def _stacked(x, y) -> None:
@@ -82,7 +92,8 @@ def _steep() -> list[dict]:
         out.append({"name": f"separation: steep {kind}, 24 seeds stacked", "value": ours,
                     "unit": "s", "peer": "one seed at a time (steep.train_model)",
                     "peer_value": peer, "ratio": ours / peer,
-                    "note": f"d = {STEEP_D}, {STEEP_STEPS} Adam steps, width 10, 512 points"})
+                    "note": f"d = {STEEP_D}, {STEEP_STEPS} Adam steps, width 10, 512 points; "
+                            + _rounds()})
     return out
 
 
@@ -94,7 +105,8 @@ def _stacked_fnns() -> list[dict]:
         times["alone"].append(_seconds(_one_at_a_time, x, y))
         times["chapter"].append(_seconds(_chapter_loop, x, y))
     ours, alone, chapter = (statistics.median(times[k]) for k in ("stacked", "alone", "chapter"))
-    note = f"{MODELS} FNNs {WIDTH}×{DEPTH}, Δ^{PIECES}, {POINTS} points, {STEPS} Adam steps"
+    note = (f"{MODELS} FNNs {WIDTH}×{DEPTH}, Δ^{PIECES}, {POINTS} points, {STEPS} Adam steps; "
+            + _rounds())
     return [{"name": "separation: 16 models stacked", "value": ours, "unit": "s",
              "peer": "one at a time (same code, R = 1)", "peer_value": alone,
              "ratio": ours / alone, "note": note},
@@ -133,7 +145,8 @@ def _gotu() -> list[dict]:
             _gotu_alone(0, anderson)
             times[arm].append(time.perf_counter() - start)
     med = {arm: statistics.median(values) for arm, values in times.items()}
-    note = f"contractive ReLU DEQ, GOTU f2, d = 10, width 32, {GOTU_STEPS} Adam steps"
+    note = (f"contractive ReLU DEQ, GOTU f2, d = 10, width 32, {GOTU_STEPS} Adam steps; "
+            + _rounds())
     return [{"name": f"separation: GOTU DEQ, {len(GOTU_SEEDS)} seeds stacked",
              "value": med["stacked"], "unit": "s",
              "peer": "one seed at a time (gotu.train_model)", "peer_value": med["alone"],
