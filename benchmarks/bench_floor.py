@@ -86,42 +86,33 @@ depend on the weights. Deterministic mode is on, as in the chapters' jobs
 from __future__ import annotations
 
 import dataclasses
-import os
 import statistics
 import time
 from collections.abc import Callable
 
+import knobs
 import torch
 
 #: The data sets this benchmark reads (checked by ``benchmarks/run.py`` before any runs).
 DATA_SETS = ("cifar10", "shakespeare")
 
 
-def _optional(name: str) -> int | None:
-    """An integer knob whose default is the profile's value (``None`` when unset)."""
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else None
-
-
 def _setting() -> dict[str, object]:
-    env = os.environ.get
-    return {"images": int(env("I2O_BENCH_FLOOR_IMAGES", "100")),
-            "batch": int(env("I2O_BENCH_FLOOR_BATCH", "100")),
-            "grid": _grid(env("I2O_BENCH_FLOOR_GRID", "")),
-            "models": [m for m in env("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny").split(",") if m],
-            "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
-            "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
-            "steps": int(env("I2O_BENCH_FLOOR_STEPS", "3")),
-            "tiny_steps": int(env("I2O_BENCH_FLOOR_TINY_STEPS", "1")),
-            "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
-            "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
-            "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
+    return {"images": knobs.integer("I2O_BENCH_FLOOR_IMAGES", 100),
+            "batch": knobs.integer("I2O_BENCH_FLOOR_BATCH", 100),
+            "grid": knobs.integers("I2O_BENCH_FLOOR_GRID") or _quick_grid(),
+            "models": knobs.items("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny"),
+            "arms": knobs.items("I2O_BENCH_FLOOR_ARMS", "ift,unrolled"),
+            "train_batch": knobs.optional_integer("I2O_BENCH_FLOOR_TRAIN_BATCH"),
+            "steps": knobs.integer("I2O_BENCH_FLOOR_STEPS", 3),
+            "tiny_steps": knobs.integer("I2O_BENCH_FLOOR_TINY_STEPS", 1),
+            "lm_profile": knobs.text("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
+            "lm_windows": knobs.optional_integer("I2O_BENCH_FLOOR_LM_WINDOWS"),
+            "lm_batch": knobs.optional_integer("I2O_BENCH_FLOOR_LM_BATCH")}
 
 
-def _grid(given: str) -> list[int]:
-    """The sweep's counts ``N'``: as given, else the stability chapter's quick grid."""
-    if given.strip():
-        return [int(n) for n in given.split(",")]
+def _quick_grid() -> list[int]:
+    """The stability chapter's quick ``test_iters``: the sweep's counts ``N'`` by default."""
     from i2o.compute.profiles import resolve
 
     return [int(n) for n in resolve("stability", "quick")["test_iters"]]

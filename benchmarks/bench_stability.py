@@ -145,10 +145,6 @@ def peer_label(record: dict[str, Any], on_this_cpu: bool, machine: str) -> str:
             "benchmarks/peer_mdeq.py (benchmarks/README.md)")
 
 
-def _threads() -> int:
-    return int(os.environ.get("I2O_THREADS", "1"))
-
-
 def _memory_step(solver: str, arm: str, n: int) -> dict[str, Any]:
     return measure_step("tiny", arm=arm, train_iter=n, backward_iter=20, batch=MEMORY_BATCH,
                         steps=0, warmup=0, tol=0.0, solver=solver)
