@@ -57,35 +57,57 @@ Broyden's updates in both solves, the optimizer step and the bookkeeping; the co
 
 Networks are freshly initialised: the cost of ``f``, of its VJPs and of a Broyden step does not
 depend on the weights. Deterministic mode is on, as in the chapters' jobs
-(:func:`i2o.train.seeding.seed_everything`). Knobs (the names of the entries say what ran):
+(:func:`i2o.train.seeding.seed_everything`).
+
+Sizes. Every ratio divides a time by its floor timed in the same process on the same inputs, so the
+sizes below only choose how much of the same work is timed:
+
+- each MDEQ's training entries run before its sweep, whose untimed warm-up is the first batch swept
+  at the grid's two smallest counts: every kernel of the timed sweep (``f``, the head, Broyden's
+  update) runs once at the timed shapes, and the training steps before it have grown the
+  process's heap (kept by :func:`i2o.allocator.keep_freed_memory`) past what the sweep allocates;
+- the TINY MDEQ trains at batch 32, not its profile's 128: every part of the step and of its
+  floor (``f``, its VJPs, Broyden's updates, the head, the loss) is per example except the Adam
+  step and the per-call bookkeeping, a few milliseconds against about 3.5 s per step, so the
+  ratio is the one at batch 128 at a quarter of the time (an untimed step, one timed step and its
+  floor: about 25 s for both arms instead of about 100 s); the entry names the batch;
+- the language model's sweep covers 128 test windows, two of the chapter's batches of 64: every
+  batch makes the same evaluations of ``f`` (the note counts them), so two batches give the same
+  ratio as the profile's 512 windows (eight batches).
+
+Knobs (the names of the entries say what ran):
 
 - ``I2O_BENCH_FLOOR_MODELS`` (``cpu_small,tiny``): the MDEQs;
 - ``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_GRID``
   (comma-separated counts; default the stability chapter's quick ``test_iters``): the MDEQs' test
   sweep, on CIFAR-10 test images;
 - ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
-  entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
-  128 for TINY): their training batch, class-balanced CIFAR-10 training images;
+  entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (unset: the profile's ``cls_batch_size``, 20 for
+  cpu_small, and ``I2O_BENCH_FLOOR_TINY_TRAIN_BATCH`` for TINY, 32; 128 is its profile's):
+  their training batch, class-balanced CIFAR-10 training images;
 - ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed, except the
-  TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). A TINY step at batch 128 takes 14 s (IFT) to
-  20 s (unrolled) on one thread, and with ``tol = 0`` every step makes the same evaluations of
-  ``f`` and VJPs (the note gives the counts), so one timed step after the untimed one, over its
-  floor, measures the same ratio as the median of three, with one step's noise (the note says
-  how many were timed); the small models' steps (0.1 s) keep three. TINY's floor is timed without
-  the untimed floor before it that the small models' floors get: the two training steps before it
-  ran the same evaluations of ``f`` and VJPs at the same shapes, so a first call's costs (kernel
-  selection, the allocator's growth) were paid there (``I2O_BENCH_FLOOR_TINY_STEPS=3`` restores
-  the warm-up floor and three timed steps, as before);
+  TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). With ``tol = 0`` every step makes the same
+  evaluations of ``f`` and VJPs (the note gives the counts), so one timed TINY step after the
+  untimed one, over its floor, measures the same ratio as the median of three, with one step's
+  noise (the note says how many were timed); the small models' steps (0.1 s) keep three. TINY's
+  floor is timed without the untimed floor before it that the small models' floors get: the two
+  training steps before it ran the same evaluations of ``f`` and VJPs at the same shapes, so a
+  first call's costs (kernel selection, the allocator's growth) were paid there
+  (``I2O_BENCH_FLOOR_TINY_STEPS=3`` restores the warm-up floor and three timed steps);
 - ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
   measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
-  ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
-  swept; ``I2O_BENCH_FLOOR_LM_BATCH`` (the profile's ``lm_batch_size``, 32 in quick): windows per
-  training batch.
+  ``I2O_BENCH_FLOOR_LM_WINDOWS`` (128; 512 is the quick profile's ``lm_eval_windows``): test
+  windows swept; ``I2O_BENCH_FLOOR_LM_BATCH`` (the profile's ``lm_batch_size``, 32 in quick):
+  windows per training batch.
+
+The sizes of before (about 200 s on two idle cores instead of about 65 s):
+``I2O_BENCH_FLOOR_TINY_TRAIN_BATCH=128 I2O_BENCH_FLOOR_LM_WINDOWS=512``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -104,10 +126,11 @@ def _setting() -> dict[str, object]:
             "models": knobs.items("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny"),
             "arms": knobs.items("I2O_BENCH_FLOOR_ARMS", "ift,unrolled"),
             "train_batch": knobs.optional_integer("I2O_BENCH_FLOOR_TRAIN_BATCH"),
+            "tiny_train_batch": knobs.integer("I2O_BENCH_FLOOR_TINY_TRAIN_BATCH", 32),
             "steps": knobs.integer("I2O_BENCH_FLOOR_STEPS", 3),
             "tiny_steps": knobs.integer("I2O_BENCH_FLOOR_TINY_STEPS", 1),
             "lm_profile": knobs.text("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
-            "lm_windows": knobs.optional_integer("I2O_BENCH_FLOOR_LM_WINDOWS"),
+            "lm_windows": knobs.integer("I2O_BENCH_FLOOR_LM_WINDOWS", 128),
             "lm_batch": knobs.optional_integer("I2O_BENCH_FLOOR_LM_BATCH")}
 
 
@@ -299,21 +322,30 @@ def classification_job(architecture: str):
     raise ValueError(f"no deq_gaps profile trains the MDEQ {architecture!r}")
 
 
+@functools.cache
+def _training_set():
+    """CIFAR-10's training split, loaded once for every training entry."""
+    from i2o.data import load_cifar10
+
+    return load_cifar10("train")
+
+
 def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
     """One MDEQ training step (``train_classifier``) over its forward+backward floor of f."""
-    from i2o.data import balanced_subset, load_cifar10, to_tensor
+    from i2o.data import balanced_subset, to_tensor
     from i2o.models import MDEQClassifier, config
     from i2o.train import train_classifier
 
     profile, job = classification_job(name)
     settings = job.settings()
-    batch = s["train_batch"] or settings.batch_size
+    batch = s["train_batch"] or (s["tiny_train_batch"] if name == "tiny" else
+                                 settings.batch_size)
     total = 1 + (s["tiny_steps"] if name == "tiny" else s["steps"])
     # one batch per epoch: every step trains on the same images
     settings = dataclasses.replace(settings, arm=arm, epochs=total, batch_size=batch,
                                    pretrain_steps=0, fit_every=0, extra_epochs=0,
                                    checkpoint_every=total)
-    data = load_cifar10("train")
+    data = _training_set()
     chosen = data.subset(balanced_subset(data.labels, batch, 0))
     images, labels = to_tensor(chosen.images), torch.from_numpy(chosen.labels)
     counter = Counter()
@@ -347,7 +379,7 @@ def language_job(profile: str, s: dict[str, object]):
     job = build_jobs(resolve("deq_gaps", profile)).language[0]
     return dataclasses.replace(job, steps=1 + s["steps"], pretrain_steps=0,
                                batch_size=s["lm_batch"] or job.batch_size,
-                               eval_windows=s["lm_windows"] or job.eval_windows)
+                               eval_windows=s["lm_windows"])
 
 
 def _lm_label(job, profile: str) -> str:
@@ -422,8 +454,29 @@ def lm_step_entry(job, profile: str, corpus) -> dict:
                       f"batch {job.batch_size}", history, timed, floor)
 
 
-def run() -> list[dict]:
+def mdeq_sweep_entry(name: str, images, labels, s: dict[str, object]) -> dict:
+    """The book's test sweep of an MDEQ over its evaluations of f, after an untimed sweep of the
+    first batch at the grid's two smallest counts (the timed shapes: a chapter's later batches)."""
     from i2o.models import MDEQClassifier, config
+
+    torch.manual_seed(0)
+    model = MDEQClassifier(config(name))
+    first = images[:s["batch"]], labels[:s["batch"]]
+    sweep_seconds(model, *first, sorted(s["grid"])[:2], s["batch"])
+    sweep = sweep_seconds(model, images, labels, s["grid"], s["batch"])
+    top = max(s["grid"])
+    floor = f_seconds(model, images, top, s["batch"])
+    label = "TINY" if name == "tiny" else name
+    return {
+        "name": f"test sweep over its f floor, {label} MDEQ (untrained), {s['images']} "
+                f"CIFAR-10 test images, N' ∈ {{{', '.join(map(str, s['grid']))}}}, batch "
+                f"{s['batch']}, {torch.get_num_threads()} thread(s)",
+        "value": round(sweep, 3), "unit": "s", "peer": f"{top + 1} evaluations of f per batch",
+        "peer_value": round(floor, 3), "ratio": sweep / floor,
+        "goal": "≤ 2× (issue 41; 2.9× measured before it)"}
+
+
+def run() -> list[dict]:
     from i2o.train.seeding import seed_everything
 
     seed_everything(0)  # deterministic mode, as in every chapter's job
@@ -431,24 +484,9 @@ def run() -> list[dict]:
     images, labels = _images(s["images"])
     entries = []
     for name in s["models"]:
-        torch.manual_seed(0)
-        model = MDEQClassifier(config(name))
-        first = images[:s["batch"]], labels[:s["batch"]]
-        sweep_seconds(model, *first, s["grid"], s["batch"])  # warm-up: a chapter's later batches
-        sweep = sweep_seconds(model, images, labels, s["grid"], s["batch"])
-        top = max(s["grid"])
-        floor = f_seconds(model, images, top, s["batch"])
-        label = "TINY" if name == "tiny" else name
-        entries.append({
-            "name": f"test sweep over its f floor, {label} MDEQ (untrained), {s['images']} "
-                    f"CIFAR-10 test images, N' ∈ {{{', '.join(map(str, s['grid']))}}}, batch "
-                    f"{s['batch']}, "
-                    f"{torch.get_num_threads()} thread(s)",
-            "value": round(sweep, 3), "unit": "s", "peer": f"{top + 1} evaluations of f "
-            "per batch", "peer_value": round(floor, 3), "ratio": sweep / floor,
-            "goal": "≤ 2× (issue 41; 2.9× measured before it)"})
-        for arm in s["arms"]:
-            entries.append(mdeq_step_entry(name, arm, s))
+        # the training steps first: the sweep after them finds the process's heap grown
+        steps = [mdeq_step_entry(name, arm, s) for arm in s["arms"]]
+        entries += [mdeq_sweep_entry(name, images, labels, s), *steps]
     if s["lm_profile"] != "none":
         from i2o.data.shakespeare import load_shakespeare
 
