@@ -3,8 +3,8 @@
 Each reader takes the variable's name and its default; an unset or blank variable gives the
 default. A value that is not of the expected type raises :class:`KnobError`, naming the variable,
 the value and what was expected. The benchmark modules import this file by name (``import
-knobs``): ``python benchmarks/run.py`` puts this folder first on ``sys.path``, and pytest adds it
-(``pythonpath`` in ``pyproject.toml``).
+knobs``): ``python benchmarks/run.py`` puts this folder first on ``sys.path``, and the tests'
+``conftest.py`` appends it.
 """
 
 from __future__ import annotations
