@@ -26,9 +26,9 @@ what ran): ``I2O_BENCH_DIAGNOSE_MODEL`` (default ``tiny``), ``I2O_BENCH_DIAGNOSE
 
 from __future__ import annotations
 
-import os
 import time
 
+import knobs
 import numpy as np
 import torch
 
@@ -41,12 +41,11 @@ GOAL_IMAGES, GOAL_SECONDS = 1000, 120
 
 
 def _setting() -> dict[str, object]:
-    env = os.environ.get
-    images = int(env("I2O_BENCH_DIAGNOSE_IMAGES", "200"))
-    return {"model": env("I2O_BENCH_DIAGNOSE_MODEL", "tiny"), "images": images,
-            "ratio_images": min(images, int(env("I2O_BENCH_DIAGNOSE_RATIO_IMAGES", "25"))),
-            "top": int(env("I2O_BENCH_DIAGNOSE_MAX", "36")),
-            "batch": int(env("I2O_BENCH_DIAGNOSE_BATCH", "100"))}
+    images = knobs.integer("I2O_BENCH_DIAGNOSE_IMAGES", 200)
+    return {"model": knobs.text("I2O_BENCH_DIAGNOSE_MODEL", "tiny"), "images": images,
+            "ratio_images": min(images, knobs.integer("I2O_BENCH_DIAGNOSE_RATIO_IMAGES", 25)),
+            "top": knobs.integer("I2O_BENCH_DIAGNOSE_MAX", 36),
+            "batch": knobs.integer("I2O_BENCH_DIAGNOSE_BATCH", 100)}
 
 
 def _images(size: int) -> tuple[torch.Tensor, torch.Tensor]:

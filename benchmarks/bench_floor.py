@@ -1,127 +1,99 @@
 r"""How far the book's DEQ computations are from their floor: their time over the time of the
-evaluations of ``f`` (and of its vector-Jacobian products) they make.
+evaluations of ``f`` (and of its vector-Jacobian products) they make, timed in the same process on
+the same inputs. Networks are freshly initialised (the cost of ``f``, of its VJPs and of a Broyden
+step does not depend on the weights); deterministic mode is on, as in the chapters' jobs
+(:func:`i2o.train.seeding.seed_everything`). The entries' names say what ran:
 
-**Test sweeps.** The book's test sweep (:func:`i2o.train.evaluate_iterations`, the stability and
-deq_gaps chapters' and the diagnose chapter's) runs one Broyden solve of ``max N'`` steps per batch,
-reads every iterate and scores the head where the grid asks: with the stability chapter's quick
-grid (12 counts from 1 to 36) it evaluates ``f`` 37 times per batch and scores the head at most 12
-times. Those evaluations are the floor; the rest (Broyden's low-rank updates,
-residual norms, the head's scores, the bookkeeping) is overhead, the part a change to the sweep can
-move. The floor is measured in the same process on the same batches: ``f`` evaluated 37 times from
-the model's own initial state, and nothing else (the injection is computed outside the timed loop).
-The deq_gaps chapter's language model (the DEQ transformer of :mod:`i2o.models.deq_transformer`)
-is swept as the chapter sweeps it (:func:`i2o.deq.sweep_iterations` over
-:func:`i2o.chapters.deq_gaps.language.language_probes`, the chapter's grid and solver, Tiny
-Shakespeare test windows); there the evaluations of ``f`` per batch are counted, not assumed.
+- **An MDEQ's test sweep**, the book's (:func:`i2o.train.evaluate_iterations`, as the stability,
+  deq_gaps and diagnose chapters run it): one Broyden solve of ``max N'`` steps per batch, every
+  iterate read, the head scored where the grid asks. Its floor is the ``max N' + 1`` evaluations
+  of ``f`` per batch from the model's initial state (37 with the stability chapter's quick grid,
+  12 counts from 1 to 36), the injection computed outside the timed loop; the rest (Broyden's
+  low-rank updates, residual norms, the head's scores, the bookkeeping) is the overhead a change
+  to the sweep can move.
+- **The language model's test sweep**: the deq_gaps chapter's DEQ transformer
+  (:mod:`i2o.models.deq_transformer`) swept as the chapter sweeps it
+  (:func:`i2o.deq.sweep_iterations` over :func:`i2o.chapters.deq_gaps.language.language_probes`,
+  the chapter's grid and solver, Tiny Shakespeare test windows); its evaluations of ``f`` per
+  batch are counted (``evaluation_counts.py``), not assumed.
+- **A training step** of the chapters' own loop (:func:`i2o.train.loop.train_steps`, whose
+  per-step ``seconds`` cover zero_grad, the step loss, backward, clipping and the Adam step): the
+  MDEQs through :func:`i2o.train.classifier.train_classifier`, the language model through
+  :func:`i2o.chapters.deq_gaps.language.train_language_model` (with its Jacobian penalty), with
+  the deq_gaps jobs' settings (:func:`i2o.chapters.deq_gaps.runs.build_jobs`; each MDEQ with the
+  profile that trains it, ``N`` Broyden and ``B`` adjoint steps at ``tol = 0``, so every step
+  makes the same evaluations) without the warm-up (``pretrain_steps = 0``). Its floor is the
+  step's evaluations of ``f`` and VJPs, counted during the step and timed alone on its batch
+  (``evaluation_counts.py`` defines both); reported: the median over the timed steps (after one
+  untimed) over the median of their floors. The overhead is the head, the stem or embedding, the
+  loss, Broyden's updates in both solves, the optimizer step, the bookkeeping and the counting
+  wrapper, which runs inside the timed steps.
 
-**Training steps.** One training step of the chapters' code, timed by the chapters' own loop
-(:func:`i2o.train.loop.train_steps`, whose per-step ``seconds`` cover zero_grad, the step loss,
-backward, clipping and the Adam step): the MDEQs through :func:`i2o.train.classifier.
-train_classifier` (:func:`~i2o.train.classifier.mdeq_loss`: Broyden forward solve, the head on
-``f(z*)``, cross-entropy, the IFT adjoint solve or backpropagation through the solve), the language
-model through :func:`i2o.chapters.deq_gaps.language.train_language_model` (the same with its
-Jacobian penalty). The settings are the deq_gaps jobs' (:func:`i2o.chapters.deq_gaps.runs.
-build_jobs`): each MDEQ with the profile of that chapter that trains it (``cpu_small``: quick,
-``TINY``: paper; ``N`` Broyden steps and ``B`` adjoint steps with ``tol = 0``, so every step makes
-the same evaluations), without the warm-up (``pretrain_steps = 0``). The stability chapter trains
-its MDEQs with the same function, with its own ``N`` and ``tol = 1e-3``.
+Each MDEQ's training entries run before its sweep, so the sweep finds the process's heap grown
+(kept by :func:`i2o.allocator.keep_freed_memory`) past what it allocates.
 
-Its floor is what the step cannot avoid: the evaluations of ``f`` and the vector-Jacobian products
-(VJPs) of ``f`` the step makes, counted by wrapping ``f`` during the timed steps: the model is a
-subclass whose ``f`` counts and calls the model's own, and whose ``inject`` (called once per step,
-and once per batch of a sweep) starts a new count; ``train_language_model`` builds its model
-itself, so for that call the subclass stands in for the name ``DEQTransformerLM`` of
-:mod:`i2o.chapters.deq_gaps.language` (in this process only, restored afterwards):
-
-- ``F₀``: evaluations of ``f`` without autograd (the IFT forward solve),
-- ``F₁``: evaluations recorded by autograd (``f(z*)`` of the IFT arm, every iterate of the
-  unrolled arm, the Jacobian penalty's ``f(z*)``),
-- ``V``: VJPs, i.e. gradients that passed back through an output of ``f`` (a hook on it),
-- ``P ≤ V``: those that went on through ``f`` to its parameters ``θ`` and its injection ``x`` (a
-  hook on a view of ``x`` passed to that evaluation); the other ``V − P`` stopped at ``z`` (the
-  adjoint solve's ``uᵀ ∂f/∂z``).
-
-The floor ``T_floor`` is, in the same process, on the same batch, with the model as trained, ``F₀``
-evaluations of ``f`` from the initial state without autograd, ``F₁`` evaluations chained with
-autograd (``z_{k+1} = f(z_k, x)`` from a leaf ``z_0``, ``x`` detached into a leaf), ``V − P`` VJPs
-``uᵀ ∂f/∂z`` through the first of them and one backward of ``u`` from the ``P``-th through the
-chain (``P`` VJPs ``uᵀ ∂f/∂(z, θ, x)``), ``u`` random. Expected counts per step (the entries' notes
-give the counted ones): IFT arm ``F₀ = N + 1``, ``F₁ = 1``, ``V = B + 2``, ``P = 1``; unrolled arm
-``F₀ = 0``, ``F₁ = V = P = N + 1``; the language model's IFT step with the Jacobian penalty
-``F₀ = N + 1``, ``F₁ = 2``, ``V = N + 3``, ``P = 2``, where the penalty's second-order backward
-(``∂/∂θ`` of ``‖εᵀ ∂f/∂z‖²``) is counted as one of the ``P`` and its excess over a VJP is overhead.
-Reported: ``T_step / T_floor``, medians over the timed steps (one untimed step before them; each
-floor timed with its step's counts). The overhead is the head, the stem or embedding, the loss,
-Broyden's updates in both solves, the optimizer step and the bookkeeping; the counting wrapper
-(a Python call and two hooks per recorded evaluation) runs inside the timed steps.
-
-Networks are freshly initialised: the cost of ``f``, of its VJPs and of a Broyden step does not
-depend on the weights. Deterministic mode is on, as in the chapters' jobs
-(:func:`i2o.train.seeding.seed_everything`). Knobs (the names of the entries say what ran):
+Knobs. Every ratio divides a time by its floor on the same inputs, so the sizes only choose how
+much of the same work is timed:
 
 - ``I2O_BENCH_FLOOR_MODELS`` (``cpu_small,tiny``): the MDEQs;
 - ``I2O_BENCH_FLOOR_IMAGES`` (100), ``I2O_BENCH_FLOOR_BATCH`` (100), ``I2O_BENCH_FLOOR_GRID``
   (comma-separated counts; default the stability chapter's quick ``test_iters``): the MDEQs' test
   sweep, on CIFAR-10 test images;
 - ``I2O_BENCH_FLOOR_ARMS`` (``ift,unrolled``): the MDEQs' training arms (empty: no training
-  entry); ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (the profile's ``cls_batch_size``: 20 for cpu_small,
-  128 for TINY): their training batch, class-balanced CIFAR-10 training images;
-- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, after one untimed, except the
-  TINY MDEQ's: ``I2O_BENCH_FLOOR_TINY_STEPS`` (1). A TINY step at batch 128 takes 14 s (IFT) to
-  20 s (unrolled) on one thread, and with ``tol = 0`` every step makes the same evaluations of
-  ``f`` and VJPs (the note gives the counts), so one timed step after the untimed one, over its
-  floor, measures the same ratio as the median of three, with one step's noise (the note says
-  how many were timed); the small models' steps (0.1 s) keep three. TINY's floor is timed without
-  the untimed floor before it that the small models' floors get: the two training steps before it
-  ran the same evaluations of ``f`` and VJPs at the same shapes, so a first call's costs (kernel
-  selection, the allocator's growth) were paid there (``I2O_BENCH_FLOOR_TINY_STEPS=3`` restores
-  the warm-up floor and three timed steps, as before);
+  entry);
+- ``I2O_BENCH_FLOOR_TRAIN_BATCH`` (unset: the profile's ``cls_batch_size``, 20 for cpu_small, and
+  for TINY ``I2O_BENCH_FLOOR_TINY_TRAIN_BATCH``, 32, not its profile's 128): the MDEQs' training
+  batch, class-balanced CIFAR-10 training images. All of TINY's step and floor is per example
+  except the Adam step and the per-call bookkeeping (a few milliseconds against about 3.5 s per
+  step), so batch 32 gives batch 128's ratio in a quarter of the time;
+- ``I2O_BENCH_FLOOR_STEPS`` (3): timed training steps per entry, except TINY's,
+  ``I2O_BENCH_FLOOR_TINY_STEPS`` (1): its steps make the same evaluations, so one timed step gives
+  the same ratio with one step's noise. With one, TINY's floor is timed without a warm-up floor:
+  the two steps before it paid a first call's costs at the same shapes;
 - ``I2O_BENCH_FLOOR_LM_PROFILE`` (``quick``): the deq_gaps profile whose language model is
   measured (its sizes, ``N``, solver, arm, penalty, grid; ``none``: no language-model entry);
-  ``I2O_BENCH_FLOOR_LM_WINDOWS`` (the profile's ``lm_eval_windows``, 512 in quick): test windows
-  swept; ``I2O_BENCH_FLOOR_LM_BATCH`` (the profile's ``lm_batch_size``, 32 in quick): windows per
+  ``I2O_BENCH_FLOOR_LM_WINDOWS`` (128, two of the chapter's batches of 64; 512 is the quick
+  profile's ``lm_eval_windows``): test windows swept, every batch making the same evaluations of
+  ``f``; ``I2O_BENCH_FLOOR_LM_BATCH`` (the profile's ``lm_batch_size``, 32 in quick): windows per
   training batch.
+
+``I2O_BENCH_FLOOR_TINY_TRAIN_BATCH=128 I2O_BENCH_FLOOR_LM_WINDOWS=512`` gives the profiles' sizes
+(about 200 s on two idle cores instead of about 65 s).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 import statistics
 import time
 from collections.abc import Callable
 
+import knobs
 import torch
+from evaluation_counts import Counter, Counts, counting, counts_note, floor_seconds, timed_counts
 
 #: The data sets this benchmark reads (checked by ``benchmarks/run.py`` before any runs).
 DATA_SETS = ("cifar10", "shakespeare")
 
 
-def _optional(name: str) -> int | None:
-    """An integer knob whose default is the profile's value (``None`` when unset)."""
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else None
-
-
 def _setting() -> dict[str, object]:
-    env = os.environ.get
-    return {"images": int(env("I2O_BENCH_FLOOR_IMAGES", "100")),
-            "batch": int(env("I2O_BENCH_FLOOR_BATCH", "100")),
-            "grid": _grid(env("I2O_BENCH_FLOOR_GRID", "")),
-            "models": [m for m in env("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny").split(",") if m],
-            "arms": [a for a in env("I2O_BENCH_FLOOR_ARMS", "ift,unrolled").split(",") if a],
-            "train_batch": _optional("I2O_BENCH_FLOOR_TRAIN_BATCH"),
-            "steps": int(env("I2O_BENCH_FLOOR_STEPS", "3")),
-            "tiny_steps": int(env("I2O_BENCH_FLOOR_TINY_STEPS", "1")),
-            "lm_profile": env("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
-            "lm_windows": _optional("I2O_BENCH_FLOOR_LM_WINDOWS"),
-            "lm_batch": _optional("I2O_BENCH_FLOOR_LM_BATCH")}
+    return {"images": knobs.integer("I2O_BENCH_FLOOR_IMAGES", 100),
+            "batch": knobs.integer("I2O_BENCH_FLOOR_BATCH", 100),
+            "grid": knobs.integers("I2O_BENCH_FLOOR_GRID") or _quick_grid(),
+            "models": knobs.items("I2O_BENCH_FLOOR_MODELS", "cpu_small,tiny"),
+            "arms": knobs.items("I2O_BENCH_FLOOR_ARMS", "ift,unrolled"),
+            "train_batch": knobs.optional_integer("I2O_BENCH_FLOOR_TRAIN_BATCH"),
+            "tiny_train_batch": knobs.integer("I2O_BENCH_FLOOR_TINY_TRAIN_BATCH", 32),
+            "steps": knobs.integer("I2O_BENCH_FLOOR_STEPS", 3),
+            "tiny_steps": knobs.integer("I2O_BENCH_FLOOR_TINY_STEPS", 1),
+            "lm_profile": knobs.text("I2O_BENCH_FLOOR_LM_PROFILE", "quick"),
+            "lm_windows": knobs.integer("I2O_BENCH_FLOOR_LM_WINDOWS", 128),
+            "lm_batch": knobs.optional_integer("I2O_BENCH_FLOOR_LM_BATCH")}
 
 
-def _grid(given: str) -> list[int]:
-    """The sweep's counts ``N'``: as given, else the stability chapter's quick grid."""
-    if given.strip():
-        return [int(n) for n in given.split(",")]
+def _quick_grid() -> list[int]:
+    """The stability chapter's quick ``test_iters``: the sweep's counts ``N'`` by default."""
     from i2o.compute.profiles import resolve
 
     return [int(n) for n in resolve("stability", "quick")["test_iters"]]
@@ -158,122 +130,6 @@ def f_seconds(model, images, top: int, batch: int) -> float:
     return total
 
 
-# -- counting the evaluations of f and its VJPs -----------------------------------------------
-
-class Counts:
-    """What one training step (or one sweep batch) did with ``f`` (module docstring). A plain
-    class: ``benchmarks/run.py`` loads this file outside ``sys.modules``, where ``dataclass``
-    cannot resolve its annotations."""
-
-    def __init__(self, given: torch.Tensor) -> None:
-        self.given = given  # the batch handed to ``inject`` (images or tokens)
-        self.plain = 0      # F₀: evaluations without autograd
-        self.graphed = 0    # F₁: evaluations recorded by autograd
-        self.vjps = 0       # V: gradients through an output of f
-        self.onward = 0     # P: backward passes that went on through f to θ and x
-
-    def key(self) -> tuple[int, int, int, int]:
-        return self.plain, self.graphed, self.vjps, self.onward
-
-    def describe(self) -> str:
-        if not (self.graphed or self.vjps or self.onward):
-            return f"{self.plain} evaluations of f, all without autograd"
-        return (f"{self.plain} evaluations of f without autograd and {self.graphed} with, "
-                f"{self.vjps} VJPs through f's outputs of which {self.onward} went on to f's "
-                f"parameters and injection")
-
-
-class Counter:
-    """One :class:`Counts` per call of ``inject`` (once per training step, once per sweep batch)."""
-
-    def __init__(self) -> None:
-        self.counts: list[Counts] = []
-
-    def begin(self, given: torch.Tensor) -> None:
-        self.counts.append(Counts(given.detach()))
-
-    def call(self, f: Callable, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        counts = self.counts[-1]
-        if not torch.is_grad_enabled():
-            counts.plain += 1
-            return f(z, x)
-        counts.graphed += 1
-        if x.requires_grad:
-            x = x.view_as(x)  # this evaluation's own handle on the injection
-
-            def onward(_grad: torch.Tensor) -> None:
-                counts.onward += 1
-
-            x.register_hook(onward)
-        out = f(z, x)
-        if out.requires_grad:
-            def through(_grad: torch.Tensor) -> None:
-                counts.vjps += 1
-
-            out.register_hook(through)
-        return out
-
-
-def _timed_counts(history: dict, counter: Counter, total: int) -> list:
-    """The counts of the timed steps (all but the first, untimed), once the training loop is
-    checked to have made ``total`` steps and as many injections."""
-    if len(history["seconds"]) != total or len(counter.counts) != total:
-        raise RuntimeError(f"expected {total} steps and as many injections; got "
-                           f"{len(history['seconds'])} steps, {len(counter.counts)} injections")
-    return counter.counts[1:]
-
-
-def counting(cls: type, counter: Counter) -> type:
-    """A subclass of the model ``cls`` whose ``f`` and ``inject`` report to ``counter``."""
-
-    class Counted(cls):
-        def inject(self, given: torch.Tensor) -> torch.Tensor:
-            counter.begin(given)
-            return super().inject(given)
-
-        def f(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-            return counter.call(super().f, z, x)
-
-    Counted.__name__ = Counted.__qualname__ = f"Counted{cls.__name__}"
-    return Counted
-
-
-def floor_seconds(f: Callable, x: torch.Tensor, z0: torch.Tensor, counts: Counts) -> float:
-    """Wall time of ``counts``'s evaluations of ``f`` and VJPs, alone (module docstring)."""
-    x = x.detach().requires_grad_()  # the floor's backward stops at the injection
-    cotangent = torch.randn_like(z0)
-    direct = max(counts.vjps - counts.onward, 0)
-    chained = min(counts.onward, counts.graphed)
-    extra = counts.onward - chained
-    began = time.perf_counter()
-    with torch.no_grad():
-        z = z0
-        for _ in range(counts.plain):
-            z = f(z, x)
-    start = z.detach().requires_grad_()
-    outs, z = [], start
-    for _ in range(counts.graphed):
-        z = f(z, x)
-        outs.append(z)
-    for _ in range(direct):
-        torch.autograd.grad(outs[0], start, cotangent, retain_graph=True)
-    for k in range(extra):
-        torch.autograd.backward(outs[0], cotangent, retain_graph=chained > 0 or k < extra - 1)
-    if chained:
-        torch.autograd.backward(outs[chained - 1], cotangent)
-    return time.perf_counter() - began
-
-
-def _counts_note(counts: list[Counts], what: str) -> str:
-    """The counts of every timed step (or batch), as the entry's note."""
-    distinct: dict[tuple, Counts] = {}
-    for c in counts:
-        distinct.setdefault(c.key(), c)
-    said = "; ".join(c.describe() for c in distinct.values())
-    every = "every one of the" if len(distinct) == 1 else "the"
-    return f"counted by wrapping f, {every} {len(counts)} {what}: {said}"
-
-
 def step_entry(what: str, history: dict, timed: list[Counts],
                floor: Callable[[Counts], float], warm_up: bool = True) -> dict:
     """The entry of a training step of ``what``: the median of the timed steps' ``seconds`` over
@@ -291,7 +147,7 @@ def step_entry(what: str, history: dict, timed: list[Counts],
         "peer_value": round(peer, 4), "ratio": step / peer,
         "note": f"median of {len(timed)} timed step(s) after 1 untimed"
                 + ("" if warm_up else ", floor timed without a warm-up floor") + "; "
-                + _counts_note(timed, "timed steps")}
+                + counts_note(timed, "timed steps")}
 
 
 # -- the MDEQs' training step -------------------------------------------------------------------
@@ -308,28 +164,37 @@ def classification_job(architecture: str):
     raise ValueError(f"no deq_gaps profile trains the MDEQ {architecture!r}")
 
 
+@functools.cache
+def _training_set():
+    """CIFAR-10's training split, loaded once for every training entry."""
+    from i2o.data import load_cifar10
+
+    return load_cifar10("train")
+
+
 def mdeq_step_entry(name: str, arm: str, s: dict[str, object]) -> dict:
     """One MDEQ training step (``train_classifier``) over its forward+backward floor of f."""
-    from i2o.data import balanced_subset, load_cifar10, to_tensor
+    from i2o.data import balanced_subset, to_tensor
     from i2o.models import MDEQClassifier, config
     from i2o.train import train_classifier
 
     profile, job = classification_job(name)
     settings = job.settings()
-    batch = s["train_batch"] or settings.batch_size
+    batch = s["train_batch"] or (s["tiny_train_batch"] if name == "tiny" else
+                                 settings.batch_size)
     total = 1 + (s["tiny_steps"] if name == "tiny" else s["steps"])
     # one batch per epoch: every step trains on the same images
     settings = dataclasses.replace(settings, arm=arm, epochs=total, batch_size=batch,
                                    pretrain_steps=0, fit_every=0, extra_epochs=0,
                                    checkpoint_every=total)
-    data = load_cifar10("train")
+    data = _training_set()
     chosen = data.subset(balanced_subset(data.labels, batch, 0))
     images, labels = to_tensor(chosen.images), torch.from_numpy(chosen.labels)
     counter = Counter()
     torch.manual_seed(settings.seed)
     model = counting(MDEQClassifier, counter)(config(name))
     history = train_classifier(model, images, labels, settings, None, progress=False)
-    timed = _timed_counts(history, counter, total)
+    timed = timed_counts(history, counter, total)
     f = MDEQClassifier.f.__get__(model)  # the model's own f, without the counter
 
     def floor(counts: Counts) -> float:
@@ -356,7 +221,7 @@ def language_job(profile: str, s: dict[str, object]):
     job = build_jobs(resolve("deq_gaps", profile)).language[0]
     return dataclasses.replace(job, steps=1 + s["steps"], pretrain_steps=0,
                                batch_size=s["lm_batch"] or job.batch_size,
-                               eval_windows=s["lm_windows"] or job.eval_windows)
+                               eval_windows=s["lm_windows"])
 
 
 def _lm_label(job, profile: str) -> str:
@@ -399,7 +264,7 @@ def lm_sweep_entry(job, profile: str, corpus) -> dict:
         "value": round(sweep, 3), "unit": "s",
         "peer": f"{evaluations} evaluations of f per batch", "peer_value": round(floor, 3),
         "ratio": sweep / floor,
-        "note": _counts_note(counter.counts, "batches")}
+        "note": counts_note(counter.counts, "batches")}
 
 
 def lm_step_entry(job, profile: str, corpus) -> dict:
@@ -414,7 +279,7 @@ def lm_step_entry(job, profile: str, corpus) -> dict:
     finally:
         language.DEQTransformerLM = original
     total = job.steps
-    timed = _timed_counts(history, counter, total)
+    timed = timed_counts(history, counter, total)
     f = original.f.__get__(model)  # the model's own f, without the counter
 
     def floor(counts: Counts) -> float:
@@ -431,8 +296,29 @@ def lm_step_entry(job, profile: str, corpus) -> dict:
                       f"batch {job.batch_size}", history, timed, floor)
 
 
-def run() -> list[dict]:
+def mdeq_sweep_entry(name: str, images, labels, s: dict[str, object]) -> dict:
+    """The book's test sweep of an MDEQ over its evaluations of f, after an untimed sweep of the
+    first batch at the grid's two smallest counts (the timed shapes: a chapter's later batches)."""
     from i2o.models import MDEQClassifier, config
+
+    torch.manual_seed(0)
+    model = MDEQClassifier(config(name))
+    first = images[:s["batch"]], labels[:s["batch"]]
+    sweep_seconds(model, *first, sorted(s["grid"])[:2], s["batch"])
+    sweep = sweep_seconds(model, images, labels, s["grid"], s["batch"])
+    top = max(s["grid"])
+    floor = f_seconds(model, images, top, s["batch"])
+    label = "TINY" if name == "tiny" else name
+    return {
+        "name": f"test sweep over its f floor, {label} MDEQ (untrained), {s['images']} "
+                f"CIFAR-10 test images, N' ∈ {{{', '.join(map(str, s['grid']))}}}, batch "
+                f"{s['batch']}, {torch.get_num_threads()} thread(s)",
+        "value": round(sweep, 3), "unit": "s", "peer": f"{top + 1} evaluations of f per batch",
+        "peer_value": round(floor, 3), "ratio": sweep / floor,
+        "goal": "≤ 2× (issue 41; 2.9× measured before it)"}
+
+
+def run() -> list[dict]:
     from i2o.train.seeding import seed_everything
 
     seed_everything(0)  # deterministic mode, as in every chapter's job
@@ -440,24 +326,9 @@ def run() -> list[dict]:
     images, labels = _images(s["images"])
     entries = []
     for name in s["models"]:
-        torch.manual_seed(0)
-        model = MDEQClassifier(config(name))
-        first = images[:s["batch"]], labels[:s["batch"]]
-        sweep_seconds(model, *first, s["grid"], s["batch"])  # warm-up: a chapter's later batches
-        sweep = sweep_seconds(model, images, labels, s["grid"], s["batch"])
-        top = max(s["grid"])
-        floor = f_seconds(model, images, top, s["batch"])
-        label = "TINY" if name == "tiny" else name
-        entries.append({
-            "name": f"test sweep over its f floor, {label} MDEQ (untrained), {s['images']} "
-                    f"CIFAR-10 test images, N' ∈ {{{', '.join(map(str, s['grid']))}}}, batch "
-                    f"{s['batch']}, "
-                    f"{torch.get_num_threads()} thread(s)",
-            "value": round(sweep, 3), "unit": "s", "peer": f"{top + 1} evaluations of f "
-            "per batch", "peer_value": round(floor, 3), "ratio": sweep / floor,
-            "goal": "≤ 2× (issue 41; 2.9× measured before it)"})
-        for arm in s["arms"]:
-            entries.append(mdeq_step_entry(name, arm, s))
+        # the training steps first: the sweep after them finds the process's heap grown
+        steps = [mdeq_step_entry(name, arm, s) for arm in s["arms"]]
+        entries += [mdeq_sweep_entry(name, images, labels, s), *steps]
     if s["lm_profile"] != "none":
         from i2o.data.shakespeare import load_shakespeare
 

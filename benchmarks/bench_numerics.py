@@ -33,10 +33,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import knobs
+
 from i2o import lineage, runtime
 from i2o.chapters.stability.stepcost import measure_step
 
-ROUNDS = int(os.environ.get("I2O_BENCH_NUMERICS_ROUNDS", "1"))
+ROUNDS = knobs.integer("I2O_BENCH_NUMERICS_ROUNDS", 1)
 MODES = ("native", "portable")
 #: torch's pins, each measured by leaving it out of portable mode
 TORCH_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")

@@ -25,10 +25,10 @@ model solved by fixed-point iteration against the same model solved by Anderson 
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
+import knobs
 import torch
 
 from i2o import runtime
@@ -45,7 +45,7 @@ from i2o.chapters.separation.sawtooth import sawtooth_data  # noqa: E402
 from i2o.deq import DEQ, SolverSpec  # noqa: E402
 
 MODELS, WIDTH, DEPTH, PIECES, POINTS, STEPS, LR = 16, 10, 4, 5, 256, 300, 1e-2
-ROUNDS = int(os.environ.get("I2O_BENCH_SEPARATION_ROUNDS", "1"))
+ROUNDS = knobs.integer("I2O_BENCH_SEPARATION_ROUNDS", 1)
 
 
 def _rounds() -> str:

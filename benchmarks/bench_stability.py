@@ -6,8 +6,10 @@ gives the memory method: on CPU, the peak resident set size during the first ste
 resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
 
 - Memory: the TINY MDEQ at batch ``MEMORY_BATCH`` (smaller than 128 so that the unrolled arm at
-  N = 36 fits in this machine's memory), forward N ∈ {9, 18, 36} with no early stop, 20 backward
-  Broyden steps. Reported: each arm's N = 36 / N = 9 ratio (goal for IFT: ≤ 1.1). The forward
+  N = 36 fits in this machine's memory), forward N ∈ {9, 36} with no early stop, 20 backward
+  Broyden steps. Reported: each arm's N = 36 / N = 9 ratio (goal for IFT: ≤ 1.1), which needs
+  only its two ends (``I2O_BENCH_STABILITY_MEMORY_N``, comma-separated, default ``9,36``;
+  ``9,18,36`` adds the middle point, four more processes: about 40 s). The forward
   Broyden solve of the IFT arm keeps 2 × B × N × D floats of low-rank factors, but outside autograd
   and only until it returns; the step's peak then comes from the backward pass (one application of
   f in the graph, the adjoint solve's factors), which does not depend on N. The same ratios are
@@ -15,7 +17,8 @@ resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
   The memory processes run two at a time (at most one per core): each reports its own peak
   resident set, which another process does not change, and they time nothing.
 - Time: one TINY training step, batch 128, N = 18, B_THRES = 20, no early stop, per arm, with one
-  thread and with torch's default (one per core), in this run's numerics mode: one untimed step
+  thread and with torch's default (one per core; ``I2O_BENCH_STABILITY_THREADS``, comma-separated,
+  default ``1,<cores>``), in this run's numerics mode: one untimed step
   (the process's first, which also measures its memory), then one timed step. With no early stop
   every step makes the same 18 + 20 Broyden steps, so one timed step after the first measures the
   steady state (the peer's record is the mean of its steps after the first). The authors' code
@@ -23,6 +26,9 @@ resident set size before it; on CUDA, ``torch.cuda.max_memory_allocated``).
   this machine's CPU model (vendor, family, model) when there is one, else the newest, and the
   entry then says that it compares across machines. ``benchmarks/peer_mdeq.py`` measures the
   authors' step on a machine and prints a record to add; ``benchmarks/README.md`` says how.
+  The like-for-like ratio is the one at torch's default threads (the entry with the goal); the
+  one-thread entries give the cost of a chapter's one-thread job, and
+  ``I2O_BENCH_STABILITY_THREADS=<cores>`` leaves them out (two processes, about 85 s, fewer).
 """
 
 from __future__ import annotations
@@ -33,11 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import knobs
+
 from i2o.chapters.stability.stepcost import measure_step
 from i2o.runtime import numerics_mode
 
 MEMORY_BATCH = 16
-MEMORY_N = (9, 18, 36)
 PEER_SCRIPT = Path(__file__).resolve().with_name("peer_mdeq.py")
 #: The authors' MDEQ code, seconds per TINY training step: one record per measurement, oldest
 #: first, with the fields of ``peer_mdeq.RECORD_FIELDS``; each arm's ``mean``, ``min`` (fastest
@@ -145,8 +152,20 @@ def peer_label(record: dict[str, Any], on_this_cpu: bool, machine: str) -> str:
             "benchmarks/peer_mdeq.py (benchmarks/README.md)")
 
 
-def _threads() -> int:
-    return int(os.environ.get("I2O_THREADS", "1"))
+def memory_counts() -> list[int]:
+    """The forward counts N of the memory entries (``I2O_BENCH_STABILITY_MEMORY_N``), ascending."""
+    counts = sorted(set(knobs.integers("I2O_BENCH_STABILITY_MEMORY_N", "9,36")))
+    if len(counts) < 2:
+        given = os.environ.get("I2O_BENCH_STABILITY_MEMORY_N")
+        raise knobs.KnobError(f"I2O_BENCH_STABILITY_MEMORY_N={given!r}: expected at least two "
+                              "distinct counts (the ratio divides the largest by the smallest)")
+    return counts
+
+
+def thread_counts() -> list[int]:
+    """The thread counts of the time entries (``I2O_BENCH_STABILITY_THREADS``), ascending."""
+    return sorted(set(knobs.integers("I2O_BENCH_STABILITY_THREADS",
+                                     f"1,{os.cpu_count() or 1}")))
 
 
 def _memory_step(solver: str, arm: str, n: int) -> dict[str, Any]:
@@ -155,21 +174,22 @@ def _memory_step(solver: str, arm: str, n: int) -> dict[str, Any]:
 
 
 def _memory_entries(solver: str) -> list[dict]:
-    runs = [(arm, n) for arm in ("ift", "unrolled") for n in MEMORY_N]
+    counts = memory_counts()
+    runs = [(arm, n) for arm in ("ift", "unrolled") for n in counts]
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         measured = dict(zip(runs, pool.map(lambda run: _memory_step(solver, *run), runs),
                             strict=True))
     entries = []
     for arm in ("ift", "unrolled"):
         peaks = {}
-        for n in MEMORY_N:
+        for n in counts:
             m = measured[(arm, n)]
             peaks[n] = m["peak_mb"]
             entries.append({"name": f"memory {solver} {arm} N={n} (TINY, batch {MEMORY_BATCH})",
                             "value": round(m["peak_mb"], 1), "unit": "MB",
                             "note": m["memory_method"]})
-        ratio = peaks[MEMORY_N[-1]] / peaks[MEMORY_N[0]]
-        entry = {"name": f"memory ratio {solver} {arm} N={MEMORY_N[-1]} / N={MEMORY_N[0]}",
+        ratio = peaks[counts[-1]] / peaks[counts[0]]
+        entry = {"name": f"memory ratio {solver} {arm} N={counts[-1]} / N={counts[0]}",
                  "value": round(ratio, 3), "unit": "×"}
         if arm == "ift":
             entry["goal"] = "≤ 1.1"
@@ -190,7 +210,7 @@ def _time_entries() -> list[dict]:
     cpu = script.cpu_identity()
     record, on_this_cpu = reference_for(cpu)
     label = peer_label(record, on_this_cpu, script.machine_label(cpu, os.cpu_count()))
-    for threads in sorted({1, default_threads}):
+    for threads in thread_counts():
         for arm in ("ift", "unrolled"):
             m = measure_step("tiny", arm=arm, train_iter=18, backward_iter=20, batch=128,
                              steps=1, warmup=0, tol=0.0, threads=threads)

@@ -59,30 +59,21 @@ TORCH_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 
 
-def cpu_identity(cpuinfo: str | None = None) -> dict[str, Any]:
-    """The first processor of ``/proc/cpuinfo`` (or of the text ``cpuinfo``): its model name,
-    vendor, family and model (``None`` where absent). Vendor, family and model identify a CPU
-    model; the model name alone does not (a virtual machine may shorten it)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo = ""
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if not line.strip():
-            if fields:
-                break  # the end of the first processor's block
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+def cpu_identity() -> dict[str, Any]:
+    """This machine's CPU as :mod:`i2o.lineage` reads it from the first processor of
+    ``/proc/cpuinfo``: its model name, vendor, family and model (``None`` where absent). Vendor,
+    family and model identify a CPU model; the model name alone does not (a virtual machine may
+    shorten it)."""
+    # imported here, after torch: importing i2o before torch would pin torch's kernels
+    # (i2o.pins), and this script measures the peer with native numerics
+    from i2o import lineage
 
-    def number(key: str) -> int | None:
-        return int(fields[key]) if fields.get(key, "").isdigit() else None
+    def number(field: str) -> int | None:
+        value = lineage._cpuinfo(field) or ""
+        return int(value) if value.isdigit() else None
 
-    return {"model_name": fields.get("model name") or platform.processor() or None,
-            "vendor": fields.get("vendor_id"), "family": number("cpu family"),
-            "model": number("model")}
+    return {"model_name": lineage._cpu_model(), "vendor": lineage._cpuinfo("vendor_id"),
+            "family": number("cpu family"), "model": number("model")}
 
 
 def machine_label(cpu: dict[str, Any], cores: int | None) -> str:

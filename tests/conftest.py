@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ os.environ.setdefault("XLA_FLAGS",
                       "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 REPO = Path(__file__).resolve().parents[1]
+# the benchmark modules import their helper by name (``import knobs``), as ``python
+# benchmarks/run.py`` lets them; the tests load those modules from their files
+sys.path.append(str(REPO / "benchmarks"))
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,15 @@ not run here (it is not part of this repository)."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from i2o import runtime
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 XEON = {"vendor": "GenuineIntel", "family": 6, "model": 207}
@@ -103,11 +109,29 @@ def test_the_ratio_uses_the_mean_else_the_fastest_step(bench):
     assert bench.peer_seconds(bench.REFERENCE[0], "unrolled")[0] == 14.0
 
 
-def test_cpu_identity_reads_the_first_processor(peer):
-    cpu = peer.cpu_identity(CPUINFO)
+def test_cpu_identity_reads_the_first_processor(peer, tmp_path, monkeypatch):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(CPUINFO)
+    monkeypatch.setattr(runtime, "Path", lambda _path: cpuinfo)  # lineage reads it through runtime
+    cpu = peer.cpu_identity()
     assert cpu == {"model_name": "AMD EPYC 9R14", **EPYC}
     assert peer.machine_label(cpu, 2) == "AMD EPYC 9R14 (AuthenticAMD family 25 model 17), 2 cores"
-    assert peer.cpu_identity("processor : 0\nmodel name : X\n")["family"] is None
+    cpuinfo.write_text("processor : 0\nmodel name : X\n")
+    assert peer.cpu_identity() == {"model_name": "X", "vendor": None, "family": None,
+                                   "model": None}
+
+
+def test_the_cpu_identity_leaves_the_script_unpinned(peer):
+    """The script measures the peer natively: reading the CPU through i2o (whose import pins the
+    libraries not loaded yet) must not put the pins into its environment."""
+    pins = (*runtime.PORTABLE_PINS, "XLA_FLAGS")
+    env = {name: value for name, value in os.environ.items() if name not in pins}
+    script = str(BENCHMARKS / "peer_mdeq.py")
+    code = (f"import json, runpy; script = runpy.run_path({script!r}); script['cpu_identity'](); "
+            "print(json.dumps(script['pins_set']()))")
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "I2O_NUMERICS": "portable"},
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == {}
 
 
 def test_the_peer_commit_comes_from_git_else_the_snapshot_marker(peer, tmp_path):
