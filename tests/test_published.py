@@ -180,9 +180,18 @@ def test_publishing_some_chapters_keeps_the_others_as_published(kept):
     assert {m["id"] for m in data["machines"]} == used
     with pytest.raises(ValueError, match="not in .*robustness.json: stability"):
         published.publish_robustness("smoke", ["stability"])
-    replicate_summary.write_summary("smoke", [0], ["meta"])
-    with pytest.raises(ValueError, match="same replicates"):
-        published.publish_robustness("smoke", ["meta"])
+    for replicate in (0, 1, 2):
+        _replicate_run("smoke", replicate, "meta", None)
+    replicate_summary.write_summary("smoke", [0, 1, 2], ["meta"])
+    more = json.loads(published.publish_robustness("smoke", ["meta"]).read_text())
+    assert published.chapter_replicates(more, "meta") == [0, 1, 2]
+    assert published.chapter_replicates(more, "affine") == [0, 1]  # as published before
+    assert more["replicates"] == [0, 1, 2]
+    assert "0, 1, 2 of meta" in published._replicates_line(more)
+    assert "0, 1 of affine" in published._replicates_line(more)
+    assert "of every chapter" in published._replicates_line(data)
+    page = robustness_page.page(more)  # a column per replicate of each chapter's own
+    assert page.count("<th>r2</th>") == 1 and page.count("<th>r1</th>") == 2
 
 
 @pytest.mark.book

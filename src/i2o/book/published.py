@@ -143,7 +143,10 @@ def _computed_by_this_code(figures: Sequence[str], profile: str,
 def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = None) -> Path:
     """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests;
     with ``figures``, only those chapters, replacing theirs in the published summary and keeping
-    the others as they were published (with their digests, so they stay stale if they were)."""
+    the others as they were published (with their digests, so they stay stale if they were).
+    Each chapter records its replicates, so chapters published apart may have different ones
+    (e.g. more replicates of the chapters whose verdicts flip); the summary's ``replicates`` is
+    their union."""
     summary = replicate_summary.read_summary()
     if summary is None:
         raise FileNotFoundError(f"no {replicate_summary.summary_path()}: run `make robustness "
@@ -163,25 +166,34 @@ def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = N
     _computed_by_this_code(chosen, profile, summary["replicates"])
     digests = {figure: chapter_digests(figure, profile, summary["replicates"])
                for figure in chosen}
-    chapters = {figure: summary["chapters"][figure] for figure in chosen}
+    chapters = {figure: {**summary["chapters"][figure], "replicates": list(summary["replicates"])}
+                for figure in chosen}
     machines, origin = summary["machines"], _origin()
     if figures:
         before = read("robustness", profile)
-        if before is None or before["replicates"] != summary["replicates"]:
+        if before is None:
             raise ValueError(f"publishing some chapters ({', '.join(chosen)}) updates a published "
-                             f"summary of the same replicates {summary['replicates']}; "
-                             f"{path('robustness', profile)} " + (
-                                 "does not exist" if before is None else
-                                 f"has replicates {before['replicates']}"))
-        chapters = {**before["chapters"], **chapters}
+                             f"summary; {path('robustness', profile)} does not exist: publish "
+                             "every chapter of a complete run first")
+        kept = {figure: {**chapter, "replicates": chapter_replicates(before, figure)}
+                for figure, chapter in before["chapters"].items()}
+        chapters = {**kept, **chapters}
         digests = {**before["digests"], **digests}
         used = {run.get("machine") for c in chapters.values() for run in c["runs"].values()}
         known = {m["id"]: m for m in [*before["machines"], *summary["machines"]]}
         machines = [m for i, m in known.items() if i in used]
         origin |= {"chapters": chosen, "earlier": before.get("origin", {})}
+    every = sorted({r for chapter in chapters.values() for r in chapter["replicates"]})
     return _write(path("robustness", profile),
-                  {**summary, "chapters": chapters, "machines": machines, "origin": origin,
-                   "digests": digests})
+                  {**summary, "replicates": every, "chapters": chapters, "machines": machines,
+                   "origin": origin, "digests": digests})
+
+
+def chapter_replicates(data: Mapping[str, Any], figure: str) -> list[int]:
+    """The replicates of ``figure`` in a robustness summary: its own list where the chapter was
+    published apart from the others (``make publish FIGURES=...`` at other replicates), else the
+    summary's."""
+    return [int(r) for r in data["chapters"][figure].get("replicates", data["replicates"])]
 
 
 def publish_numbers(profile: str) -> Path:
@@ -287,7 +299,7 @@ def _comparison(figure: str, profile: str, chapter: Mapping[str, Any]) -> list[s
         if other == profile or not replicated:
             continue
         rows = beside_replicates(chapter["claims"], replicated["claims"])
-        replicates = list(data["replicates"])
+        replicates = chapter_replicates(data, figure)
         run = int(chapter.get("params", {}).get("replicate", 0))
         lines += [f"{figure}, {profile} replicate {run} beside {other} replicates "
                   f"{', '.join(map(str, replicates))} (`published/robustness-{other}.json`):", "",
@@ -314,6 +326,15 @@ def _bundle_lines(data: Mapping[str, Any], profile: str) -> list[str]:
     return lines
 
 
+def _replicates_line(data: Mapping[str, Any]) -> str:
+    shown = "(shown on the Robustness page when this build has computed none)."
+    per_chapter = {figure: chapter_replicates(data, figure) for figure in data["chapters"]}
+    if len({tuple(r) for r in per_chapter.values()}) <= 1:
+        return f"Replicates {', '.join(map(str, data['replicates']))} of every chapter {shown}"
+    return ("Replicates " + "; ".join(f"{', '.join(map(str, r))} of {figure}"
+                                      for figure, r in per_chapter.items()) + f" {shown}")
+
+
 def reproduce_section() -> str:
     """The Reproduce page's list of published summaries, each chapter marked current or stale."""
     found = available()
@@ -325,8 +346,7 @@ def reproduce_section() -> str:
         state = statuses(data, profile)
         lines += [f"**`published/{kind}-{profile}.json`**, {origin_line(data)}.", ""]
         if kind == "robustness":
-            lines += [f"Replicates {', '.join(map(str, data['replicates']))} of every chapter "
-                      "(shown on the Robustness page when this build has computed none).", ""]
+            lines += [_replicates_line(data), ""]
         lines += ["| chapter | what it says | status |", "|---|---|---|"]
         for figure, chapter in data["chapters"].items():
             if kind == "robustness":

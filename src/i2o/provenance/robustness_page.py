@@ -97,7 +97,8 @@ def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_R
                       f"have not been computed: "
                       f"`{command(summary['profile'], chapter['missing'], [figure])}`.", "```",
                       ""]
-        lines += ["```{raw} html", chapter_html(figure, chapter, replicates), "```", ""]
+        own = [int(r) for r in chapter.get("replicates", replicates)]
+        lines += ["```{raw} html", chapter_html(figure, chapter, own), "```", ""]
     lines += ["## All chapters", "",
               f"{total[SAME_DECIDED]} claim(s) with the same verdict at every replicate, "
               f"{total[FLIPS]} that flip, {total[SAME_UNDECIDED]} undecided at every replicate, "
