@@ -43,6 +43,7 @@ from i2o.book import site
 from i2o.compute import cache_entries, cache_key, profiles
 from i2o.digests import sha256
 from i2o.provenance import bundles, fingerprint, numbers, replicate_summary
+from i2o.provenance.replicate_summary import chapter_replicates
 
 KINDS = ("robustness", "numbers")
 CURRENT, STALE_RESULTS, STALE_CLAIMS = "current", "stale: results", "stale: claims"
@@ -187,13 +188,6 @@ def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = N
     return _write(path("robustness", profile),
                   {**summary, "replicates": every, "chapters": chapters, "machines": machines,
                    "origin": origin, "digests": digests})
-
-
-def chapter_replicates(data: Mapping[str, Any], figure: str) -> list[int]:
-    """The replicates of ``figure`` in a robustness summary: its own list where the chapter was
-    published apart from the others (``make publish FIGURES=...`` at other replicates), else the
-    summary's."""
-    return [int(r) for r in data["chapters"][figure].get("replicates", data["replicates"])]
 
 
 def publish_numbers(profile: str) -> Path:

@@ -97,6 +97,13 @@ def counts(table: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return {status: sum(row["agreement"] == status for row in table) for status in STATUSES}
 
 
+def chapter_replicates(data: Mapping[str, Any], figure: str) -> list[int]:
+    """The replicates of ``figure`` in a robustness summary, built or published: the chapter's
+    own list where it was published apart from the others (``make publish FIGURES=...`` at other
+    replicates), else the summary's."""
+    return [int(r) for r in data["chapters"][figure].get("replicates", data["replicates"])]
+
+
 def collect(profile: str, replicates: Sequence[int],
             figures: Sequence[str] | None = None) -> dict[str, Any]:
     """What the replicate runs wrote: per chapter, the claim table, the replicates found and

@@ -16,6 +16,7 @@ from i2o.provenance.replicate_summary import (
     SAME_DECIDED,
     SAME_UNDECIDED,
     STATUSES,
+    chapter_replicates,
     read_summary,
 )
 from i2o.provenance.robustness import DEFAULT_REPLICATES, command
@@ -97,7 +98,7 @@ def page(summary: Mapping[str, Any] | None, requested: Sequence[int] = DEFAULT_R
                       f"have not been computed: "
                       f"`{command(summary['profile'], chapter['missing'], [figure])}`.", "```",
                       ""]
-        own = [int(r) for r in chapter.get("replicates", replicates)]
+        own = chapter_replicates(summary, figure)
         lines += ["```{raw} html", chapter_html(figure, chapter, own), "```", ""]
     lines += ["## All chapters", "",
               f"{total[SAME_DECIDED]} claim(s) with the same verdict at every replicate, "
