@@ -69,11 +69,25 @@ def cpu_identity() -> dict[str, Any]:
     from i2o import lineage
 
     def number(field: str) -> int | None:
-        value = lineage._cpuinfo(field) or ""
+        value = _cpuinfo_exact(field) or ""
         return int(value) if value.isdigit() else None
 
     return {"model_name": lineage._cpu_model(), "vendor": lineage._cpuinfo("vendor_id"),
             "family": number("cpu family"), "model": number("model")}
+
+
+def _cpuinfo_exact(field: str) -> str | None:
+    """``field``'s value in the first processor of ``/proc/cpuinfo``, the name matched whole
+    (lineage's reader matches a prefix, so its ``"model"`` could read ``"model name"``)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if colon and name.strip() == field:
+            return value.strip()
+    return None
 
 
 def machine_label(cpu: dict[str, Any], cores: int | None) -> str:

@@ -113,12 +113,15 @@ def test_cpu_identity_reads_the_first_processor(peer, tmp_path, monkeypatch):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(CPUINFO)
     monkeypatch.setattr(runtime, "Path", lambda _path: cpuinfo)  # lineage reads it through runtime
+    monkeypatch.setattr(peer, "Path", lambda _path: cpuinfo)
     cpu = peer.cpu_identity()
     assert cpu == {"model_name": "AMD EPYC 9R14", **EPYC}
     assert peer.machine_label(cpu, 2) == "AMD EPYC 9R14 (AuthenticAMD family 25 model 17), 2 cores"
     cpuinfo.write_text("processor : 0\nmodel name : X\n")
     assert peer.cpu_identity() == {"model_name": "X", "vendor": None, "family": None,
                                    "model": None}
+    cpuinfo.write_text("processor : 0\nmodel name : 7\nmodel : 17\n")  # name before number
+    assert peer.cpu_identity()["model"] == 17
 
 
 def test_the_cpu_identity_leaves_the_script_unpinned(peer):
