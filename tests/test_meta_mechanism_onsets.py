@@ -58,3 +58,10 @@ def test_a_sign_at_the_onsets_is_counted_there():
 def test_no_rise_has_no_onset():
     found = onsets.onsets([_run([1.0, 0.9, 0.8, 1.5, 0.7])])  # 1.5 < 2 × 0.8: no rise
     assert found.count == 0 and "No rise started" in onsets.describe(found)
+
+
+def test_the_report_gives_the_rules_sentence_then_the_onsets():
+    run = _run(CASCADE, indefinite_share=_only_after_onsets(0.5, 0.0))
+    first, second = onsets.report([run]).split("\n")
+    assert first == mechanism.describe(mechanism.name([run]))
+    assert second == onsets.describe(onsets.onsets([run]))

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from i2o.chapters.meta import mechanism
 from i2o.chapters.meta.mechanism import LETTERS, RISE_FACTOR, SIGNS, intervals, sign_present
 
-__all__ = ["Onsets", "onsets", "describe"]
+__all__ = ["Onsets", "onsets", "describe", "report"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +74,10 @@ def describe(found: Onsets) -> str:
             f"most {RISE_FACTOR:g} times the model's lowest so far; a description added after "
             f"the probes were read, which does not change the verdict): {signs}; −ĝ descended "
             f"at {found.descending} and Adam's step at {found.adam_descending}.")
+
+
+def report(runs: Iterable[Mapping[str, Any]]) -> str:
+    """The chapter's text on the probed models ``runs``: the rule's verdict
+    (:func:`.mechanism.describe`), then the onsets' counts (:func:`describe`)."""
+    runs = list(runs)
+    return f"{mechanism.describe(mechanism.name(runs))}\n{describe(onsets(runs))}"
