@@ -214,19 +214,20 @@ def test_predicates_hold_and_fail_at_the_margin():
     assert fewer(ci(0.1, 0.2), -0.1, 0.02) is None  # no count shown below +δ
 
 
-def test_a_count_that_helps_is_found_with_bonferroni_and_every_count_pointwise():
-    """"Some count helps" reads the widened intervals (a union over the counts); "no count
-    helps" the pointwise ones (an intersection): a pointwise interval above δ whose widened one
-    is not decides nothing, and pointwise intervals below δ decide "no gain" although the
-    widened ones reach above it."""
+def test_a_count_that_helps_and_no_count_that_helps_both_read_the_widened_intervals():
+    """"Some count helps" and its negation "no benefit" (READING.md, principle 2) both read the
+    intervals widened by Bonferroni over the counts: a pointwise interval above δ whose widened
+    one is not decides nothing, and pointwise intervals below δ decide nothing either while a
+    widened one reaches above δ; every widened one below δ decides "no gain"."""
     ci = lambda lo, hi: intervals.Interval((lo + hi) / 2, lo, hi, 10, "seeds")  # noqa: E731
     plain, wide = [ci(0.011, 0.02), ci(-0.01, 0.0)], [ci(0.005, 0.026), ci(-0.02, 0.01)]
     found = questions.help_beyond(plain, wide, [6, 7], 0.01)
     assert found.holds is None and found.facts.needs is not None
     assert questions.no_gain(found).holds is None
     below = [ci(-0.01, 0.009), ci(-0.01, 0.0)]
-    assert questions.help_beyond(below, wide, [6, 7], 0.01).holds is False
-    assert questions.no_gain(questions.help_beyond(below, wide, [6, 7], 0.01)).holds is True
+    assert questions.help_beyond(below, wide, [6, 7], 0.01).holds is None
+    narrow = [ci(-0.012, 0.0095), ci(-0.015, 0.002)]
+    assert questions.no_gain(questions.help_beyond(below, narrow, [6, 7], 0.01)).holds is True
     assert questions.no_gain(questions.help_beyond(wide, plain, [6, 7], 0.01)).holds is False
 
 
@@ -512,17 +513,37 @@ def test_a_significant_gain_below_the_margin_is_reported():
     assert v.no_gain.holds is True and "significant gain" not in v.no_gain.reason
 
 
-def test_the_residual_must_fall_tenfold_or_the_rows_on_more_iterations_close():
+def test_the_solver_guard_is_a_direction_and_the_tenfold_fall_gates_nothing():
+    """The paper's guard (L191) holds on any fall of the residual beyond N from above the
+    solver's floor; the book's own tenfold fall is reported apart and closes no row."""
     fast = doctored(+0.05)  # 0.5 ** N': 32-fold from N = 5 to 10
     v, _ = rule.decide(fast, N, 0.01)
-    assert v.residual.holds is True and v.help.holds is True
+    assert v.residual.holds is True and v.tenfold.holds is True and v.help.holds is True
     slow = Curves(GRID, fast.values, np.broadcast_to(1.0 / GRID, fast.values.shape).copy(), 1.0)
-    v, _ = rule.decide(slow, N, 0.01)  # 2-fold: a solver that barely moves beyond N
-    assert v.residual.holds is False
+    v, _ = rule.decide(slow, N, 0.01)  # 2-fold: falls, but less than tenfold
+    assert v.residual.holds is True and v.tenfold.holds is False
+    assert v.help.holds is True and v.help.facts.closed_by is None
+    flat = Curves(GRID, fast.values, np.full(fast.values.shape, 0.2), 1.0)
+    v, _ = rule.decide(flat, N, 0.01)  # stuck: the residual does not fall beyond N
+    assert v.residual.holds is False and "does not fall" in v.residual.reason
     for row in (v.help, v.hurt, v.same, v.no_gain):
         assert row.holds is None and row.facts.closed_by == "convergence"
-        assert "solver not converging" in row.reason
+        assert "solver guard not met" in row.reason
     assert v.more == "undecided" and v.fewer.holds is True  # the counts below N are not closed
+    attained = Curves(GRID, fast.values, np.broadcast_to(1e-7 / GRID, fast.values.shape).copy(),
+                      1.0)
+    v, _ = rule.decide(attained, N, 0.01)  # falls, but from the solver's floor
+    assert v.residual.holds is False and "already attained" in v.residual.reason
+    assert v.help.facts.closed_by == "convergence"
+
+
+def test_near_equilibrium_is_the_books_own_and_reads_the_residual_at_n_and_at_the_top():
+    fast = doctored(+0.05)
+    near = Curves(GRID, fast.values, np.full(fast.values.shape, 0.01), 1.0)
+    assert rule.decide(near, N, 0.01)[0].near.holds is True
+    far = Curves(GRID, fast.values, np.full(fast.values.shape, 0.3), 1.0)
+    v, _ = rule.decide(far, N, 0.01)
+    assert v.near.holds is False and "0.3" in v.near.reason
 
 
 def test_the_residual_row_quotes_the_health_gate_only_when_it_says_something():
@@ -562,18 +583,21 @@ def test_an_interval_beyond_the_margin_decides_whatever_the_resolution_and_power
     assert dip.fewer.holds is False and dip.fewer_help.holds is True
     plain_fewer = rule.decide(doctored(0.0, shift_below=-0.5, noise=0.3), N, 0.01)[0]
     assert plain_fewer.fewer.holds is None and plain_fewer.fewer.facts.closed_by == "resolution"
-    assert plain_fewer.fewer_help.holds is None
+    # G.4's "better to use fewer" is a sign (principle 1): every count below N decidedly worse
+    assert plain_fewer.fewer_help.holds is False
 
 
 def test_seeds_that_disagree_still_decide_a_gain_far_beyond_the_margin():
     """Three seeds whose gains differ by twice δ: "help" holds on its simultaneous interval
-    (power is not needed), "no difference" fails, "hurt" is closed by power."""
+    (power is not needed), "no difference" fails, and "hurt" fails: every interval clears −δ,
+    so the power gate, which reads only intervals straddling their bound, does not close it."""
     base = doctored(0.0)
     gains = (0.10, 0.14, 0.12)
     values = np.concatenate([base.values + g * (GRID > N) for g in gains])
     seeds = Curves(GRID, values, np.concatenate([base.residual] * 3), 1.0)
     v, intervals = rule.decide(seeds, N, 0.01)
-    assert v.scale.facts.closed_by == "power"
+    # principle 3: no interval straddles ±δ, so power reads none and closes nothing
+    assert v.scale.holds is True
     assert min(ci.lo for ci in intervals["above_simultaneous"]) > 0.01
     assert v.help.holds is True and v.no_gain.holds is False
-    assert v.hurt.holds is None and v.hurt.facts.closed_by == "power"
+    assert v.hurt.holds is False

@@ -258,3 +258,37 @@ def test_figure_4_draws_every_model_and_the_association():
     fig = figures.figure_4(per_set)
     assert "undefined" in fig.axes[1].get_title()
     plt.close(fig)
+
+
+def test_the_reading_is_the_mean_of_d_over_every_positive_delta_not_the_largest():
+    """D̄ (READING.md, Figure 4): a model whose D is high over the curve but falls back at the
+    largest ΔN ranks by its whole curve."""
+    curves = _model(1, 0.1, 0.5)
+    curves["increase"] = np.where(GRID > 16, 1.0, curves["increase"])
+    curves["increase"][-1] = 0.0
+    point = claims.figure4_point("imaml-N16-lam8-set1-seed0", curves)
+    above = GRID[GRID > 16].size
+    assert point.mean_increase == pytest.approx((above - 1) / above)
+    assert point.increase_at_max == 0.0
+
+
+def _by_size(direction, n=15, seed=0):
+    rng = np.random.default_rng(seed)
+    per_set = {}
+    for i in range(n):
+        size = SIZES[i % len(SIZES)]
+        final = direction * np.log(size) + rng.normal(0, 0.05)
+        per_set[f"imaml-N16-lam8-set{size}-seed{i // len(SIZES)}"] = _model(
+            size, float(np.geomspace(0.01, 2.0, n)[i]), float(final))
+    return per_set
+
+
+def test_size_ordering_holds_when_fewer_meta_batches_mean_higher_d():
+    found = claims.size_ordering(_by_size(-1.0), LIMITS)
+    assert found.holds is True and "τ-b" in found.reason
+
+
+def test_size_ordering_fails_when_more_meta_batches_mean_higher_d_and_needs_models():
+    assert claims.size_ordering(_by_size(+1.0), LIMITS).holds is False
+    few = claims.size_ordering(_by_size(-1.0, n=5), LIMITS)
+    assert few.holds is None and few.facts.closed_by == "count"

@@ -23,7 +23,9 @@ from i2o.verdicts.paper_claims import CLAIMS, PaperClaim, rows
 REPO = locations.repo_root()
 PAPERS = REPO.parent / "shared" / "papers"
 #: rows of the registry not yet in a published summary (a row announced before its run publishes)
-PENDING: set[tuple[str, str]] = set()
+PENDING: set[tuple[str, str]] = {(chapter, pattern) for chapter in ("stability", "deq_gaps")
+                                  for pattern in ("*_tenfold", "*_near")} | {
+    ("meta", "figure4/size-ordering")}  # issue 61: rows announced before their run publishes
 
 
 def _normalized(text: str) -> str:

@@ -178,6 +178,14 @@ class Curves:
                      level: float = intervals.LEVEL) -> list[intervals.Interval]:
         return [self.improvement(int(n), reference, level) for n in counts]
 
+    def residual_at(self, n: int) -> float:
+        """The mean relative residual at count ``n`` over models and examples (or batches) of
+        the trace the solver guard reads: the last iterate when stored, else the returned one."""
+        trace = np.asarray(self.last if self.last is not None else self.residual, dtype=float)
+        values = trace[:, :, self.at(n)]
+        values = values[np.isfinite(values)]
+        return float(values.mean()) if values.size else float("nan")
+
     def falling(self, train_iters: int) -> tuple[np.ndarray, Over]:
         """The residual sanity check's values: ``log10`` of the relative residual at the largest
         count over its value at ``N`` — per model (of the batch means) when there are several

@@ -61,6 +61,7 @@ class Gate(StrEnum):
     POWER = "power"              # the interval is too wide for the margin
     REFERENCE = "reference"      # the reference effect of a relative margin is not established
     CONVERGENCE = "convergence"  # the solver does not converge beyond N
+    REGIME = "regime"            # the models do not generalise beyond a trivial baseline
     CONDITION = "condition"      # a criterion stated by the caller (:func:`.gates.condition`)
 
 

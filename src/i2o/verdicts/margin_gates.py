@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts import gates, intervals, margins, readings
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.decision import Decision, Gate
 
@@ -98,19 +98,26 @@ def reference_gate(margin: Margin, reference: Decision | None) -> Decision:
 
 
 def precision_gate(curves: Curves, train_iters: int, margin: Margin,
-                   plain: Sequence[intervals.Interval], power_ratio: float | None = POWER_RATIO
-                   ) -> Decision:
-    """Gates 2 and 3 (:mod:`i2o.verdicts.rule`): δ at least the resolution, and enough power on
-    the intervals ``plain``; they guard the verdicts that every interval lies within a bound."""
+                   cis: Sequence[intervals.Interval], bounds: Sequence[float],
+                   power_ratio: float | None = POWER_RATIO) -> Decision:
+    """Gates 2 and 3 (:mod:`i2o.verdicts.rule`), for the verdicts that every interval lies within
+    a bound: δ at least the resolution of the statistic compared (one model's standard error
+    over the examples of a change between two counts, divided by √m for a mean over m models),
+    and enough power on those of ``cis`` that straddle one of ``bounds`` (principle 3,
+    :func:`i2o.verdicts.readings.straddling`: an interval that clears its bound decides
+    whatever its width)."""
     parts = []
     resolution = curves.resolution(train_iters)
+    models = curves.n_models
     if math.isfinite(resolution):
+        compared = resolution / math.sqrt(models) if models >= 2 else resolution
         parts.append(gates.resolves(
-            margin.delta, resolution, margin.text,
-            "one model's standard error over the examples of a change between two counts",
+            margin.delta, compared, margin.text,
+            "the standard error over the examples of the compared change between two counts"
+            + (f", a mean over {models} models" if models >= 2 else ", one model"),
             curves.n_examples))
-    if plain and power_ratio is not None and margin.delta > 0:
-        widest = max(plain, key=half_width)
+    open_ = readings.straddling(cis, bounds)
+    if open_ and power_ratio is not None and margin.delta > 0:
+        widest = max(open_, key=half_width)
         parts.append(margins.powered(widest, margin.delta, power_ratio))
     return gates.combine(*parts)
-

@@ -221,6 +221,18 @@ CLAIMS: tuple[PaperClaim, ...] = (
          "neither converged already nor stuck)", "not artefacts of the convergence being already "
          "attained or stuck", "Section 4", rows("stability", "*_residual"),
          rows("deq_gaps", "*_residual"), rows("diagnose", "*_residual"), regime=True),
+    _own("figure-4-size", "Figure 4 read on the training-set size B, the lever the experiment "
+         "varies: the fewer meta-batches, the higher D̄ (the paper measures overparametrization "
+         "by ℓ(z_N), the row figure-4 reads)", "Generally, the more meta-batches there are in the "
+         "training set, the higher this loss", "Figure 4 (caption)",
+         rows("meta", "figure4/size-ordering")),
+    _own("own-residual-tenfold", "The book's own stricter solver check, gating nothing: the "
+         "residual falls at least tenfold beyond N", "increasing the number of iterations above N "
+         "produces better approximation of the inner problem", "Section 4",
+         rows("stability", "*_tenfold"), rows("deq_gaps", "*_tenfold")),
+    _own("own-near-equilibrium", "The book's own, gating nothing: each model was near its "
+         "equilibrium where \"no improvement\" was read (mean relative residual ≤ 0.05 at N and "
+         "at the largest count)", "", "", rows("stability", "*_near"), rows("deq_gaps", "*_near")),
     _own("regime-meta-floor", "Sanity check: the per-set batch-normalization ablation never goes "
          "below its test-MSE floor", "", "", rows("meta", "ablation/*/above-floor"), regime=True),
     _own("regime-meta-noise", "Check of iMAML's λ: at initialization its meta-gradient is not "

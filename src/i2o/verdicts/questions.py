@@ -9,14 +9,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts import gates, intervals, margins, readings
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.decision import Decision, Gate
 from i2o.verdicts.margin_gates import half_width
 
-#: The residual check holds when the residual at the largest count is at most this fraction's
-#: inverse of its value at N: a tenfold fall (:mod:`i2o.verdicts.rule`).
+#: The book's own stricter residual check (:func:`tenfold`, gating nothing): the residual at the
+#: largest count is at most this fraction's inverse of its value at N.
 RESIDUAL_FALL = 10.0
+#: The solver's floor for the guard (:func:`falling`): 100 × float32's machine epsilon, below
+#: which a relative residual says the fixed point is already attained.
+RESIDUAL_FLOOR = 100 * float(np.finfo(np.float32).eps)
+#: The book's own "near equilibrium" bound on the relative residual (:func:`near_equilibrium`).
+NEAR_EQUILIBRIUM = 0.05
 OPEN = Decision(True, "")
 
 def _mark(ci: intervals.Interval, n: int) -> str:
@@ -62,10 +67,10 @@ def help_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.In
     winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
     if winners:
         return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
-    if all(ci.hi < d for ci in plain):
-        return Decision(False, f"every improvement CI below +{d:g} ({len(counts)} counts)"
+    if all(ci.hi < d for ci in wide):  # "no benefit", readings.no_benefit (principle 2)
+        return Decision(False, f"every improvement CI below +{d:g} ({_family(counts)})"
                         + _below_margin(wide, counts, d, +1))
-    k = int(np.argmax([ci.hi for ci in plain]))
+    k = int(np.argmax([ci.hi for ci in wide]))
     return _open(wide[k], counts[k], f"no CI above +{d:g}", "contains", (d,))
 
 
@@ -113,41 +118,69 @@ def no_gain(help_: Decision) -> Decision:
 
 def fewer_hurt(cost: intervals.Interval | None, plain: Sequence[intervals.Interval],
                wide: Sequence[intervals.Interval], counts: Sequence[int],
-               margin: float) -> Decision:
+               margin: float, floor: float = 0.0) -> Decision:
     """"Using fewer iterations at inference is almost always detrimental" over every count
-    ``N' < N`` (:mod:`i2o.verdicts.rule`). ``cost``: the interval of ``I(N, min N')``;
+    ``N' < N`` (:mod:`i2o.verdicts.rule`). ``cost``: the interval of ``I(N, min N')``, read as
+    a direction beyond the metric's ``floor`` (principle 1, :func:`.readings.direction`);
     ``plain`` and ``wide``: the pointwise and Bonferroni-widened intervals of ``I(N', N)`` for
-    ``N' ∈ counts``."""
+    ``N' ∈ counts``, every widened one below δ (principle 2)."""
     d = float(margin)
     if cost is None or not counts:
         return gates.undecided("no N' below N on the grid", Gate.COUNT)
-    fewest = margins.positive(cost)
-    paid = f"cost of N'={counts[0]}: [{cost.lo:+.3g}, {cost.hi:+.3g}]"
+    fewest = readings.direction(cost, floor, +1, f"cost of N'={counts[0]}")
     if fewest.holds is False:
-        return Decision(False, f"{paid}: the fewest iterations decidedly cost nothing")
+        return Decision(False, f"{fewest.reason}: the fewest iterations decidedly cost nothing")
     winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
     if winners:
         return Decision(False, f"fewer iterations help: improvement CI above +{d:g} at "
                                f"{winners[0]} ({_family(counts)})")
     if fewest.holds is None:
-        return Decision(None, f"{paid}: {fewest.reason}", fewest.facts)
-    if all(ci.hi < d for ci in plain):
-        return Decision(True, f"{paid} above 0, and every improvement CI below +{d:g} "
-                              f"({len(counts)} counts below N)"
+        return Decision(None, fewest.reason, fewest.facts)
+    if all(ci.hi < d for ci in wide):
+        return Decision(True, f"{fewest.reason}, and every improvement CI below +{d:g} "
+                              f"({len(counts)} counts below N, {_family(counts)})"
                         + _below_margin(wide, counts, d, +1))
-    k = int(np.argmax([ci.hi for ci in plain]))
-    return _open(wide[k], counts[k], f"{paid} above 0, but no CI below N shown below +{d:g}",
+    k = int(np.argmax([ci.hi for ci in wide]))
+    return _open(wide[k], counts[k], f"{fewest.reason}, but no CI below N shown below +{d:g}",
                  "contains", (d,))
 
 
 def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
-            level: float = intervals.LEVEL) -> tuple[Decision, intervals.Interval | None]:
-    """The residual check (:mod:`i2o.verdicts.rule`), behind ``health``; and its interval."""
+            level: float = intervals.LEVEL, floor: float = RESIDUAL_FLOOR
+            ) -> tuple[Decision, intervals.Interval | None]:
+    """The paper's solver guard (:mod:`i2o.verdicts.rule`), behind ``health``, and its interval:
+    (i) the mean relative residual at N lies above the solver's ``floor`` (convergence not
+    already attained), and (ii) the interval of ``log10(r(N'max) / r(N))`` lies below 0 (the
+    residual keeps falling: a fall of any size passes, principle 1 with floor 0). Fails when the
+    residual is at its floor at N, or when the interval lies at or above 0; undecided when it
+    straddles 0."""
     ratios, over = curves.falling(train_iters)
     finite = ratios[np.isfinite(ratios)]
     if finite.size < 2:
         return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", Gate.COUNT), None
     ci = intervals.interval(finite, over, level)
+    at_n = curves.residual_at(train_iters)
+    shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
+    fold = f"falls {10 ** -ci.mean:.2g}-fold on average"
+    if not at_n > floor:
+        found = Decision(False, f"residual at N {at_n:.3g} at or below the solver's floor "
+                                f"{floor:.3g}: convergence already attained")
+    elif ci.hi < 0:
+        found = Decision(True, f"{shown} below 0: the residual keeps falling beyond N ({fold}, "
+                               f"from {at_n:.3g} at N, above the floor {floor:.3g})")
+    elif ci.lo >= 0:
+        found = Decision(False, f"{shown} at or above 0: the residual does not fall beyond N")
+    else:
+        found = Decision(None, f"{shown} contains 0" + intervals.needed(ci, (0.0,)),
+                         gates.Facts(needs=intervals.needs(ci, (0.0,))))
+    return gates.gated([health], found, quote=bool(health.reason)), ci
+
+
+def tenfold(ci: intervals.Interval | None, health: Decision = OPEN) -> Decision:
+    """The book's own stricter check, gating nothing: the residual falls at least
+    :data:`RESIDUAL_FALL`-fold beyond N (the interval of the log10 ratio below −1)."""
+    if ci is None:
+        return gates.undecided("no residual ratios", Gate.COUNT)
     bound = -math.log10(RESIDUAL_FALL)
     shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
     if ci.hi < bound:
@@ -158,16 +191,29 @@ def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
     else:
         found = Decision(None, f"{shown} contains {bound:g}" + intervals.needed(ci, (bound,)),
                          gates.Facts(needs=intervals.needs(ci, (bound,))))
-    return gates.gated([health], found, quote=bool(health.reason)), ci
+    return gates.gated([health], found)
+
+
+def near_equilibrium(curves: Curves, train_iters: int, health: Decision = OPEN) -> Decision:
+    """The book's own row, gating nothing: the mean relative residual at N and at the largest
+    count are at most :data:`NEAR_EQUILIBRIUM` (the DEQ authors' rule of thumb)."""
+    at_n = curves.residual_at(train_iters)
+    top = int(np.asarray(curves.grid)[-1])
+    at_top = curves.residual_at(top)
+    shown = (f"mean relative residual {at_n:.3g} at N = {train_iters}, {at_top:.3g} at "
+             f"N' = {top}, against {NEAR_EQUILIBRIUM:g}")
+    if not (math.isfinite(at_n) and math.isfinite(at_top)):
+        return gates.undecided(f"residual not measured ({shown})", Gate.COUNT)
+    found = Decision(bool(at_n <= NEAR_EQUILIBRIUM and at_top <= NEAR_EQUILIBRIUM), shown)
+    return gates.gated([health], found)
 
 
 def converging(residual: Decision) -> Decision:
-    """The gate the residual check sets before the rows about more iterations: open only when
+    """The gate the solver guard sets before the rows about more iterations: open only when
     it holds (:mod:`i2o.verdicts.rule`)."""
     return gates.condition(residual.holds is True,
-                           f"solver not converging beyond N (the residual check: "
-                           f"{residual.reason or 'undecided'})", by=Gate.CONVERGENCE)
-
+                           f"solver guard not met beyond N ({residual.reason or 'undecided'})",
+                           by=Gate.CONVERGENCE)
 
 
 def more_label(help_: Decision, hurt: Decision, same: Decision) -> str:

@@ -23,7 +23,8 @@ from i2o.verdicts.intervals import Interval
 from i2o.verdicts.rule import Verdicts
 
 #: the verdicts of :class:`~i2o.verdicts.rule.Verdicts` a row can show
-VERDICTS = ("gate", "help", "hurt", "same", "no_gain", "fewer", "fewer_help", "residual")
+VERDICTS = ("gate", "help", "hurt", "same", "no_gain", "fewer", "fewer_help", "more_help",
+            "residual", "tenfold", "near")
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          eval_size="lm_eval_windows"),
     _reconstruction("deq", "super-resolution DEQ", "×2 super-resolution (DEQ)", AppendixG4(
         "it is better to use fewer iterations than in training (some N' < N improves the PSNR "
-        "by more than δ)", "deq_test_fewer_better", "fewer_help", "below")),
+        "beyond the metric's floor)", "deq_test_fewer_better", "fewer_help", "below")),
     _reconstruction("elder", "super-resolution ELDER", "×2 super-resolution (ELDER)", AppendixG4(
         "it is better to use more iterations than in training (some N' > N improves the PSNR "
-        "by more than δ)", "elder_test_more_better", "help", "above")),
+        "beyond the metric's floor)", "elder_test_more_better", "more_help", "above")),
 )}

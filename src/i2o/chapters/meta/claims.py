@@ -39,6 +39,7 @@ from i2o.chapters.meta.claims_figure4 import (
     FIT_ORDERING_CLAIM,
     MECHANISM_CLAIM,
     MORE_MODELS,
+    SIZE_ORDERING_CLAIM,
     Figure4Point,
     figure4_numbers,
     figure4_point,
@@ -47,6 +48,7 @@ from i2o.chapters.meta.claims_figure4 import (
     fit_ordering,
     largest_rise,
     near_n_index,
+    size_ordering,
 )
 from i2o.chapters.meta.claims_gates import (
     Thresholds,
@@ -67,7 +69,8 @@ from i2o.verdicts.claims import Claims
 from i2o.verdicts.decision import Decision
 
 __all__ = [
-    "ALPHA", "FIT_ORDERING_CLAIM", "MECHANISM_CLAIM", "MORE_MODELS", "SECTIONS", "Figure4Point",
+    "ALPHA", "FIT_ORDERING_CLAIM", "MECHANISM_CLAIM", "MORE_MODELS", "SECTIONS",
+    "SIZE_ORDERING_CLAIM", "Figure4Point", "size_ordering",
     "Thresholds", "above_floor", "above_floor_claim", "best_before_claim",
     "best_before_convergence", "claims", "figure4_numbers", "figure4_point", "figure4_points",
     "figure4_table", "finite_tasks", "fit_ordering", "largest_rise", "more_steps_claim",
@@ -112,6 +115,8 @@ def claims(results: MetaResults) -> Claims:
     if results.figure4:
         record("figure4", "figure4/fit-ordering", FIT_ORDERING_CLAIM,
                fit_ordering(results.figure4, limits))
+        record("figure4", "figure4/size-ordering", SIZE_ORDERING_CLAIM,
+               size_ordering(results.figure4, limits))
     if results.mechanism:
         record("figure4", "figure4/mechanism", MECHANISM_CLAIM,
                mechanism.name(results.mechanism.values()).decision())

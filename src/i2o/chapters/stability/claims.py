@@ -24,8 +24,10 @@ Figure 5's caption):
 - ``<arm>_fewer_hurt``: "using fewer iterations at inference is almost always detrimental", over
   every ``N' < N`` (:func:`i2o.verdicts.questions.fewer_hurt`);
 - ``<arm>_residual``: the paper's guard that the observations "were not artefacts of the
-  convergence being already attained or stuck": the residual falls at least tenfold beyond N, and
-  unless it does the arm's ``no_gain`` is undecided ("solver not converging");
+  convergence being already attained or stuck": the residual keeps falling beyond N (a fall of
+  any size) from above the solver's floor, and unless it does the arm's ``no_gain`` is undecided;
+  ``<arm>_tenfold`` (a tenfold fall) and ``<arm>_near`` (relative residual ≤ 0.05) are the
+  book's own and gate nothing;
 - ``not_more_stable``: "Note that the IFT trained network does not appear more stable than its
   unrolled counterpart" and "there is no gain of stability when using IFT gradient descent over
   unrolling";
@@ -38,11 +40,13 @@ in both arms of ``deviation_s(IFT) − deviation_s(unrolled)`` is **paired by se
 (:func:`paired_difference`: a seed draws the same initial weights, warm-up, batch order and
 dropout masks in both arms); δ is ``margin_fraction`` × the unrolled arm's mean deviation (the
 ratio form "IFT's change is at least ``1 − f`` of unrolled's"). It is decided only when δ is at
-least the resolution of an accuracy change (one model's standard error over the test images of a
-change between two counts, :meth:`i2o.verdicts.curves.Curves.resolution`) and the interval is at
-most ``POWER_RATIO × δ`` wide (:func:`i2o.verdicts.margins.powered`). Where accuracy hardly moves
-with ``N'``, "not more stable" would hold whatever IFT does: the resolution gate leaves it
-undecided.
+least the resolution of the statistic compared (READING.md, principle 3: one count's change's
+standard error over the test images, :meth:`i2o.verdicts.curves.Curves.resolution`, times
+``√(2/m)`` for a difference of two arms' means over ``m`` seed pairs; the counts, which share
+their images, are not credited) and, where the interval straddles its bound, it is at most
+``POWER_RATIO × δ`` wide (:func:`i2o.verdicts.margins.powered`; an interval that clears its bound
+decides whatever its width). Where accuracy hardly moves with ``N'``, "not more stable" would hold
+whatever IFT does: the resolution gate leaves it undecided.
 
 A row left undecided for want of seeds or test images names the run that would decide it
 (:func:`name_remedies`, :mod:`i2o.verdicts.deciding`).
@@ -58,7 +62,7 @@ import numpy as np
 
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.runs import StabilityResults
-from i2o.verdicts import deciding, gates, intervals, margins, rows
+from i2o.verdicts import deciding, gates, intervals, margins, readings, rows
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.curves import Curves, from_evaluations
 from i2o.verdicts.decision import EVALUATION_SET, Over
@@ -231,29 +235,42 @@ def _comparison_rows(table: Claims, params: Mapping[str, Any], on: Decided) -> N
         ref = float(100 * np.mean(m[REFERENCE_ARM]["deviation"]))
         margin = Margin.relative(fraction, ref, change, "points", digits=3,
                                  floor=FLOOR_POINTS)
-        resolved = gates.resolves(margin.delta, reference.resolution(train_n), margin.text,
-                                  "one model's standard error over the test images of a change "
-                                  "between two counts", reference.n_examples)
         between, pairs = paired_difference(on.every, on.masks)
+        n_pairs = between.n if between is not None else 1
+        resolved = gates.resolves(
+            margin.delta, reference.resolution(train_n) * np.sqrt(2.0 / n_pairs), margin.text,
+            f"the standard error over the test images of the compared statistic, a difference "
+            f"of two arms' means over {n_pairs} seed pairs (one count's change's standard error "
+            f"× √(2/{n_pairs}); the counts, which share their images, are not credited)",
+            reference.n_examples)
         value = (f"mean |acc(N') − acc({train_n})|: IFT {_points(m['ift']['deviation'].mean())}, "
                  f"unrolled {_points(m['unrolled']['deviation'].mean())} points; IFT − unrolled "
                  + (between.describe(1, " pt") if between else "not computed"))
         compare = gates.combine(gate, resolved, pairs)
-        if compare.holds is True and between is not None:
-            compare = gates.combine(compare, margins.powered(between, margin.delta, POWER_RATIO))
         margin_text = margin.text
     else:
         compare, value = gate, "not computed: " + gate.reason
         margin_text = f"{fraction:g} × {change}"
+
+    def powered(bounds: Sequence[float]) -> gates.Decision:
+        """Principle 3: power reads the interval only where it straddles one of ``bounds``."""
+        if compare.holds is not True or between is None:
+            return compare
+        if not readings.straddling([between], bounds):
+            return compare
+        return gates.combine(compare, margins.powered(between, margin.delta, POWER_RATIO))
+
     table.decide(
         f"IFT is not more stable than unrolled: the IFT networks' accuracy change away from "
         f"N = {train_n} is not smaller by more than δ", gates.gated(
-            [compare], lambda: paired(margins.not_below), quote=True),
+            [powered((-margin.delta,)) if gate.holds is True else compare],
+            lambda: paired(margins.not_below), quote=True),
         value, margin_text, id="not_more_stable", section="comparison")
     table.decide(
         "The book's own: IFT and unrolled are equally stable (the difference of their accuracy "
         "changes lies within ±δ; the paper says only that IFT is not more stable)", gates.gated(
-            [compare], lambda: paired(margins.equivalent), quote=True),
+            [powered((-margin.delta, margin.delta)) if gate.holds is True else compare],
+            lambda: paired(margins.equivalent), quote=True),
         value, margin_text, id="equally_stable", section="comparison")
 
 
@@ -291,10 +308,16 @@ def _arm_rows(table: Claims, params: Mapping[str, Any], on: Decided, arm: str) -
                  "raise accuracy by more than δ (inner-iterations overfitting)", gain_v),
         rows.Row("fewer", "fewer_hurt", f"{label}: fewer test iterations than in training (every "
                  f"N' < {train_n}) lower accuracy, none raising it by more than δ", loss_v),
-        rows.Row("residual", "residual", f"Sanity check, {label}: the residual of the last "
-                 f"iterate falls at least {RESIDUAL_FALL:g}-fold beyond N = {train_n} (the "
-                 "solver converges; otherwise the rows on more iterations are undecided)",
-                 residual_v, margin=False)], prefix=f"{arm}_", section=arm)
+        rows.Row("residual", "residual", f"The paper's solver guard, {label}: the residual of "
+                 f"the last iterate keeps falling beyond N = {train_n} and was not at the "
+                 "solver's floor there (otherwise the rows on more iterations are undecided)",
+                 residual_v, margin=False),
+        rows.Row("tenfold", "tenfold", f"Book's own (gates nothing), {label}: the residual "
+                 f"falls at least {RESIDUAL_FALL:g}-fold beyond N = {train_n}", residual_v,
+                 margin=False),
+        rows.Row("near", "near", f"Book's own (gates nothing), {label}: near equilibrium (mean "
+                 "relative residual ≤ 0.05 at N and at the largest count)",
+                 verdicts.near.reason, margin=False)], prefix=f"{arm}_", section=arm)
 
 
 def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -60,8 +60,7 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
             f"({claims[f'{arm}_fewer_hurt'].value}).",
             "Whether fewer iterations lower their accuracy is undecided"))
         if residual.holds is False:
-            parts.append(f"Sanity check failed for {label}: the residual of the last iterate does "
-                         f"not fall tenfold beyond the training N ({residual.value}), so its "
-                         "solver is not converging there and the rows on more iterations are "
-                         "left undecided.")
+            parts.append(f"The paper's solver guard fails for {label}: "
+                         f"{residual.check.split('; ')[-1]} ({residual.value}), so the rows on "
+                         "more iterations are left undecided.")
     return [paragraph(parts)]
