@@ -311,3 +311,20 @@ def test_collect_anchors_the_built_chapter_and_reads_own_replicates_before_publi
     assert provenance and "published/robustness-quick.json" in provenance[0]
     written = json.loads(staged["stability"].read_text())["cells"][0]["outputs"][0]
     assert '<tr id="claim-ift_fewer_hurt">' in "".join(written["data"]["text/html"])
+
+
+def test_a_verdict_that_did_not_hold_says_why_in_one_line_and_the_page_counts_them():
+    from i2o.book.claims_evidence import Verdict
+
+    long = "fit: 5/5 models; " + "every improvement CI below +0.25 " * 10
+    assert claims_page.one_line_reason(long).endswith("…")
+    assert len(claims_page.one_line_reason(long)) <= claims_page.REASON_CHARACTERS + 2
+    gated = "too few models fit their training set (needs 4 per group); more text"
+    assert claims_page.one_line_reason(gated).startswith("too few models fit")
+    cell = claims_page._verdict_cell(Verdict("undecided", check=gated), "")
+    assert "too few models fit" in cell
+    assert "<em>" not in claims_page._verdict_cell(Verdict("holds", check=gated), "")
+    claim = [c for c in CLAIMS if c.id == "figure-4"]
+    found = {"meta": ChapterEvidence("meta", texts={"figure4/fit-ordering": "t"},
+                                     quick={"figure4/fit-ordering": Verdict("fails")})}
+    assert "0 holds, 1 fails, 0 undecided" in claims_page.tally(claim, found)

@@ -58,13 +58,57 @@ def _e(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+#: the longest one-line reason shown beside an undecided or failed verdict (the whole check is
+#: in the cell's tooltip and in the chapter's claims table)
+REASON_CHARACTERS = 160
+
+
+def one_line_reason(check: str, limit: int = REASON_CHARACTERS) -> str:
+    """The reason a reader sees beside a verdict that did not hold: the check's last clause
+    (the predicate's own, after the open gates' reasons) or, when a gate closed the row, its
+    first; cut at ``limit`` characters on a word."""
+    parts = [part.strip() for part in check.split("; ") if part.strip()]
+    if not parts:
+        return ""
+    closed = next((p for p in parts if p.startswith(("too ", "cannot ", "no ", "model does not",
+                                                     "solver guard", "does not generalise",
+                                                     "training diverged"))), None)
+    text = closed or parts[-1]
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
 def _verdict_cell(found: Verdict | None, missing: str) -> str:
     if found is None:
         return f"<td><small>{_e(missing)}</small></td>"
     colour = _COLOURS.get(found.verdict, "inherit")
     where = found.origin + (f", {found.state}" if found.state else "")
+    why = one_line_reason(found.check) if found.verdict in ("undecided", "fails") else ""
+    said = f"<br><small><em>{_e(why)}</em></small>" if why else ""
     return (f"<td title=\"{_e(found.tip())}\"><span style=\"color:{colour};font-weight:bold\">"
-            f"{_e(found.verdict)}</span><br><small>{_e(where)}</small></td>")
+            f"{_e(found.verdict)}</span><br><small>{_e(where)}</small>{said}</td>")
+
+
+def tally(registry: Sequence[PaperClaim], chapters: Mapping[str, ChapterEvidence]) -> str:
+    """One line: how many chapter rows hold, fail and are undecided at ``quick``, for the
+    paper's claims and for the book's own, counted over the rows this page shows."""
+    counts: dict[bool, dict[str, int]] = {False: {}, True: {}}
+    for claim in registry:
+        for line in lines_of(claim, chapters):
+            found = (chapters.get(line.chapter) or ChapterEvidence(line.chapter)).quick.get(
+                line.row_id or "")
+            if found is not None:
+                mine = counts[claim.book_own]
+                mine[found.verdict] = mine.get(found.verdict, 0) + 1
+
+    def said(found: dict[str, int]) -> str:
+        return ", ".join(f"{found.get(v, 0)} {v}" for v in ("holds", "fails", "undecided"))
+
+    return (f"**At profile quick, replicate 0:** the rows testing the papers' claims: "
+            f"{said(counts[False])}; the book's own rows (gates, checks, stricter questions): "
+            f"{said(counts[True])}.")
 
 
 def _agreement_cell(found: Agreement | None) -> str:
@@ -208,7 +252,8 @@ def body(chapters: Mapping[str, ChapterEvidence],
          provenance: Sequence[str] = ()) -> str:
     """The generated part of the page (MyST Markdown with raw HTML tables). ``provenance``: a
     line per published file the verdicts were read from (:func:`provenance_lines`)."""
-    lines = ["## Where the verdicts come from", "", *sources(chapters), *provenance, "",
+    lines = [tally(registry, chapters), "", "## Where the verdicts come from", "",
+             *sources(chapters), *provenance, "",
              "A verdict marked *this build* was computed by this build's executed chapter, "
              "*this build's replicates* by its `make robustness`; one marked *published* was "
              "measured elsewhere and kept in `published/` (the lines above; the Reproduce page "
@@ -217,7 +262,7 @@ def body(chapters: Mapping[str, ChapterEvidence],
              "… are replicates; r0 is the book's own draw. Costs are this build's notebook "
              "times (seconds when its results were cached; the Reproduce page gives times "
              "measured from an empty results cache). Hover over a verdict for its measured "
-             "value.", ""]
+             "value; an undecided or failed verdict says why beneath it.", ""]
     for title, chosen in SECTIONS:
         picked = [claim for claim in registry if chosen(claim)]
         if picked:

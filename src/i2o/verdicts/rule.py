@@ -10,10 +10,10 @@ With ``I(N')`` the improvement of ``N'`` over ``N`` (:mod:`.curves`; ``> 0`` mea
 
 - **more iterations help**: holds when some ``N' ∈ A`` has ``lo* > δ``; fails when every
   ``N' ∈ A`` has ``hi* < δ`` (READING.md, principle 2: "no benefit" is one-sided equivalence,
-  Bonferroni over the counts the row spans); undecided otherwise. The paper's claim "more iterations bring no
-  improvement beyond δ" (**no gain**) is its negation: it holds where "help" fails and fails where
-  "help" holds. A gain that is significant (``lo* > 0``) but below δ is reported as such in the
-  reason of a failed "help" (and so of a held "no gain");
+  Bonferroni over the counts the row spans); undecided otherwise. The paper's claim "more
+  iterations bring no improvement beyond δ" (**no gain**) is its negation: it holds where "help"
+  fails and fails where "help" holds. A gain that is significant (``lo* > 0``) but below δ is
+  reported as such in the reason of a failed "help" (and so of a held "no gain");
 - **more iterations hurt**: holds when some ``N' ∈ A`` has ``hi* < −δ``; fails when every one has
   ``lo > −δ``;
 - **no difference beyond δ**: holds when every ``N' ∈ A`` has ``(lo, hi)`` inside ``(−δ, δ)``;
