@@ -33,7 +33,8 @@ DEQ)": some ``N' < N`` improves the test PSNR on N beyond the metric's floor, 0.
 ``elder_test_more_better`` ("it's better to use more iterations (for ELDER)": some ``N' > N``
 does, behind the solver guard). The paper gives two possible reasons for these mismatches ("The
 outer optimization is not optimal", "We do not have an overparametrized (or close to) inner
-solving procedure"); the networks here are trained by the book (×2 super-resolution on CIFAR-10), not Zou et al.'s.
+solving procedure"); the networks here are trained by the book (×2 super-resolution on
+CIFAR-10), not Zou et al.'s.
 ``overparam`` is the book's own (the paper's Figure 4 statement, made for iMAML, asked of DEQs).
 
 **Which models, which intervals.** The classifier and the language model are trained once per seed;
