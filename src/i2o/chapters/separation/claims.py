@@ -43,7 +43,7 @@ from i2o.chapters.separation.claims_bias import (
     problem_seeds,
 )
 from i2o.chapters.separation.claims_expressivity import (
-    SLOPE_MARGIN,
+    SLOPE_FLOOR,
     STEEP_KINDS,
     construction_claim,
     flops_best_of_r_claim,
@@ -65,7 +65,7 @@ from i2o.verdicts import deciding, gates
 from i2o.verdicts.claims import Claim, Claims
 
 __all__ = [
-    "MARGIN", "PREDICTION_RTOL", "SEED_LISTS", "SLOPE_MARGIN", "STEEP_KINDS", "UNTRAINABLE",
+    "MARGIN", "PREDICTION_RTOL", "SEED_LISTS", "SLOPE_FLOOR", "STEEP_KINDS", "UNTRAINABLE",
     "argmin_claim", "claims", "construction_claim", "density_claim", "feature_density_claim",
     "fits", "flops_best_of_r_claim", "flops_claim", "forced_equal", "frozen_comparison",
     "frozen_prediction_claim", "gotu_comparison", "numbers", "prediction_claim", "seed_list",

@@ -13,7 +13,7 @@ import numpy as np
 from i2o.chapters.separation.claims_fit import fits, named_lower_than, symmetric_gate
 from i2o.chapters.separation.steep import slope
 from i2o.compute.profiles import Params
-from i2o.verdicts import gates, intervals, margins
+from i2o.verdicts import gates, intervals, readings
 
 # --- Section 1 ----------------------------------------------------------------------------------
 
@@ -82,14 +82,18 @@ def flops_best_of_r_claim(section: dict[str, Any], k: int, p: Params) -> gates.D
 
 # --- Section 2 ----------------------------------------------------------------------------------
 
-SLOPE_MARGIN = 0.05  # bits of max |weight| per input dimension
+#: "grows faster" is a sign (READING.md, principle 1): the floor is the smallest slope difference
+#: the row reports (three decimals, bits of max |weight| per input dimension); until issue 61 the
+#: row required a margin of 0.05
+SLOPE_FLOOR = 0.001
 STEEP_KINDS = ("deq_lower", "fnn")
 
 
 def steep_claim(steep: dict[str, Any]) -> gates.Decision:
     """Rebuttal Figure 1 with δ = 2^-d: at equal training loss, the FNN's max |weight| grows with
-    d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, its interval
-    (:func:`i2o.verdicts.intervals.difference`) above ``SLOPE_MARGIN`` (fails: below it). A seed
+    d faster than the DEQ's: slope of log2 max|weight| against d, FNN minus DEQ, a sign: its
+    interval (:func:`i2o.verdicts.intervals.difference`) above the floor :data:`SLOPE_FLOOR`
+    (fails: short of it; :func:`i2o.verdicts.readings.direction`). A seed
     counts for a model kind when its runs reached the loss level at every d; a kind "fits" with at
     least 2 such seeds (:func:`i2o.verdicts.gates.enough`), and the gate is symmetric
     (:func:`.claims_fit.symmetric_gate`)."""
@@ -110,8 +114,8 @@ def steep_claim(steep: dict[str, Any]) -> gates.Decision:
         ci = intervals.difference(fnn, deq)
         text = (f"slope of log2 max|weight| vs d: FNN {fnn.mean():.3f}, DEQ {deq.mean():.3f} "
                 f"bits/dimension over {len(fnn)} and {len(deq)} seeds (difference "
-                f"{ci.describe(digits=3)}, margin {SLOPE_MARGIN})")
-        found = margins.above(ci, SLOPE_MARGIN)
+                f"{ci.describe(digits=3)}, floor {SLOPE_FLOOR})")
+        found = readings.direction(ci, SLOPE_FLOOR, +1, "FNN − DEQ slope")
         return found.with_reason(text if found.holds is not None else f"{text}; {found.reason}")
 
     return symmetric_gate(fit("deq_lower"), fit("fnn"), "the FNN", measured)
