@@ -328,3 +328,23 @@ def test_a_verdict_that_did_not_hold_says_why_in_one_line_and_the_page_counts_th
     found = {"meta": ChapterEvidence("meta", texts={"figure4/fit-ordering": "t"},
                                      quick={"figure4/fit-ordering": Verdict("fails")})}
     assert "0 holds, 1 fails, 0 undecided" in claims_page.tally(claim, found)
+
+
+def test_every_reading_names_a_claim_and_a_commit_of_this_history():
+    import subprocess
+
+    from i2o.verdicts.reading_registry import READINGS
+
+    ids = {claim.id for claim in CLAIMS}
+    assert set(READINGS) <= ids, set(READINGS) - ids
+    page = claims_page.readings_table()
+    assert page.count("<tr><td>") == len(READINGS)
+    try:
+        known = subprocess.run(["git", "log", "--format=%h", "--abbrev=7"], capture_output=True,
+                               text=True, check=True, cwd=locations.repo_root()).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git history here")
+    if len(known) < 10:
+        pytest.skip("a shallow clone")
+    missing = {r.fixed_in for r in READINGS.values()} - set(known)
+    assert not missing, f"commits not in this history: {missing}"

@@ -45,6 +45,7 @@ from i2o.book.claims_evidence import (
 )
 from i2o.verdicts import paper_claims
 from i2o.verdicts.paper_claims import PaperClaim
+from i2o.verdicts.reading_registry import READINGS
 
 PAGE = "book/claims.md"
 START, END = "<!-- i2o:claims:start -->", "<!-- i2o:claims:end -->"
@@ -230,6 +231,25 @@ SECTIONS = (
 )
 
 
+def readings_table(registry: Sequence[PaperClaim] = paper_claims.CLAIMS) -> str:
+    """"How the book reads each claim": one row per claim with a written reading
+    (:data:`i2o.verdicts.reading_registry.READINGS`), in the registry's order."""
+    rows = ["<table class='i2o-claims-page'><thead><tr><th>Sentence (where)</th>"
+            "<th>Reading</th><th>Statistic</th><th>Guards</th><th>Decided by (fixed in)</th>"
+            "</tr></thead><tbody>"]
+    for claim in registry:
+        found = READINGS.get(claim.id)
+        if found is None:
+            continue
+        said = claim.quote or claim.statement
+        rows.append(f"<tr><td>“{_e(said)}” <small>({_e(claim.where)})</small></td>"
+                    f"<td>{_e(found.asserts)}</td><td><small>{_e(found.statistic)}</small></td>"
+                    f"<td><small>{_e(found.guards)}</small></td><td><small><code>"
+                    f"{_e(found.decided_by)}</code> ({_e(found.fixed_in)})</small></td></tr>")
+    rows.append("</tbody></table>")
+    return "\n".join(rows)
+
+
 def unregistered(chapters: Mapping[str, ChapterEvidence],
                  registry: Sequence[PaperClaim]) -> list[tuple[str, str]]:
     """Every ``(chapter, row id)`` shown by a source that no claim of ``registry`` tests."""
@@ -271,6 +291,13 @@ def body(chapters: Mapping[str, ChapterEvidence],
             for figure, row_id in unregistered(chapters, registry)]
     left += [f"- `{figure}` (a row without an id): {text}"
              for figure, found in chapters.items() for text in found.unnamed]
+    lines += ["## How the book reads each claim", "",
+              "Each reading states what the sentence asserts, no more and no less (principles: "
+              "a direction is tested as a direction, \"no benefit\" as one-sided equivalence, a "
+              "gate closes a row only where it bears on validity, the regime is the paper's, "
+              "fixed before it decides). The commit is the one that fixed the reading; "
+              "`git log` shows it predates the verdicts computed after it.", "",
+              "```{raw} html", readings_table(registry), "```", ""]
     lines += ["## Rows of no claim above", ""]
     lines += left or ["None: every claim row of the chapters is tested by a claim above "
                       "(`i2o.verdicts.paper_claims`)."]

@@ -13,7 +13,10 @@
 - :mod:`.rows` — the rule's verdicts as claim rows, for every chapter;
 - :mod:`.claims` — the claims table; :mod:`.deciding` — the run that would decide an undecided
   claim; :mod:`.prose` — conclusions written from claims;
-- :mod:`.paper_claims` — each sentence of the paper mapped to the rows that test it.
+- :mod:`.readings` — READING.md's five principles as predicates (a direction, "no benefit",
+  the intervals a power gate may read, the regime's generalisation gate);
+- :mod:`.paper_claims` — each sentence of the paper mapped to the rows that test it;
+  :mod:`.reading_registry` — how the book reads each of them, and the commit that fixed it.
 
 No cache key covers a module of this room (``tests/test_keys.py``), and nothing here imports
 :mod:`i2o.book`, :mod:`i2o.provenance` or a chapter (``tests/test_layout.py``).
