@@ -160,14 +160,17 @@ def falling(curves: Curves, train_iters: int, health: Decision = OPEN,
         return gates.undecided(f"needs ≥ 2 finite residual ratios over {over}", Gate.COUNT), None
     ci = intervals.interval(finite, over, level)
     at_n = curves.residual_at(train_iters)
+    top = int(np.asarray(curves.grid)[-1])
+    at_top = curves.residual_at(top)
     shown = f"log10(residual at the largest count / at N) {ci.describe(digits=2)}"
-    fold = f"falls {10 ** -ci.mean:.2g}-fold on average"
+    fold = (f"the mean relative residual goes from {at_n:.2g} at N to {at_top:.2g} at "
+            f"N' = {top}")
     if not at_n > floor:
         found = Decision(False, f"residual at N {at_n:.3g} at or below the solver's floor "
                                 f"{floor:.3g}: convergence already attained")
     elif ci.hi < 0:
-        found = Decision(True, f"{shown} below 0: the residual keeps falling beyond N ({fold}, "
-                               f"from {at_n:.3g} at N, above the floor {floor:.3g})")
+        found = Decision(True, f"{shown} below 0: the residual keeps falling beyond N ({fold}; "
+                               f"the floor is {floor:.3g})")
     elif ci.lo >= 0:
         found = Decision(False, f"{shown} at or above 0: the residual does not fall beyond N")
     else:

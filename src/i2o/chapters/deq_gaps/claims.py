@@ -248,7 +248,13 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
             if over == "models" else [])
     falling = intervals["residual"]
     top = int(np.asarray(curves["test"].grid)[-1])
-    residual_v = (f"log10(last-iterate residual at {top} / at N = {train_iters}): "
+    chosen_curves = curves["test"].select(chosen)
+    at_n, at_top = chosen_curves.residual_at(train_iters), chosen_curves.residual_at(top)
+    moved = (f"falls {at_n / at_top:.2g}-fold" if at_top < at_n
+             else f"rises {at_top / at_n:.2g}-fold" if at_n > 0 else "moves")
+    fall = (f"the mean last-iterate residual {moved}, from {at_n:.2g} at N = {train_iters} to "
+            f"{at_top:.2g} at {top}; " if at_top > 0 else "")
+    residual_v = (fall + f"log10(last-iterate residual at {top} / at N = {train_iters}): "
                   + (falling[0].describe(digits=2) if falling else "not computed")
                   + (f"; rose for {', '.join(rose)}" if rose else ""))
     rows.write(table, verdicts, [rows.Row(

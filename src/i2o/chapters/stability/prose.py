@@ -46,7 +46,7 @@ def paragraphs(claims: Claims, section: str = "") -> list[str]:
         parts.append(sentence(
             gain,
             f"More test iterations than in training do not improve the {label} networks beyond "
-            "the margin" + (" although the residual of the last iterate falls tenfold beyond "
+            "the margin" + (" although the residual of the last iterate keeps falling beyond "
                             "N: a better solution of the inner problem does not give a better "
                             "classifier." if falling else "."),
             f"More test iterations than in training do improve the {label} networks beyond the "
