@@ -14,7 +14,6 @@ from i2o.verdicts import gates, rows
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.intervals import Interval
-from i2o.verdicts.questions import RESIDUAL_FALL
 from i2o.verdicts.recommendation import Recommendation
 from i2o.verdicts.rule import Verdicts
 
@@ -125,9 +124,9 @@ class Diagnosis:
         at_n, at_max = float(res[self.test.at(self.train_iters)]), float(res[-1])
         falling = self.intervals.get("residual", [])
         found.append(rows.Row(
-            "residual", "residual", f"Sanity check, {self.model}: the solver converges beyond N "
-            f"(relative residual at the largest N' at most 1/{RESIDUAL_FALL:g} of its value at "
-            "N; otherwise the rows on more iterations are undecided)",
+            "residual", "residual", f"The paper's solver guard, {self.model}: the residual keeps "
+            "falling beyond N from above the solver's floor (otherwise the rows on more "
+            "iterations are undecided)",
             (f"log10(residual at N' = {self.grid[-1]} / at N = {self.train_iters}): "
              + (falling[0].describe(digits=2) if falling else "not computed")
              + f"; mean {at_n:.3g} at N, {at_max:.3g} at N' = {self.grid[-1]}"), margin=False))
