@@ -67,7 +67,7 @@ def help_beyond(plain: Sequence[intervals.Interval], wide: Sequence[intervals.In
     winners = [_mark(ci, n) for ci, n in zip(wide, counts, strict=True) if ci.lo > d]
     if winners:
         return Decision(True, f"improvement CI above +{d:g} at {winners[0]} ({_family(counts)})")
-    if all(ci.hi < d for ci in wide):  # "no benefit", readings.no_benefit (principle 2)
+    if readings.no_benefit(wide, counts, d).holds is True:  # principle 2
         return Decision(False, f"every improvement CI below +{d:g} ({_family(counts)})"
                         + _below_margin(wide, counts, d, +1))
     k = int(np.argmax([ci.hi for ci in wide]))
