@@ -33,6 +33,7 @@ from i2o.chapters.stability import claims as stability_claims
 from i2o.chapters.stability import prose as stability_prose
 from i2o.verdicts import intervals
 from i2o.verdicts.claims import Claims
+from i2o.verdicts.curves import from_sweeps
 from i2o.verdicts.prose import conclusions
 
 PARAMS = STABILITY_PARAMS
@@ -467,3 +468,54 @@ def test_gap_values_print_on_the_scale_of_the_curve():
     assert gaps_claims.digits_of(at_level(1.3), N_TRAIN) == 3
     assert gaps_claims.digits_of(at_level(0.0025), N_TRAIN) == 5  # 1.2e-4 prints as +0.00012
     assert gaps_claims.digits_of(at_level(0.0), N_TRAIN) == 3
+
+
+def test_test_data_rows_are_read_only_on_models_that_beat_their_baseline():
+    # principle 4: the same curves, once against a baseline the models beat (80 % error against
+    # their 40 %) and once against one they do not (a linear classifier at 39 %)
+    results = gap_results([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3)
+    beaten = gap_table(results, baseline=[80.0] * 3)
+    assert beaten["classification_generalises"].holds is True
+    assert beaten["classification_test_no_gain"].holds is True
+    lost = gap_table(results, baseline=[39.0] * 3)
+    row = lost["classification_generalises"]
+    assert row.holds is None and row.facts.closed_by == "regime"
+    assert "does not generalise beyond a linear classifier" in row.check
+    for key in ("classification_test_no_gain", "classification_test_fewer_hurt"):
+        assert lost[key].holds is None and lost[key].facts.closed_by == "regime", key
+    # the training-data rows do not need it
+    assert lost["classification_train_no_gain"].holds is True
+    # no baseline fitted: undecided, saying so
+    table = Claims("deq_gaps", "quick")
+    curves = {key: from_sweeps([r[split] for r in results], metric, -1.0, transform)
+              for key, (split, metric, transform) in {
+                  "test": ("test", "error", "percent"), "train": ("train", "error", "percent"),
+                  "train_loss": ("train", "loss", "mean")}.items()}
+    gaps_claims.task_claims(table, "classification", results, curves, GAPS_PARAMS, N_TRAIN,
+                            [0, 1, 2], None)
+    assert table["classification_generalises"].holds is None
+    assert "no baseline" in table["classification_generalises"].check
+
+
+def test_a_reconstruction_network_must_beat_its_initial_guess_on_test_images():
+    result = inverse_result(26.0, 26.0)
+    assert gap_table([result], task="deq")["deq_generalises"].holds is True  # −26 < −20 dB
+    worse = {**result, "test_baseline_neg_psnr": -27.0}  # A⁺y reconstructs better
+    table = gap_table([worse], task="deq")
+    assert table["deq_generalises"].holds is None
+    assert table["deq_test_fewer_better"].holds is None
+    assert table["deq_test_fewer_better"].facts.closed_by == "regime"
+
+
+def test_baseline_values_read_each_tasks_baseline_in_its_curves_units():
+    pixels = [{"test_error": np.array([1.0, 0.0, 1.0, 1.0])}, {"test_error": np.zeros(4)}]
+    assert gaps_claims.baseline_values("classification", [{}, {}],
+                                       {"classification": pixels}) == [75.0, 0.0]
+    assert gaps_claims.baseline_values("classification", [{}], {"classification": pixels}) \
+        is None  # one baseline per seed, or none
+    bigram = {"test_nll": np.log([2.0, 2.0])}
+    assert gaps_claims.baseline_values("language", [{}, {}], {"language": bigram}) == \
+        pytest.approx([2.0, 2.0])
+    assert gaps_claims.baseline_values("language", [{}], None) is None
+    assert gaps_claims.baseline_values("elder", [{"test_baseline_neg_psnr": -21.0}], None) == \
+        [-21.0]

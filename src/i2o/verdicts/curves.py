@@ -174,6 +174,32 @@ class Curves:
         return intervals.from_se(self.sign * float(curve[i] - curve[j]), se, self.n_examples,
                              Over.EXAMPLES, level)
 
+    def value(self, n: int, level: float = intervals.LEVEL,
+              offsets: Sequence[float] | None = None) -> intervals.Interval:
+        """Interval of ``M(n)`` itself: over seeds when several models are given (of
+        ``M_k(n) − o_k`` plus the mean of ``offsets`` ``o_k``, one per model, e.g. each seed's own
+        baseline: a paired interval), over the examples when one is (the linearised per-example
+        values, :meth:`paired_se`'s scale)."""
+        i = self.at(n)
+        if self.n_models >= 2:
+            shift = np.zeros(self.n_models) if offsets is None else np.asarray(offsets, float)
+            if shift.shape != (self.n_models,):
+                raise ValueError(f"offsets must give one value per model ({self.n_models}); got "
+                                 f"{shift.shape}")
+            per_model = self.per_model()[:, i] - shift
+            if np.all(per_model == per_model[0]):
+                mean = float(per_model[0] + shift.mean())
+                return intervals.Interval(mean, mean, mean, self.n_models, Over.SEEDS, level)
+            found = intervals.interval(per_model, Over.SEEDS, level)
+            return intervals.Interval(found.mean + shift.mean(), found.lo + shift.mean(),
+                                      found.hi + shift.mean(), found.n, found.over, level)
+        if self.n_examples < 2:
+            raise ValueError("an interval over examples needs at least 2 examples")
+        linear = self._linear(0)[:, i]
+        se = float(linear.std(ddof=1) / np.sqrt(linear.size))
+        return intervals.from_se(float(self.per_model()[0, i]), se, self.n_examples,
+                                 Over.EXAMPLES, level)
+
     def improvements(self, reference: int, counts: Sequence[int],
                      level: float = intervals.LEVEL) -> list[intervals.Interval]:
         return [self.improvement(int(n), reference, level) for n in counts]

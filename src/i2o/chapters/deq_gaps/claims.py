@@ -62,7 +62,7 @@ from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
 from i2o.train import health
-from i2o.verdicts import deciding, gates, intervals, margins, ranks, rows
+from i2o.verdicts import deciding, gates, intervals, margins, ranks, readings, rows
 from i2o.verdicts.claims import Claim, Claims
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.decision import EVALUATION_SET, Over
@@ -127,6 +127,43 @@ def health_check(task: str, result: Mapping[str, Any], score: float) -> str | No
     stopped = np.asarray(history.get("nonfinite_step", []), dtype=float).ravel()
     return health.diverged(losses.tolist(), score if chance else None, chance,
                            nonfinite_step=int(stopped[0]) if stopped.size else None)
+
+
+def baseline_values(task: str, results: Sequence[Mapping[str, Any]],
+                    baselines: Mapping[str, Any] | None) -> list[float] | None:
+    """Per model, the value on its test data of the task's trivial baseline fitted on that
+    model's training data (:mod:`.baselines`), in the units of the task's curve: a linear
+    classifier's top-1 error in % (one per seed: each seed draws its training subset), the bigram
+    model's perplexity (one training text for every seed), ``A⁺y``'s −PSNR (stored with the
+    reconstruction job). ``None`` when the run has none."""
+    if TASKS[task].inverse:
+        if any(r.get("test_baseline_neg_psnr") is None for r in results):
+            return None
+        return [float(r["test_baseline_neg_psnr"]) for r in results]
+    if not baselines or baselines.get(task) is None:
+        return None
+    if task == "classification":
+        fitted = list(baselines[task])
+        if len(fitted) != len(results):
+            return None
+        return [100.0 * float(np.mean(b["test_error"])) for b in fitted]
+    return [float(np.exp(np.mean(baselines[task]["test_nll"])))] * len(results)
+
+
+def generalisation_check(task: str, curves: Curves, baseline: Sequence[float] | None,
+                         train_iters: int) -> gates.Decision:
+    """Principle 4 (:func:`i2o.verdicts.readings.generalises`): the test metric at N of the models
+    the rows read (``curves``) beats the task's baseline (``baseline``, one value per model)
+    beyond the metric's floor. Over seeds the interval is paired (each model against its own
+    seed's baseline); over the examples of one model, against its baseline's value."""
+    spec = TASKS[task]
+    if baseline is None:
+        return gates.undecided(f"no baseline ({spec.baseline}) was fitted in this run",
+                               gates.Gate.REGIME)
+    mean = float(np.mean(baseline))
+    ci = curves.value(train_iters, offsets=list(baseline) if curves.n_models >= 2 else None)
+    return readings.generalises(ci, mean, higher_is_better=curves.sign > 0,
+                                floor=spec.metric_floor, baseline_name=spec.baseline)
 
 
 def split_margin(task: str, curves: Curves, split: str, fraction: float, train_iters: int
@@ -199,13 +236,17 @@ def digits_of(curves: Curves, train_iters: int) -> int:
 
 def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
                 curves: Mapping[str, Curves], params: Mapping[str, Any], train_iters: int,
-                seeds: Sequence[int] | None = None) -> None:
+                seeds: Sequence[int] | None = None,
+                baseline: Sequence[float] | None = None) -> None:
     """Add one task's rows (both splits and the residual check) to ``table`` (ids
     ``<task>_<what>``, section ``<task>``).
 
     ``results``: the task's job results, one per model; ``curves``: ``"test"`` (task metric on
     test data), ``"train"`` (task metric on training data, for the fit) and ``"train_loss"``
-    (training loss on training data), each the :class:`i2o.diagnose.Curves` of every model.
+    (training loss on training data), each the :class:`i2o.diagnose.Curves` of every model;
+    ``baseline``: per model, its trivial baseline's test value (:func:`baseline_values`), which
+    the test-data rows' models must beat (:func:`generalisation_check`; none: they are
+    undecided).
     """
     spec = TASKS[task]
     name = spec.label
@@ -236,9 +277,21 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
         f"fit score at N = {train_iters} per model: {shown}"
         + (f"; {regime}" if regime else ""), id=f"{task}_gate", section=task)
     chosen = used or [0]
+    beaten = generalisation_check(task, curves["test"].select(chosen),
+                                  None if baseline is None else [baseline[i] for i in chosen],
+                                  train_iters)
+    table.decide(
+        f"{name}: generalises (the paper's regime, principle 4): its test metric at N beats "
+        f"{spec.baseline}, fitted on the same training data (otherwise the test-data rows are "
+        "undecided)", beaten,
+        f"{spec.metric_label} at N = {train_iters}: "
+        + (f"models {curves['test'].select(chosen).value(train_iters).describe(digits=3)}; "
+           f"baseline {np.mean(baseline):.4g}" if baseline is not None else "no baseline"),
+        id=f"{task}_generalises", section=task)
     test = None
     for split, key in (("test", "test"), ("train", "train_loss")):
-        found = split_rows(table, task, curves[key].select(chosen), split, gate, fraction,
+        split_gate = gates.combine(gate, beaten) if split == "test" else gate
+        found = split_rows(table, task, curves[key].select(chosen), split, split_gate, fraction,
                            healthy, train_iters)
         test = found if split == "test" else test
     assert test is not None
@@ -301,7 +354,8 @@ def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
         seeds = list(params.get("seeds", []))[:len(models[task])] or None
         task_claims(table, task, models[task],
                     {k: curves[k][task] for k in ("test", "train", "train_loss")}, params,
-                    int(train_iters[task]), seeds)
+                    int(train_iters[task]), seeds,
+                    baseline_values(task, models[task], results.get("baselines")))
     name_remedies(table, models, params)
     if len(overparam) > 1:
         add_overparam_claim(table, overparam, params)

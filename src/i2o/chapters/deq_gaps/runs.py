@@ -21,6 +21,7 @@ from typing import Any
 
 from i2o import replicates
 from i2o.chapters.deq_gaps import FIGURE, classification, inverse
+from i2o.chapters.deq_gaps.baselines import BigramJob, PixelClassifierJob
 from i2o.chapters.deq_gaps.classification import ClassificationJob, epochs_for_steps
 from i2o.chapters.deq_gaps.curves import GapCurve, curve_from_sweep, view
 from i2o.chapters.deq_gaps.inverse import InverseJob
@@ -78,12 +79,14 @@ class ChapterJobs:
     deq: InverseJob
     elder: InverseJob
     overparam: tuple[ClassificationJob, ...]  # one per size of op_sizes
+    pixels: tuple[PixelClassifierJob, ...]  # the classifiers' baselines, one per seed
+    bigram: BigramJob  # the language models' baseline (their training text is one)
 
     def all(self) -> list[Job]:
         """Every distinct job, the longest first (so that parallel workers finish together)."""
         unique: list[Job] = []
         for job in (*self.language, self.elder, self.deq, *self.classification,
-                    *self.overparam):
+                    *self.overparam, *self.pixels, self.bigram):
             if job not in unique:
                 unique.append(job)
         return unique
@@ -130,13 +133,18 @@ def build_jobs(params: Params) -> ChapterJobs:
         batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=seed,
         grid=grid(forward.max_iter), train_size=p["inv_train_size"],
         eval_size=p["inv_eval_size"], replicate=p["replicate"]) for variant in ("deq", "elder"))
-    return ChapterJobs(tuple(main), language, deq, elder, overparam)
+    pixels = tuple(PixelClassifierJob(train_size=job.train_size, seed=job.seed,
+                                      eval_size=job.eval_size, replicate=p["replicate"])
+                   for job in main)
+    bigram = BigramJob(train_chars=p["lm_train_chars"], context=p["lm_context"],
+                       eval_windows=p["lm_eval_windows"])
+    return ChapterJobs(tuple(main), language, deq, elder, overparam, pixels, bigram)
 
 
 def jobs(params: Params) -> list[Job]:
     """The distinct jobs of a run, the longest first, for :mod:`i2o.compute.sweep` and
     :func:`collect`: the language models, the ELDER and DEQ reconstructions, the classifiers, the
-    overparametrization sweep."""
+    overparametrization sweep, the baselines."""
     return build_jobs(params).all()
 
 
@@ -237,7 +245,9 @@ def collect(params: Params) -> GapsResults:
     of = dict(zip(listed, found, strict=True))
     results: dict[str, Any] = {role: [of[job] for job in getattr(built, role)]
                                for role in ("classification", "language", "overparam")}
-    results.update(deq=of[built.deq], elder=of[built.elder])
+    results.update(deq=of[built.deq], elder=of[built.elder],
+                   baselines={"classification": [of[job] for job in built.pixels],
+                              "language": of[built.bigram]})
     splits = {"test": ("test", False), "train": ("train", False),
               "test_loss": ("test", True), "train_loss": ("train", True)}
     curves = {name: task_curves(results, split, loss) for name, (split, loss) in splits.items()}

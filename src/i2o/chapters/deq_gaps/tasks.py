@@ -65,6 +65,8 @@ class Task:
             fact).
         chance: the chance-level score below which training counts as diverged (``None``: none).
         appendix_g4: Appendix G.4's statement of it, if any.
+        baseline: the trivial baseline fitted on the same training data that its test metric
+            must beat for its test-data rows to be read (:mod:`.baselines`; principle 4).
     """
 
     name: str
@@ -84,6 +86,7 @@ class Task:
     inverse: bool = False
     chance: float | None = None
     appendix_g4: AppendixG4 | None = None
+    baseline: str = "the initial guess A⁺y"
 
 
 _RECONSTRUCTION_FIT = Fit(FitScore.GAIN, "inv_fit_db", "training PSNR gain over A⁺y (has learned)",
@@ -103,14 +106,15 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          metric="error", transform="percent", metric_label="top-1 error (%)", loss="loss",
          loss_label="cross-entropy", metric_unit="error points", loss_unit="nats",
          metric_floor=0.1, loss_floor=0.001, fit=Fit(FitScore.ACCURACY, "cls_fit_accuracy"),
-         eval_size="cls_eval_size", chance=0.1),
+         eval_size="cls_eval_size", chance=0.1,
+         baseline="a linear classifier on the pixels of its training images"),
     Task(name="language", label="language model", title="Tiny Shakespeare (DEQ transformer)",
          metric="nll", transform="exp_mean", metric_label="perplexity", loss="nll",
          loss_label="NLL (nats/char)", metric_unit="perplexity", loss_unit="nats/char",
          metric_floor=0.1, loss_floor=0.001,
          fit=Fit(FitScore.LOSS, "lm_fit_nll", "training NLL (nats/char)", higher_is_better=False,
                  unit="", scale=1.0),
-         eval_size="lm_eval_windows"),
+         eval_size="lm_eval_windows", baseline="the bigram model of its training text"),
     _reconstruction("deq", "super-resolution DEQ", "×2 super-resolution (DEQ)", AppendixG4(
         "it is better to use fewer iterations than in training (some N' < N improves the PSNR "
         "beyond the metric's floor)", "deq_test_fewer_better", "fewer_help", "below")),
