@@ -519,3 +519,13 @@ def test_baseline_values_read_each_tasks_baseline_in_its_curves_units():
     assert gaps_claims.baseline_values("language", [{}], None) is None
     assert gaps_claims.baseline_values("elder", [{"test_baseline_neg_psnr": -21.0}], None) == \
         [-21.0]
+
+
+def test_gap_prose_says_when_a_test_curve_is_not_read():
+    results = gap_results([0.9, 0.5, 0.4, 0.4, 0.4], FITTED, models=3)
+    read = gaps_prose.task_paragraph(gap_table(results, baseline=[80.0] * 3), "classification")
+    assert "so its test curve is read" in read and "On test data, more iterations" in read
+    unread = gaps_prose.task_paragraph(gap_table(results, baseline=[39.0] * 3),
+                                       "classification")
+    assert "Its test curve is not read" in unread and "On test data, more" not in unread
+    assert "On training data (training loss), more iterations" in unread

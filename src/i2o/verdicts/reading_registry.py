@@ -46,6 +46,14 @@ READINGS: dict[str, Reading] = {
         "log10(r(N′max)/r(N)) below 0 (a fall of any size)",
         "gates the rows on more iterations; the tenfold fall is the book's own and gates nothing",
         "i2o.verdicts.questions.falling", _ISSUE_61),
+    "regime-generalises": Reading(
+        "the models whose test curves are read generalise: their test metric at N beats a "
+        "trivial baseline fitted on the same training data",
+        "test metric at N minus the baseline's (a linear classifier on the pixels, each seed "
+        "against its own; the bigram of the training text; A⁺y), 90 % interval over the seeds "
+        "(over the images for one network), beyond the metric's floor on the better side",
+        "gates every test-data row of the chapter deq_gaps", "i2o.verdicts.readings.generalises",
+        "8512293"),
     "figure-5": Reading(
         "IFT's change away from N is not smaller than unrolled's by more than δ",
         "mean over N′ ≠ N of |acc(N′) − acc(N)| per model, IFT − unrolled over seed pairs, "

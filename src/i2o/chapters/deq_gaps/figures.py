@@ -219,6 +219,35 @@ def fit_report(r: GapsResults) -> str:
     return "\n".join(lines)
 
 
+def generalisation_report(r: GapsResults) -> str:
+    """Per task, the test metric at N of its models beside the trivial baseline fitted on the
+    same training data (:mod:`.baselines`, principle 4), and what the baseline chose."""
+    found = r.results.get("baselines", {})
+    lines = ["test metric at N against the trivial baseline fitted on the same training data:"]
+    pixels = found.get("classification") or []
+    for job, curve, fitted in zip(r.jobs.classification, r.by_seed["test"]["classification"],
+                                  pixels, strict=False):
+        lines.append(f"  classifier seed {job.seed}: top-1 error "
+                     f"{float(curve.value[curve.at(curve.train_iters)]):.1f} %, linear classifier "
+                     f"on its pixels {100 * float(np.mean(fitted['test_error'])):.1f} % "
+                     f"(λ = {float(fitted['penalty']):g}, by 5-fold cross-validation)")
+    bigram = found.get("language")
+    if bigram is not None:
+        for job, curve in zip(r.jobs.language, r.by_seed["test"]["language"], strict=True):
+            lines.append(f"  language model seed {job.seed}: test perplexity "
+                         f"{float(curve.value[curve.at(curve.train_iters)]):.2f}")
+        lines.append(f"  bigram model of the training text: test perplexity "
+                     f"{float(np.exp(np.mean(bigram['test_nll']))):.2f} (α = "
+                     f"{float(bigram['smoothing']):g}), training "
+                     f"{float(np.exp(np.mean(bigram['train_nll']))):.2f}; unigram: test "
+                     f"{float(np.exp(np.mean(bigram['test_unigram_nll']))):.2f}")
+    for variant in ("deq", "elder"):
+        curve = r.test[variant]
+        lines.append(f"  {variant}: test −PSNR {float(curve.value[curve.at(curve.train_iters)]):.2f}"
+                     f" dB, A⁺y {float(r.results[variant]['test_baseline_neg_psnr']):.2f} dB")
+    return "\n".join(lines)
+
+
 def margins_report(p: Mapping[str, Any]) -> str:
     """The pre-registered margin rule and its reason, from the manifest."""
     schema = profiles.entry("deq_gaps")["parameters"]["margin_fraction"]

@@ -32,8 +32,20 @@ def task_paragraph(claims: Claims, task: str) -> str:
                      "images (the overparametrized regime).")
     elif gate.facts.not_fitting:
         parts.append(f"Not every seed's model fits; the claims use those that do ({gate.check}).")
+    beaten = rows.get(f"{task}_generalises")
+    unread = beaten is not None and beaten.holds is not True
+    if beaten is not None and gate.holds is True:
+        parts.append(sentence(
+            beaten, f"On test data it beats {spec.baseline}, fitted on the same training data "
+            f"({beaten.value}), so its test curve is read.",
+            f"It does not beat {spec.baseline} on test data ({beaten.value}).",
+            f"Its test curve is not read: it does not beat {spec.baseline} on test data "
+            f"({beaten.value}), a memoriser's curve outside the paper's regime, so the rows on "
+            "test data are undecided"))
     for split, data in (("test", "on test data"),
                         ("train", "on training data (training loss)")):
+        if split == "test" and unread:
+            continue
         key = f"{task}_{split}_no_gain"
         if key in rows and gate.holds is True:
             parts.append(sentence(
@@ -51,7 +63,7 @@ def task_paragraph(claims: Claims, task: str) -> str:
                 f"Fewer iterations do not always hurt {data} ({rows[key].value}).",
                 f"Whether fewer iterations hurt {data} is undecided; {rows[key].value}"))
     g4 = spec.appendix_g4
-    if g4 is not None and g4.row_id in rows and gate.holds is True:
+    if g4 is not None and g4.row_id in rows and gate.holds is True and not unread:
         row = rows[g4.row_id]
         fewer = g4.side == "below"
         side = "fewer" if fewer else "more"
