@@ -121,3 +121,52 @@ def test_a_job_class_without_compute_is_refused_when_it_is_built():
     with pytest.raises(TypeError, match="compute"):
         Unfinished()
     assert toy(1).name == "residuals-seed1"  # a complete one is built
+
+
+@dataclasses.dataclass(frozen=True)
+class _Evaluated(Job):
+    """A job whose ``size`` changes only what it evaluates."""
+
+    figure: ClassVar[str] = "toy"
+    evaluation_fields: ClassVar[tuple[str, ...]] = ("size",)
+    seed: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return "evaluated"
+
+    def compute(self, progress=None):
+        return {"size": self.size}
+
+
+def test_jobs_that_differ_only_in_what_they_evaluate_share_their_training(cache):
+    small, large = _Evaluated(seed=0, size=10), _Evaluated(seed=0, size=1000)
+    assert small.key() != large.key()  # two results…
+    assert small.checkpoints() == large.checkpoints()  # …of one training
+    assert _Evaluated(seed=1, size=10).checkpoints() != small.checkpoints()
+    assert small.training_key() == {"seed": 0}
+
+    @dataclasses.dataclass(frozen=True)
+    class Misnamed(_Evaluated):
+        evaluation_fields: ClassVar[tuple[str, ...]] = ("sise",)
+
+    with pytest.raises(TypeError, match="sise"):
+        Misnamed(seed=0, size=1).checkpoints()
+
+
+def test_a_larger_evaluation_set_reuses_a_finished_training(cache, data_dir, monkeypatch):
+    from i2o.chapters.deq_gaps.inverse import InverseJob
+    from i2o.deq import SolverSpec
+
+    monkeypatch.setenv("I2O_DATA_DIR", str(data_dir))
+    spec = SolverSpec(method="fixed_point", max_iter=2, tol=0.0)
+    job = InverseJob(width=4, depth=2, forward_spec=spec, backward_spec=spec, steps=2,
+                     batch_size=4, crop=8, grid=(1, 2, 3), train_size=20, eval_size=4)
+    first = job.compute(progress=False)
+    larger = dataclasses.replace(job, eval_size=6)
+    second = larger.compute(progress=False)
+    # the training was read back, not rerun: the very history, wall-clock seconds included
+    assert list(second["history"]["seconds"]) == list(first["history"]["seconds"])
+    assert second["test"]["metrics"]["neg_psnr"].shape[0] == 6
+    assert (second["test"]["metrics"]["neg_psnr"][:4] == first["test"]["metrics"]["neg_psnr"]).all()

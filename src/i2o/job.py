@@ -32,6 +32,10 @@ class Job(abc.ABC):
 
     #: the figure (cache folder) the job belongs to: its chapter's ``FIGURE``
     figure: ClassVar[str]
+    #: fields that change only what is evaluated after training (the evaluation set's size, the
+    #: swept grid): in the result's key, not in its checkpoints' (:meth:`checkpoints`), so a
+    #: larger evaluation set costs only its evaluation
+    evaluation_fields: ClassVar[tuple[str, ...]] = ()
 
     @property
     @abc.abstractmethod
@@ -59,6 +63,17 @@ class Job(abc.ABC):
     def is_cached(self) -> bool:
         return results.lookup(self.figure, self.name, self.key(), module=self.module) is not None
 
+    def training_key(self) -> dict[str, Any]:
+        """The key of the job's training: every field but :attr:`evaluation_fields`."""
+        unknown = set(self.evaluation_fields) - set(self.key())
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.evaluation_fields names no field: "
+                            f"{sorted(unknown)}")
+        return {k: v for k, v in self.key().items() if k not in self.evaluation_fields}
+
     def checkpoints(self) -> Path:
-        """The directory, tied to the job's key, where an interrupted run resumes from."""
-        return results.checkpoint_dir(self.figure, self.name, self.key(), module=self.module)
+        """The directory, tied to the job's training key (:meth:`training_key`) and code, where
+        an interrupted run resumes from and a finished one's trained state is read back: two jobs
+        that differ only in what they evaluate share it (a finished training is not rerun)."""
+        return results.checkpoint_dir(self.figure, self.name, self.training_key(),
+                                      module=self.module)

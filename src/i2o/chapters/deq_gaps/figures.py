@@ -243,8 +243,9 @@ def generalisation_report(r: GapsResults) -> str:
                      f"{float(np.exp(np.mean(bigram['test_unigram_nll']))):.2f}")
     for variant in ("deq", "elder"):
         curve = r.test[variant]
-        lines.append(f"  {variant}: test −PSNR {float(curve.value[curve.at(curve.train_iters)]):.2f}"
-                     f" dB, A⁺y {float(r.results[variant]['test_baseline_neg_psnr']):.2f} dB")
+        at_n = float(curve.value[curve.at(curve.train_iters)])
+        lines.append(f"  {variant}: test −PSNR {at_n:.2f} dB, A⁺y "
+                     f"{float(r.results[variant]['test_baseline_neg_psnr']):.2f} dB")
     return "\n".join(lines)
 
 
