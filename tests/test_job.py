@@ -159,9 +159,13 @@ def test_a_larger_evaluation_set_reuses_a_finished_training(cache, data_dir, mon
     from i2o.chapters.deq_gaps.inverse import InverseJob
     from i2o.deq import SolverSpec
 
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Evaluated(InverseJob):
+        evaluation_fields: ClassVar[tuple[str, ...]] = ("grid", "eval_size")
+
     monkeypatch.setenv("I2O_DATA_DIR", str(data_dir))
     spec = SolverSpec(method="fixed_point", max_iter=2, tol=0.0)
-    job = InverseJob(width=4, depth=2, forward_spec=spec, backward_spec=spec, steps=2,
+    job = Evaluated(width=4, depth=2, forward_spec=spec, backward_spec=spec, steps=2,
                      batch_size=4, crop=8, grid=(1, 2, 3), train_size=20, eval_size=4)
     first = job.compute(progress=False)
     larger = dataclasses.replace(job, eval_size=6)

@@ -45,7 +45,6 @@ class ClassificationJob(Job):
     and up to ``eval_size`` of its own training images (the job ``classification``)."""
 
     figure: ClassVar[str] = FIGURE
-    evaluation_fields: ClassVar[tuple[str, ...]] = ("grid", "eval_size")
 
     architecture: str = "cpu_small"   # a configuration of i2o.models.mdeq
     #: training's solver: N = ``forward_spec.max_iter`` Broyden steps (F_THRES), ``tol = 0``

@@ -43,7 +43,6 @@ class InverseJob(Job):
     jobs ``inverse-deq`` and ``inverse-elder``)."""
 
     figure: ClassVar[str] = FIGURE
-    evaluation_fields: ClassVar[tuple[str, ...]] = ("grid", "eval_size")
 
     variant: str = "deq"              # "deq" or "elder"
     operator: str = "sr2"

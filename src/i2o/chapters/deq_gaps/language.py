@@ -52,7 +52,6 @@ class LanguageJob(Job):
     the test split and of that text (the job ``language``)."""
 
     figure: ClassVar[str] = FIGURE
-    evaluation_fields: ClassVar[tuple[str, ...]] = ("grid", "eval_windows")
 
     context: int = 64
     width: int = 64
