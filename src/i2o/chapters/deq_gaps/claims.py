@@ -47,6 +47,14 @@ which is not the overparametrized regime of Theorem 1: whether that regime was r
 PSNR above test PSNR, :func:`regime_check`) is a typed fact of their rows
 (:attr:`i2o.verdicts.decision.Facts.regime_reached`). A model whose training diverged
 (:mod:`i2o.train.health`) makes its task's claims undecided.
+
+**Test-data rows read only models that generalise** (``READING.md``, principle 4): the row
+``<task>_generalises`` (:func:`generalisation_check`) holds when the test metric at N of the
+models it reads beats the task's trivial baseline fitted on the same training data
+(:mod:`.baselines`: a linear classifier on the pixels, each seed against its own; the bigram
+model of the training text; ``A⁺y``) beyond the metric's floor; otherwise every test-data row of
+the task is undecided (closed by :attr:`i2o.verdicts.decision.Gate.REGIME`), its test curve
+being a memoriser's. The training-data rows do not need it.
 """
 
 from __future__ import annotations

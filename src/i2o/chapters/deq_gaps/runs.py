@@ -11,7 +11,9 @@ The classifier and the language model are trained once per seed of ``seeds`` (th
 decided over seeds); the two reconstruction networks and the overparametrization sweep once, with
 the first seed. The classifier trains until it fits (``cls_fit_every``, ``cls_extra_epochs``,
 ``cls_epochs`` the cap); the overparametrization sweep trains a fixed budget, the cap's number of
-optimiser steps, on every size (its point is to let the fit vary with the size)."""
+optimiser steps, on every size (its point is to let the fit vary with the size). Beside them,
+the trivial baselines of :mod:`.baselines` (one linear classifier per classifier seed, one bigram
+model of the language models' training text), which the test-data rows' models must beat."""
 
 from __future__ import annotations
 
