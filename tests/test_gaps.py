@@ -333,8 +333,10 @@ def test_jobs_are_distinct_picklable_values_whose_modules_stay_out_of_plots_and_
     jobs = runs.jobs(params)
     names = [job.name for job in jobs]
     assert names[:3] == ["language", "inverse-elder", "inverse-deq"]  # the longest first
-    assert set(names) == {"classification", "language", "inverse-deq", "inverse-elder"}
-    assert len(jobs) == len(set(jobs)) == 6  # the main classifier listed once
+    assert set(names) == {"classification", "language", "inverse-deq", "inverse-elder",
+                          "baseline-pixels", "baseline-bigram"}
+    assert names[-2:] == ["baseline-pixels", "baseline-bigram"]  # the cheapest last
+    assert len(jobs) == len(set(jobs)) == 8  # the main classifier listed once
     for job in jobs:
         assert isinstance(job, Job) and job.figure == "deq_gaps"
         assert pickle.loads(pickle.dumps(job)) == job  # what the sweep sends to a worker

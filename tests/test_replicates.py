@@ -78,7 +78,13 @@ def test_deq_gaps_jobs_redraw_training_seed_and_carry_the_replicate():
     assert one.classification[0].seed == replicates.seed(0, 1) == one.language[0].seed \
         == one.elder.seed
     listed = deq_gaps.jobs(profiles.resolve("deq_gaps", "smoke", replicate=1))
-    assert all(job.replicate == 1 for job in listed)
+    # the bigram baseline draws nothing (its text and windows are the first ones): one entry for
+    # every replicate; every other job carries the replicate
+    drawn = [job for job in listed if job.name != "baseline-bigram"]
+    assert len(drawn) == len(listed) - 1 and all(job.replicate == 1 for job in drawn)
+    bigram = [job for job in listed if job.name == "baseline-bigram"]
+    assert bigram == [zero.bigram] and not hasattr(zero.bigram, "replicate")
+    assert one.pixels[0].seed == one.classification[0].seed  # its subset is the classifier's
 
 
 def test_meta_models_and_test_tasks_are_redrawn():

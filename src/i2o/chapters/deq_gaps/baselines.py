@@ -154,7 +154,8 @@ class BigramJob(Job):
     """The language model's baseline (module docstring): the bigram model of the first
     ``train_chars`` characters of the training split (``0``: all of it), scored on the first
     ``eval_windows`` windows of ``context`` characters of the test split and of that text (the
-    windows of :func:`.language.language_probes`; the job ``baseline-bigram``)."""
+    windows of :func:`.language.language_probes`; the job ``baseline-bigram``). It draws nothing,
+    so it has no replicate: one entry serves every replicate."""
 
     figure: ClassVar[str] = FIGURE
 
