@@ -186,11 +186,7 @@ class Curves:
             if shift.shape != (self.n_models,):
                 raise ValueError(f"offsets must give one value per model ({self.n_models}); got "
                                  f"{shift.shape}")
-            per_model = self.per_model()[:, i] - shift
-            if np.all(per_model == per_model[0]):
-                mean = float(per_model[0] + shift.mean())
-                return intervals.Interval(mean, mean, mean, self.n_models, Over.SEEDS, level)
-            found = intervals.interval(per_model, Over.SEEDS, level)
+            found = intervals.interval(self.per_model()[:, i] - shift, Over.SEEDS, level)
             return intervals.Interval(found.mean + shift.mean(), found.lo + shift.mean(),
                                       found.hi + shift.mean(), found.n, found.over, level)
         if self.n_examples < 2:

@@ -285,16 +285,15 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
         f"fit score at N = {train_iters} per model: {shown}"
         + (f"; {regime}" if regime else ""), id=f"{task}_gate", section=task)
     chosen = used or [0]
-    beaten = generalisation_check(task, curves["test"].select(chosen),
-                                  None if baseline is None else [baseline[i] for i in chosen],
-                                  train_iters)
+    compared = None if baseline is None else [baseline[i] for i in chosen]
+    beaten = generalisation_check(task, curves["test"].select(chosen), compared, train_iters)
     table.decide(
         f"{name}: generalises (the paper's regime, principle 4): its test metric at N beats "
         f"{spec.baseline}, fitted on the same training data (otherwise the test-data rows are "
         "undecided)", beaten,
         f"{spec.metric_label} at N = {train_iters}: "
         + (f"models {curves['test'].select(chosen).value(train_iters).describe(digits=3)}; "
-           f"baseline {np.mean(baseline):.4g}" if baseline is not None else "no baseline"),
+           f"baseline {np.mean(compared):.4g}" if compared is not None else "no baseline"),
         id=f"{task}_generalises", section=task)
     test = None
     for split, key in (("test", "test"), ("train", "train_loss")):
