@@ -23,9 +23,10 @@ import torch
 
 from i2o import replicates
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays
+from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.deq import SolverSpec, sweep_iterations
+from i2o.deq.reference import reference_solve
 from i2o.job import Job
 from i2o.models.mdeq import MDEQClassifier, config
 from i2o.models.parameters import count_parameters
@@ -64,6 +65,7 @@ class ClassificationJob(Job):
     fit_accuracy: float = 0.0         # the fit criterion (training accuracy at N)
     grid: tuple[int, ...]             # the swept counts N + ΔN
     eval_size: int                    # test images evaluated, and as many training images
+    reference_iters: int = 0          # cap of the converged reference solve on test data (0: none)
     replicate: int = 0                # redraws the evaluation subsets
 
     def __post_init__(self) -> None:
@@ -71,6 +73,7 @@ class ClassificationJob(Job):
         if self.train_size < 10:
             raise ValueError(f"train_size must be ≥ 10 (one image per class); got "
                              f"{self.train_size}")
+        check_reference(self.reference_iters, self.train_iters)
 
     @property
     def name(self) -> str:
@@ -109,7 +112,7 @@ class ClassificationJob(Job):
         test_labels = torch.from_numpy(test.labels[shown])
         on_train = balanced_subset(labels.numpy(), min(self.eval_size, len(labels)),
                                    seed=replicates.seed(1, self.replicate))
-        return {
+        out = {
             "test": sweep_iterations(classification_probes(model, test_images, test_labels),
                                      self.grid, self.forward_spec),
             "train": sweep_iterations(classification_probes(model, images[on_train],
@@ -118,6 +121,11 @@ class ClassificationJob(Job):
             "history": history_arrays(history),
             "n_parameters": count_parameters(model),
         }
+        if self.reference_iters:
+            out["test_reference"] = reference_solve(
+                classification_probes(model, test_images, test_labels), self.forward_spec,
+                self.reference_iters)
+        return out
 
 
 def train_mdeq(job: ClassificationJob, images: torch.Tensor, labels: torch.Tensor,

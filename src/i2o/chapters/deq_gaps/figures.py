@@ -16,6 +16,7 @@ from matplotlib.ticker import FuncFormatter
 
 from i2o.book.plotting import TRAIN_N_LINE, ZERO_LINE
 from i2o.chapters.deq_gaps.authors_csv import read_figure2
+from i2o.chapters.deq_gaps.calibration import calibration_report
 from i2o.chapters.deq_gaps.curves import GapCurve, plot_gap
 from i2o.chapters.deq_gaps.runs import ChapterJobs, GapsResults
 from i2o.compute import profiles
@@ -247,6 +248,13 @@ def generalisation_report(r: GapsResults) -> str:
         lines.append(f"  {variant}: test −PSNR {at_n:.2f} dB, A⁺y "
                      f"{float(r.results[variant]['test_baseline_neg_psnr']):.2f} dB")
     return "\n".join(lines)
+
+
+def calibration(r: GapsResults) -> str:
+    """The language models' temperature check and top-1 error by N' (:mod:`.calibration`)."""
+    return calibration_report([found["test"] for found in r.results["language"]],
+                              [job.seed for job in r.jobs.language],
+                              r.jobs.language[0].train_iters)
 
 
 def margins_report(p: Mapping[str, Any]) -> str:

@@ -22,9 +22,10 @@ import torch
 
 from i2o import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays
+from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
 from i2o.data.cifar10 import load_cifar10
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
+from i2o.deq.reference import reference_solve
 from i2o.job import Job
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
 from i2o.models.parameters import count_parameters
@@ -62,6 +63,7 @@ class InverseJob(Job):
     grid: tuple[int, ...]             # the swept counts N + ΔN
     train_size: int                   # training images the patches are cut from
     eval_size: int                    # whole test images evaluated, and as many training images
+    reference_iters: int = 0          # cap of the converged reference solve on test data (0: none)
     replicate: int = 0                # redraws the measurement noise of the evaluation
 
     def __post_init__(self) -> None:
@@ -74,6 +76,7 @@ class InverseJob(Job):
             if not isinstance(getattr(self, name), SolverSpec):
                 raise TypeError(f"{name} must be a SolverSpec; got "
                                 f"{type(getattr(self, name)).__name__}")
+        check_reference(self.reference_iters, self.train_iters)
 
     @property
     def name(self) -> str:
@@ -109,6 +112,9 @@ class InverseJob(Job):
                                    seed=replicates.seed(NOISE_SEED, self.replicate))
             out[split] = sweep_iterations(inverse_probes(model, clean, y), self.grid, spec)
             out[f"{split}_baseline_neg_psnr"] = baseline_neg_psnr(model, clean, y)
+            if split == "test" and self.reference_iters:
+                out["test_reference"] = reference_solve(inverse_probes(model, clean, y), spec,
+                                                        self.reference_iters)
         return out
 
 

@@ -31,12 +31,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from i2o import runtime
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays
+from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
 from i2o.data.shakespeare import CharCorpus, load_shakespeare, random_windows, tiled_windows
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
+from i2o.deq.reference import reference_solve
 from i2o.job import Job
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
 from i2o.models.parameters import count_parameters
@@ -44,6 +46,16 @@ from i2o.train.loop import Plan, train_steps
 from i2o.train.seeding import seed_everything
 
 BACKWARDS = ("ift", "unrolled")
+#: The temperatures at which every probe also scores the NLL (:mod:`.calibration` fits one of
+#: them on half the test windows): a grid fine enough that the NLL, flat at its minimum, is
+#: within a small fraction of its optimum over T at the nearest point.
+TEMPERATURES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5)
+
+
+def temperature_metric(t: float) -> str:
+    """The sweep's metric name of the NLL at temperature ``t``."""
+    return f"nll_t{t:g}"
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +85,7 @@ class LanguageJob(Job):
     seed: int = 0
     grid: tuple[int, ...]             # the swept counts N + ΔN
     eval_windows: int                 # windows evaluated (test split, and of the training text)
+    reference_iters: int = 0          # cap of the converged reference solve on test data (0: none)
     replicate: int = 0
 
     def __post_init__(self) -> None:
@@ -94,6 +107,7 @@ class LanguageJob(Job):
                              f"({self.steps}), or no DEQ is ever trained")
         if self.pretrain_layers < 1:
             raise ValueError(f"pretrain_layers must be ≥ 1; got {self.pretrain_layers}")
+        check_reference(self.reference_iters, self.train_iters)
         if 0 < self.train_chars <= self.context:
             raise ValueError(f"train_chars must be 0 (all) or more than context = {self.context}; "
                              f"got {self.train_chars}")
@@ -128,7 +142,7 @@ class LanguageJob(Job):
         corpus = load_shakespeare()
         model, history = train_language_model(self, corpus, self.checkpoints(), progress)
         spec, text = self.deq().forward_spec, self.training_text(corpus)
-        return {
+        out = {
             "test": sweep_iterations(language_probes(model, corpus.test, self.eval_windows),
                                      self.grid, spec),
             "train": sweep_iterations(language_probes(model, text, self.eval_windows),
@@ -137,6 +151,11 @@ class LanguageJob(Job):
             "n_parameters": count_parameters(model),
             "n_characters": np.asarray([len(text), len(corpus.test)]),
         }
+        if self.reference_iters:
+            out["test_reference"] = reference_solve(
+                language_probes(model, corpus.test, self.eval_windows), spec,
+                self.reference_iters)
+        return out
 
 
 def train_language_model(job: LanguageJob, corpus: CharCorpus,
@@ -183,8 +202,13 @@ def train_language_model(job: LanguageJob, corpus: CharCorpus,
 
 def language_probes(model: DEQTransformerLM, ids: np.ndarray, windows: int | None,
                     batch_size: int = 64) -> Iterator[Probe]:
-    """Probes over the first ``windows`` non-overlapping windows of ``ids`` (metric ``nll``: the
-    mean per-character negative log-likelihood of each window, in nats)."""
+    """Probes over the first ``windows`` non-overlapping windows of ``ids``, with per-window
+    metrics (each a mean over the window's characters):
+
+    - ``nll``: the negative log-likelihood per character, in nats;
+    - ``top1_error``: the fraction of characters whose most likely prediction is wrong;
+    - ``nll_t<T>`` for each ``T`` of :data:`TEMPERATURES`: the NLL of the logits divided by ``T``
+      (temperature scaling, for :mod:`.calibration`; ``T = 1`` is ``nll``)."""
     inputs, targets = tiled_windows(ids, model.cfg.context, windows)
     device = next(model.parameters()).device
     model.eval()
@@ -194,6 +218,12 @@ def language_probes(model: DEQTransformerLM, ids: np.ndarray, windows: int | Non
         x = model.inject(tokens)
 
         def score(z: torch.Tensor, fz: torch.Tensor, wanted=wanted) -> dict[str, torch.Tensor]:
-            return {"nll": model.token_nll(fz, wanted).mean(dim=1)}
+            logits = model.logits(fz).transpose(1, 2)  # (B, vocabulary, T)
+            found = {"nll": F.cross_entropy(logits, wanted, reduction="none").mean(dim=1),
+                     "top1_error": (logits.argmax(dim=1) != wanted).double().mean(dim=1)}
+            for t in TEMPERATURES:
+                found[temperature_metric(t)] = F.cross_entropy(
+                    logits / t, wanted, reduction="none").mean(dim=1)
+            return found
 
         yield Probe(g=lambda z, x=x: model.f(z, x), z0=model.initial_state(x), score=score)

@@ -60,6 +60,8 @@ def check_params(params: Params) -> None:
         ("seeds", len(set(p["seeds"])) == len(p["seeds"]), "a list of distinct seeds"),
         ("fit_quorum", p["fit_quorum"] <= len(p["seeds"]),
          f"at most the number of seeds, {len(p['seeds'])}"),
+        ("reference_factor", p["reference_factor"] == 0 or p["reference_factor"] >= 2,
+         "0 (no reference solve) or at least 2 (a cap of 2 × N steps or more)"),
         ("cls_fit_every", p["cls_fit_every"] <= p["cls_epochs"],
          f"at most cls_epochs = {p['cls_epochs']} (0: train exactly cls_epochs)"),
     ])
@@ -112,12 +114,13 @@ def build_jobs(params: Params) -> ChapterJobs:
         pretrain_steps=p["cls_pretrain_steps"], clip=p["cls_clip"], seed=s,
         fit_every=p["cls_fit_every"], extra_epochs=p["cls_extra_epochs"],
         fit_accuracy=p["cls_fit_accuracy"], grid=grid(forward.max_iter),
-        eval_size=p["cls_eval_size"], replicate=p["replicate"]) for s in seeds]
+        eval_size=p["cls_eval_size"], reference_iters=p["reference_factor"] * forward.max_iter,
+        replicate=p["replicate"]) for s in seeds]
     first = main[0]
     steps = first.steps()  # the cap's steps, trained on every size (a fixed budget)
     overparam = tuple(
         replace(first, train_size=size, fit_every=0, extra_epochs=0, fit_accuracy=0.0,
-                epochs=epochs_for_steps(steps, size, first.batch_size))
+                epochs=epochs_for_steps(steps, size, first.batch_size), reference_iters=0)
         for size in sorted(set(p["op_sizes"])))
     forward = solver(p["lm_method"], p["lm_train_iters"])  # the adjoint: the same, N steps
     language = tuple(LanguageJob(
@@ -126,7 +129,8 @@ def build_jobs(params: Params) -> ChapterJobs:
         backward_spec=forward, jac_weight=p["lm_jac_weight"], steps=p["lm_steps"],
         pretrain_steps=p["lm_pretrain_steps"], train_chars=p["lm_train_chars"],
         batch_size=p["lm_batch_size"], lr=p["lm_lr"], seed=s, grid=grid(forward.max_iter),
-        eval_windows=p["lm_eval_windows"], replicate=p["replicate"]) for s in seeds)
+        eval_windows=p["lm_eval_windows"], reference_iters=p["reference_factor"] * forward.max_iter,
+        replicate=p["replicate"]) for s in seeds)
     forward = solver(inverse.METHOD, p["inv_train_iters"])
     backward = replace(forward, max_iter=p["inv_backward_iter"])
     deq, elder = (InverseJob(
@@ -134,7 +138,8 @@ def build_jobs(params: Params) -> ChapterJobs:
         depth=p["inv_depth"], forward_spec=forward, backward_spec=backward, steps=p["inv_steps"],
         batch_size=p["inv_batch_size"], crop=p["inv_crop"], seed=seed,
         grid=grid(forward.max_iter), train_size=p["inv_train_size"],
-        eval_size=p["inv_eval_size"], replicate=p["replicate"]) for variant in ("deq", "elder"))
+        eval_size=p["inv_eval_size"], reference_iters=p["reference_factor"] * forward.max_iter,
+        replicate=p["replicate"]) for variant in ("deq", "elder"))
     pixels = tuple(PixelClassifierJob(train_size=job.train_size, seed=job.seed,
                                       eval_size=job.eval_size, replicate=p["replicate"])
                    for job in main)
