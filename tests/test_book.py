@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from i2o import locations, runtime
-from i2o.book import build, execute, stamps
+from i2o.book import build, execute, site, stamps
 from i2o.compute import profiles
 
 REPO = locations.repo_root()
@@ -129,6 +131,44 @@ def test_pages_carry_no_job_log_and_no_library_noise(built_book):
                 text = "".join(output.get("text", ""))
                 assert output.get("name") != "stderr", f"{figure}: stderr in the page: {text!r}"
                 assert "submitted " not in text and "finished " not in text, (figure, text)
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text, markup and entities dropped: what survives rendering."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return re.findall(r"[A-Za-z0-9]+", text)
+
+
+def _output_text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        return "".join(output.get("text", ""))
+    data = output.get("data", {})
+    for kind in ("text/html", "text/markdown", "text/plain"):
+        if kind in data:
+            return "".join(data[kind])
+    return ""
+
+
+@pytest.mark.book
+def test_every_executed_output_reaches_its_page(built_book):
+    """Nothing lost between the executed notebook and the page: the first words of every visible
+    text output are on the chapter's page, and it shows at least as many images as it made."""
+    lost = []
+    for figure, path in built_book["executed"].items():
+        page = built_book["html"] / profiles.entry(figure)["notebook"].replace(".ipynb", ".html")
+        shown = page.read_text()
+        words = " ".join(_words(shown))
+        images = 0
+        for cell in json.loads(Path(path).read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                if not site._visible(output) or output.get("output_type") == "error":
+                    continue
+                images += "image/png" in output.get("data", {})
+                head = _words(_output_text(output))[:12]
+                if head and " ".join(head) not in words:
+                    lost.append(f"{figure}: {' '.join(head)}")
+        assert shown.count("<img") >= images, f"{figure}: {images} images made, fewer shown"
+    assert not lost, "outputs missing from their pages:\n" + "\n".join(lost)
 
 
 @pytest.mark.book

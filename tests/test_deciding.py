@@ -113,3 +113,33 @@ def test_a_remedy_that_is_another_profile_names_it_and_its_cost():
     assert remedy.command() == "make fig-meta PROFILE=paper"
     assert remedy.describe() == ("the paper profile; about 2.0 h of compute at this run's "
                                  "measured rate: `make fig-meta PROFILE=paper`")
+
+
+def test_a_remedy_writes_its_seeds_as_a_range_and_hides_a_command_too_long_to_read():
+    few = deciding.Remedy("stability", "quick", (("seeds", [0, 1, 2, 3, 4, 5, 6, 7]),), 660.0,
+                          1100.0)
+    assert few.sizes() == "8 seeds (0–7)"
+    assert few.describe().endswith(f": `{few.command()}`")
+    many = deciding.Remedy("stability", "quick", (("seeds", list(range(400))),), 9000.0, 1100.0)
+    assert len(many.command()) > deciding.COMMAND_CHARS
+    assert many.describe() == ("400 seeds (0–399); about 2.5 h of compute at this run's measured "
+                               "rate (`make claims` prints the command)")
+    assert deciding.Remedy("x", "quick", (("seeds", [0, 2, 5]),), 1.0).sizes() == "3 seeds"
+
+
+def test_a_remedy_beyond_ten_times_the_run_is_not_decidable_at_this_scale():
+    costly = deciding.Remedy("stability", "quick", (("seeds", list(range(1922))),),
+                             1917 * 220.0, 5 * 220.0)
+    assert not costly.at_scale
+    assert costly.describe().startswith("not decidable at this scale: needs 1922 seeds "
+                                        "(0–1921), about 117.2 CPU-hours")
+    assert "make fig" not in costly.describe()
+    assert deciding.Remedy("x", "quick", (), 1e9).at_scale  # this run's cost unknown: shown
+
+
+def test_the_verdict_cell_holds_the_verdict_alone_and_the_remedy_goes_under_the_check():
+    table = stability_table(*noisy_arms())
+    shown = table.to_html()
+    assert "(run make" not in shown and "undecided</td>" in shown
+    assert shown.count("What would decide it:") == len(table.remedies)
+    assert "(run make" in table.to_text()  # the text and the JSON keep the command

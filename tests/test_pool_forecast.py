@@ -118,6 +118,27 @@ def test_off_a_terminal_the_board_writes_only_its_last_line():
         "[i2o] job pool: 6/7 jobs done in 65 s (forecast at the start: 60 s); 1 task failed"]
 
 
+def test_off_a_terminal_the_board_beats_every_few_minutes(monkeypatch):
+    """A pool run through a pipe or in CI is seen to be alive: one status line per heartbeat
+    (``I2O_HEARTBEAT`` seconds), not one per tick."""
+    monkeypatch.setenv("I2O_HEARTBEAT", "60")
+    clock, log = _Clock(), io.StringIO()
+    board = _board(log, clock)
+    board.started(0)
+    clock.now += 30
+    board.tick()
+    assert log.getvalue() == ""
+    clock.now += 31
+    board.tick()
+    board.tick()
+    assert log.getvalue().splitlines() == [
+        "[i2o] job pool: 0/7 jobs done; running stability/ift-N18-seed0 (1:01); 1:01 elapsed, "
+        "ETA 20 s"]
+    clock.now += 60
+    board.tick()
+    assert len(log.getvalue().splitlines()) == 2
+
+
 def test_on_a_terminal_the_board_redraws_one_line(monkeypatch):
     monkeypatch.setenv("I2O_PROGRESS_INTERVAL", "1")
     monkeypatch.setattr(progress.shutil, "get_terminal_size", lambda fallback: os.terminal_size(

@@ -102,6 +102,7 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
     assert cells[8]["metadata"]["mystnb"]["figure"]["name"] == "fig-figure-g1"
     assert cells[8]["outputs"] == [TEXT, PNG]
     assert cells[9]["outputs"] == [GLUE, MD] and tags[9] == ["remove-input"]
+    assert "".join(cells[9]["source"]).strip(), "myst-nb drops a cell with an empty source"
     assert len(cells) == 10
 
 
@@ -222,3 +223,17 @@ def test_pages_workflow_tests_builds_and_deploys():
                    "actions/upload-pages-artifact", "actions/deploy-pages"):
         assert needed in text, needed
     assert workflow["jobs"]["deploy"]["permissions"]["pages"] == "write"
+
+
+def test_a_computation_log_is_collapsed_behind_a_toggle_not_removed():
+    notebook = {"cells": [
+        _cell('chapter = door.enter_namespace("stability", globals())', [TEXT]),
+        _cell("results = chapter.collect()\nprint(figures.run_report(results))", [TEXT]),
+        _cell("print(figures.fit_report(results))", [TEXT])]}
+    cells = site.present(notebook)["cells"]
+    tags = [c["metadata"]["tags"] for c in cells]
+    assert tags[0] == tags[1] == ["remove-input", "hide-output"]
+    assert tags[2] == ["remove-input"]
+    assert all(c["outputs"] == [TEXT] for c in cells)  # the outputs stay
+    site.present(notebook)
+    assert [c["metadata"]["tags"] for c in notebook["cells"]] == tags  # stable

@@ -121,15 +121,21 @@ def span(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
+#: Off a terminal, a :class:`TaskBoard` writes its status this often (``I2O_HEARTBEAT``).
+HEARTBEAT_SECONDS = 180.0
+
+
 class TaskBoard:
     """One display for the tasks of a pool of processes: the jobs done of the total, the tasks
     running (their labels and how long each has run) and the time the pool still needs, as
     ``eta`` computes it from the tasks' expected costs (none shown without ``eta``).
 
     On a terminal it redraws one line, at most every ``I2O_PROGRESS_INTERVAL`` seconds (default
-    1) when :meth:`tick` is called, and at each start and end of a task; elsewhere (a notebook's
-    page, a log: a stream that is not a terminal) it writes nothing per task (submissions and
-    completions are in the sweep's log, :func:`i2o.compute.sweep.log_path`). :meth:`close` writes
+    1) when :meth:`tick` is called, and at each start and end of a task; elsewhere (a log, a
+    pipe, CI: a stream that is not a terminal) it writes nothing per task (submissions and
+    completions are in the sweep's log, :func:`i2o.compute.sweep.log_path`) but a heartbeat, the
+    same line every ``I2O_HEARTBEAT`` seconds (default :data:`HEARTBEAT_SECONDS`), so that a
+    long pool is seen to be alive. :meth:`close` writes
     the last line: the jobs done, the wall time and the time forecast when the board was made.
     Written to
     :func:`terminal_stream` (or ``stream``) only; off with ``I2O_PROGRESS=0`` or
@@ -149,8 +155,10 @@ class TaskBoard:
                             and self.stream is not None)
         self.interactive = bool(self.enabled and getattr(self.stream, "isatty", lambda: False)())
         self.interval = float(os.environ.get("I2O_PROGRESS_INTERVAL", 1.0))
+        self.heartbeat = float(os.environ.get("I2O_HEARTBEAT", HEARTBEAT_SECONDS))
         self._start = now()
         self._drawn = -float("inf")
+        self._beat = self._start
         self.pending = list(range(len(labels)))
         self.running: dict[int, float] = {}  # index → when it was submitted
         self.done: list[int] = []
@@ -215,9 +223,14 @@ class TaskBoard:
     # -- output -----------------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Redraw the terminal's line if ``I2O_PROGRESS_INTERVAL`` seconds have passed."""
-        if self.interactive and self._now() - self._drawn >= self.interval:
-            self._draw()
+        """Redraw the terminal's line if ``I2O_PROGRESS_INTERVAL`` seconds have passed; off a
+        terminal, write the status as a line of its own every ``heartbeat`` seconds."""
+        if self.interactive:
+            if self._now() - self._drawn >= self.interval:
+                self._draw()
+        elif self.enabled and self._now() - self._beat >= self.heartbeat:
+            self._write(f"{self.status()}\n")
+            self._beat = self._now()
 
     def say(self, text: str) -> None:
         """A line of its own (a failure's message), above the terminal's redrawn line."""

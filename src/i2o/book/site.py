@@ -31,6 +31,10 @@ from i2o import locations
 from i2o.compute import profiles
 
 HIDE, REMOVE_INPUT, REMOVE_CELL = "hide-input", "remove-input", "remove-cell"
+HIDE_OUTPUT = "hide-output"
+#: Calls whose printout is a computation log (the parameters, the jobs computed): collapsed on
+#: the page behind a toggle, not removed, so that the chapter's answer and figures come first.
+LOG_CALLS = ("door.enter_namespace(", "figures.run_report(")
 TIMINGS_START = "<!-- i2o:timings:start -->"
 TIMINGS_END = "<!-- i2o:timings:end -->"
 FIGURES_PAGE = "book/figures.md"
@@ -116,6 +120,10 @@ def _caption(markdown: str, label: str) -> str:
     return f"**{label}.** {text}." if text else f"**{label}.**"
 
 
+#: The source of the cell that carries a figure cell's other outputs (hidden on the page).
+MOVED_OUTPUTS = "# the outputs of the figure's cell above, other than its figure"
+
+
 def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, Any]:
     """Tag ``notebook`` (an executed notebook as JSON) in place for reading; return it.
 
@@ -135,7 +143,8 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
         if cell["cell_type"] != "code":
             continue
         metadata = cell.setdefault("metadata", {})
-        tags = [t for t in metadata.get("tags", []) if t not in (HIDE, REMOVE_INPUT, REMOVE_CELL)]
+        tags = [t for t in metadata.get("tags", [])
+                if t not in (HIDE, REMOVE_INPUT, REMOVE_CELL, HIDE_OUTPUT)]
         source = "".join(cell["source"])
         metadata["tags"] = tags
         if "parameters" in tags or "injected-parameters" in tags:
@@ -145,6 +154,8 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
             tags.append(REMOVE_CELL)
             continue
         tags.append(REMOVE_INPUT)
+        if any(call in source for call in LOG_CALLS):
+            tags.append(HIDE_OUTPUT)
         saved = [o for o in outputs if f'"{o}"' in source or f"'{o}'" in source]
         shown = cell.get("outputs", [])
         images = [i for i, o in enumerate(shown) if o.get("output_type") in
@@ -158,11 +169,11 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
         metadata.setdefault("mystnb", {})["figure"] = {
             "caption": _caption(last_markdown, paper_label(saved[0])),
             "name": figure_label(saved[0])}
-        if rest:
+        if rest:  # a source of its own: myst-nb drops a code cell whose source is empty
             cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
                           "metadata": {"tags": [REMOVE_INPUT if any(map(_visible, rest))
                                                 else REMOVE_CELL]},
-                          "outputs": rest, "source": ""})
+                          "outputs": rest, "source": MOVED_OUTPUTS})
     notebook["cells"] = cells
     return notebook
 

@@ -23,6 +23,10 @@ from i2o.provenance.robustness import DEFAULT_REPLICATES, command
 
 PAGE = "book/robustness.md"
 _COLOURS = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#9a6700"}
+#: A replicate's verdict in its cell: a mark narrow enough for nine columns beside the claim.
+MARKS = {"holds": "✓", "fails": "✗", "undecided": "?"}
+LEGEND = ("✓ holds · ✗ fails · ? undecided (hover over a mark for the measured value and the "
+          "check)")
 
 
 def _cell(at: Mapping[str, Any] | None) -> str:
@@ -31,14 +35,16 @@ def _cell(at: Mapping[str, Any] | None) -> str:
     tip = html.escape(f"{at['value']}" + (f" — check: {at['check']}" if at["check"] else ""),
                       quote=True)
     colour = _COLOURS[at["verdict"]]
-    return (f"<td title=\"{tip}\" style=\"color:{colour};font-weight:bold\">"
-            f"{at['verdict']}</td>")
+    return (f"<td title=\"{tip}\" aria-label=\"{at['verdict']}\" "
+            f"style=\"color:{colour};font-weight:bold;text-align:center\">"
+            f"{MARKS[at['verdict']]}</td>")
 
 
 def chapter_html(figure: str, chapter: Mapping[str, Any], replicates: Sequence[int]) -> str:
     """One chapter's table: a row per claim, a column per replicate, the agreement."""
     head = "".join(f"<th>r{r}</th>" for r in replicates)
-    lines = ["<table class='i2o-robustness'><thead><tr><th>Claim</th>"
+    lines = [f"<p><small>{LEGEND}</small></p>",
+             "<table class='i2o-robustness'><thead><tr><th>Claim</th>"
              f"{head}<th>Agreement</th></tr></thead><tbody>"]
     for row in chapter["claims"]:
         cells = "".join(_cell(row["replicates"].get(str(r))) for r in replicates)

@@ -136,10 +136,13 @@ class Claims:
         lines = ["<table class='i2o-claims'><thead><tr><th>Claim</th><th>Verdict</th>"
                  f"<th>Measured</th>{head}</tr></thead><tbody>"]
         for row in self.rows:
-            verdict = row.verdict()
+            verdict = "undecided" if row.holds is None else row.verdict()
             style = f" style='color:{colour.get(verdict, '#9a6700')};font-weight:bold'"
-            cells = (f"<td>{html.escape(row.check)}</td><td>{html.escape(row.margin)}</td>"
-                     if extra else "")
+            remedy = self.remedies.get(row.id) if row.id else None
+            decides = (f"<br><small><em>What would decide it:</em> "
+                       f"{html.escape(remedy.describe())}</small>" if remedy is not None else "")
+            cells = (f"<td>{html.escape(row.check)}{decides}</td>"
+                     f"<td>{html.escape(row.margin)}</td>" if extra else "")
             lines.append(f"<tr><td>{html.escape(row.claim)}</td><td{style}>{verdict}</td>"
                          f"<td>{html.escape(row.value)}</td>{cells}</tr>")
         lines.append(f"</tbody></table><p><em>Profile {self.profile!r}.</em></p>")
@@ -154,6 +157,16 @@ class Claims:
 
         return "\n".join(line(r) for r in self.rows)
 
+    def glue_answer(self) -> None:
+        """Glue the chapter's answer (:mod:`i2o.verdicts.answer`) as ``<figure>-answer``, for
+        the box at the top of its page (in a notebook; nothing elsewhere)."""
+        from IPython.display import Markdown  # lazy: IPython and myst-nb only in a notebook
+        from myst_nb import glue  # type: ignore[import-untyped]
+
+        from i2o.verdicts.answer import GLUE, answer
+
+        glue(GLUE.format(figure=self.figure), Markdown(answer(self)), display=False)
+
     def report(self) -> Claims:
         """Write the JSON and show the table (HTML in a notebook, text elsewhere)."""
         self.write()
@@ -163,6 +176,7 @@ class Claims:
 
             if get_ipython() is not None:
                 display(HTML(self.to_html()))
+                self.glue_answer()
                 return self
         except ImportError:
             pass

@@ -38,12 +38,14 @@ PER_UNIT = {Over.HELD_OUT_TASKS: 2, Over.CHOOSING_TASKS: 2}
 @dataclass(frozen=True)
 class Remedy:
     """A run that would decide a row: ``figure`` at ``profile`` with ``overrides``; ``seconds``
-    the extra compute at this run's measured rate (NaN when unknown)."""
+    the extra compute at this run's measured rate, ``run_seconds`` this run's own (NaN when
+    unknown)."""
 
     figure: str
     profile: str
     overrides: tuple[tuple[str, Any], ...]
     seconds: float
+    run_seconds: float = math.nan
 
     def command(self) -> str:
         """``make fig-<figure> PROFILE=… P="-p name 'value' …"`` (values as the book's ``-p``
@@ -57,13 +59,47 @@ class Remedy:
         return f"make fig-{self.figure} PROFILE={self.profile}" + (f' P="{pairs}"' if pairs
                                                                    else "")
 
-    def describe(self) -> str:
-        sizes = ", ".join(f"{len(value)} {name}" if isinstance(value, list | tuple) else
-                          f"{name} = {value}" for name, value in self.overrides) \
+    @property
+    def at_scale(self) -> bool:
+        """Whether the run costs at most :data:`SCALE` times this one (unknown costs: yes)."""
+        return not (math.isfinite(self.seconds) and math.isfinite(self.run_seconds)
+                    and self.run_seconds > 0 and self.seconds > SCALE * self.run_seconds)
+
+    def sizes(self) -> str:
+        """What the run changes, in a few words: a seed list as its count and range."""
+        def one(name: str, value: Any) -> str:
+            if not isinstance(value, list | tuple):
+                return f"{name} = {value}"
+            values = list(value)
+            consecutive = values == list(range(values[0], values[0] + len(values))) \
+                if values and all(isinstance(v, int) for v in values) else False
+            return (f"{len(values)} {name} ({values[0]}–{values[-1]})" if consecutive
+                    and len(values) > 2 else f"{len(values)} {name}")
+
+        return ", ".join(one(name, value) for name, value in self.overrides) \
             or f"the {self.profile} profile"
+
+    def describe(self) -> str:
+        """One line for a table or a list: what the run changes and costs, then its command
+        when it is short enough to read (:data:`COMMAND_CHARS`; ``make claims`` prints every
+        command); beyond :data:`SCALE` times this run, "not decidable at this scale"."""
+        if not self.at_scale:
+            return (f"not decidable at this scale: needs {self.sizes()}, about "
+                    f"{self.seconds / 3600:.1f} CPU-hours at this run's measured rate "
+                    f"({self.seconds / self.run_seconds:.0f}× this run)")
         cost = (f"; about {_duration(self.seconds)} of compute at this run's measured rate"
                 if math.isfinite(self.seconds) else "")
-        return f"{sizes}{cost}: `{self.command()}`"
+        command = self.command()
+        shown = (f": `{command}`" if len(command) <= COMMAND_CHARS
+                 else " (`make claims` prints the command)")
+        return f"{self.sizes()}{cost}{shown}"
+
+
+#: A run costing more than this many times the one that left a row open is "not decidable at
+#: this scale" (its command would not be run from a page).
+SCALE = 10.0
+#: The longest command a page shows (a seed list of thousands would fill a screen).
+COMMAND_CHARS = 160
 
 
 def _duration(seconds: float) -> str:
@@ -102,7 +138,8 @@ def more_seeds(figure: str, params: Mapping[str, Any], needs: Needs | None,
     start = max(seeds) + 1 if seeds else 0
     chosen = [*seeds, *range(start, start + extra)]
     return _checked(Remedy(figure, _profile(params), ((parameter, chosen),),
-                           extra * float(seconds_per_seed)))
+                           extra * float(seconds_per_seed),
+                           len(seeds) * float(seconds_per_seed)))
 
 
 def more_examples(figure: str, params: Mapping[str, Any], needs: Needs | None, parameter: str,
@@ -121,7 +158,8 @@ def more_examples(figure: str, params: Mapping[str, Any], needs: Needs | None, p
     if target <= now:
         return None
     seconds = float(rerun_seconds) + float(eval_seconds) * (target / now - 1)
-    return _checked(Remedy(figure, _profile(params), ((parameter, target),), seconds))
+    return _checked(Remedy(figure, _profile(params), ((parameter, target),), seconds,
+                           float(rerun_seconds)))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,40 @@
+"""The answer box at the top of a chapter (:mod:`i2o.verdicts.answer`)."""
+
+from __future__ import annotations
+
+from i2o.verdicts.answer import answer, counts
+from i2o.verdicts.claims import Claims
+from i2o.verdicts.decision import Decision
+from i2o.verdicts.paper_claims import claim_of
+
+
+def _table(verdicts: dict[str, bool | None]) -> Claims:
+    table = Claims("deq_gaps", "quick")
+    for id, holds in verdicts.items():
+        table.decide(f"row {id}", Decision(holds, "why"), "measured", id=id)
+    return table
+
+
+def test_counts_name_each_verdict_present_in_order():
+    table = _table({"a": True, "b": None, "c": True, "d": False})
+    assert counts(table.rows) == "2 hold, 1 fails, 1 undecided"
+    assert counts([]) == "no rows"
+
+
+def test_the_answer_tallies_the_papers_claims_apart_from_the_books_own_checks():
+    paper = "classification_test_no_gain"
+    assert claim_of("deq_gaps", paper) is not None and not claim_of("deq_gaps", paper).book_own
+    assert claim_of("deq_gaps", "classification_near").book_own
+    text = answer(_table({paper: True, "language_test_no_gain": None,
+                          "classification_near": False}))
+    assert "tested by 2 rows: 1 holds, 1 undecided" in text
+    assert "the book's own checks (1 row): 1 fails" in text
+    quoted = [line for line in text.splitlines() if line.startswith("- ")]
+    assert len(quoted) == 1 and quoted[0].endswith("— 1 holds, 1 undecided")
+    assert "profile `quick`" in text
+
+
+def test_the_answer_changes_with_the_verdicts():
+    held = answer(_table({"classification_test_no_gain": True}))
+    failed = answer(_table({"classification_test_no_gain": False}))
+    assert held != failed and "1 fails" in failed and "1 holds" in held
