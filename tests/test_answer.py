@@ -38,3 +38,16 @@ def test_the_answer_changes_with_the_verdicts():
     held = answer(_table({"classification_test_no_gain": True}))
     failed = answer(_table({"classification_test_no_gain": False}))
     assert held != failed and "1 fails" in failed and "1 holds" in held
+
+
+def test_the_answer_box_is_page_text_not_one_of_the_chapters_numbers():
+    from i2o.provenance import numbers
+
+    def record(name: str, text: str) -> dict:
+        return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name}},
+                "data": {"application/papermill.record/text/plain": text}}
+
+    notebook = {"cells": [{"cell_type": "code", "outputs": [
+        record("toy-answer", "<IPython.core.display.Markdown object>"),
+        record("toy-mean-gain", "0.5")]}]}
+    assert numbers.glued(notebook) == {"toy-mean-gain": "0.5"}

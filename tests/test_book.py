@@ -351,6 +351,20 @@ def _check_chapter(page, name: str, widths: list) -> None:
     cut = page.evaluate("Array.from(document.querySelectorAll('main pre'))"
                         ".filter(p => p.scrollWidth > p.clientWidth + 1).length")
     assert cut == 0, f"{name}: {cut} output blocks run past the right edge"
+    # a table fits its column, or scrolls sideways inside a box that does (a wide data frame)
+    wide = page.evaluate(
+        "Array.from(document.querySelectorAll('article table')).map(t => {"
+        " const box = t.closest('div.output') || t;"
+        " const scrolls = box !== t && getComputedStyle(box).overflowX === 'auto';"
+        " return [t.className, Math.round((scrolls ? box : t).getBoundingClientRect().width),"
+        " Math.round(t.closest('article').getBoundingClientRect().width)]; })"
+        ".filter(([c, w, column]) => w > column + 1)")
+    assert not wide, f"{name}: tables wider than their column [class, width, column]: {wide}"
+    for raw in ("|---", "\\frac", "$$"):
+        assert raw not in visible, f"{name}: unrendered {raw!r} in the page's text"
+    found = page.evaluate("Array.from(document.querySelectorAll('.admonition'))"
+                          ".map(a => a.innerText).join(' ')")
+    assert "What this run found" in found, f"{name}: no answer box at the top"
     hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
     for wanted in ("mybinder.org", "colab.research.google.com"):
         assert any(wanted in h for h in hrefs), f"{name}: no {wanted} launch button"

@@ -237,3 +237,23 @@ def test_a_computation_log_is_collapsed_behind_a_toggle_not_removed():
     assert all(c["outputs"] == [TEXT] for c in cells)  # the outputs stay
     site.present(notebook)
     assert [c["metadata"]["tags"] for c in notebook["cells"]] == tags  # stable
+
+
+def test_a_caption_shows_the_glued_numbers_and_never_cuts_a_formula():
+    glued = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "n"}},
+             "data": {"application/papermill.record/text/plain": "'1024'"}}
+    notebook = {"cells": [
+        _cell("glue('n', 1024, display=False)", [glued]),
+        {"cell_type": "markdown", "metadata": {},
+         "source": "## Figure 5\n\nA DEQ of width $m$ makes {glue:text}`n` pieces of "
+                   "{cite:t}`someone`. More."},
+        _cell('plotting.show(draw(), "figure-5", p)', [PNG])]}
+    caption = site.present(notebook, ["figure-5"])["cells"][2]["metadata"]["mystnb"][
+        "figure"]["caption"]
+    assert caption == "**Figure 5.** A DEQ of width $m$ makes 1024 pieces of …."
+    long = "word " * 50 + "and $\\sum_i \\frac{1}{2\\beta_i^2} + \\frac{\\beta_i}{3}$ end"
+    cut = site._cut(long)
+    assert cut.count("$") % 2 == 0 and cut.endswith(" …") and len(cut) <= 300
+    assert site._cut("short $x$.") == "short $x$."
+    assert site._glued_text("missing", {}) == "…"
+    assert site._glued_text("n:.1f", {"n": "2.25"}) == "2.2"

@@ -29,6 +29,7 @@ from typing import Any
 
 from i2o import locations
 from i2o.compute import profiles
+from i2o.provenance import numbers
 
 HIDE, REMOVE_INPUT, REMOVE_CELL = "hide-input", "remove-input", "remove-cell"
 HIDE_OUTPUT = "hide-output"
@@ -97,9 +98,36 @@ def _visible(output: Mapping[str, Any]) -> bool:
     return True  # errors
 
 
-def _caption(markdown: str, label: str) -> str:
+def _glued_text(name: str, values: Mapping[str, Any]) -> str:
+    """A ``{glue:text}`name[:format]``` role's text from the notebook's glued ``values``; "…"
+    when it is not there (or its format does not apply)."""
+    key, _, spec = name.partition(":")
+    if key not in values:
+        return "…"
+    value = str(values[key]).strip().strip("'\"")
+    if not spec:
+        return value
+    try:
+        return format(float(value), spec)
+    except ValueError:
+        return "…"
+
+
+def _cut(sentence: str, limit: int = 300) -> str:
+    """``sentence`` cut at a word before ``limit`` characters, never inside ``$…$`` math."""
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[:limit - 3].rsplit(" ", 1)[0]
+    if cut.count("$") % 2:  # inside an inline formula: cut before it opened
+        cut = cut[:cut.rfind("$")].rstrip()
+    return cut + " …"
+
+
+def _caption(markdown: str, label: str, values: Mapping[str, Any] | None = None) -> str:
     """``**<label>.**`` then the heading and first sentence of the text above a figure, without
-    the MyST roles and targets that cannot live in a caption.
+    the MyST roles and targets that cannot live in a caption: a ``{glue:text}`` role becomes
+    the value the notebook glued (``values``, :func:`i2o.provenance.numbers.glued`), any other
+    role "…".
 
     The heading loses what repeats the label (``Figure 5``, ``Figure 1 (left):``) and a section
     number (``1. ``); the caption starts with the bold label, so it is always one paragraph (a
@@ -111,10 +139,11 @@ def _caption(markdown: str, label: str) -> str:
     heading = re.sub(rf"^{re.escape(label)}(?![\w.])", "", heading)  # not "Figure 1" of "… 10"
     heading = re.sub(r"^\d+\.\s+", "", heading.lstrip(":.— ")).strip()
     body = " ".join(line.strip() for line in lines if not line.startswith("#"))
+    body = re.sub(r"\{glue:text\}`([^`]*)`", lambda m: _glued_text(m.group(1), values or {}),
+                  body)
     body = re.sub(r"\{[a-z:]+\}`[^`]*`", "…", body)
     sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
-    if len(sentence) > 300:
-        sentence = sentence[:297].rsplit(" ", 1)[0] + " …"
+    sentence = _cut(sentence)
     text = ". ".join(part.rstrip(".") for part in (heading[:1].upper() + heading[1:], sentence)
                      if part)
     return f"**{label}.** {text}." if text else f"**{label}.**"
@@ -133,6 +162,7 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
     (tables, glue records) move to a copy of the cell placed right after it.
     """
     outputs = list(outputs)
+    values = numbers.glued(notebook)
     last_markdown = ""
     cells: list[dict[str, Any]] = []
     for cell in notebook.get("cells", []):
@@ -167,7 +197,7 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
         rest = [o for i, o in enumerate(shown) if i not in keep]
         cell["outputs"] = [shown[i] for i in keep]
         metadata.setdefault("mystnb", {})["figure"] = {
-            "caption": _caption(last_markdown, paper_label(saved[0])),
+            "caption": _caption(last_markdown, paper_label(saved[0]), values),
             "name": figure_label(saved[0])}
         if rest:  # a source of its own: myst-nb drops a code cell whose source is empty
             cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),

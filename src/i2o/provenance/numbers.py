@@ -44,15 +44,20 @@ def is_cost(name: str) -> bool:
     return name.endswith(COST_SUFFIXES)
 
 
+#: The glue-name ending of a chapter's answer box (:mod:`i2o.verdicts.answer`): page text
+#: generated from the claims, which the numbers already hold, so not a number of its own.
+ANSWER_SUFFIX = "-answer"
+
+
 def glued(notebook: dict[str, Any]) -> dict[str, Any]:
     """The glued values of an executed notebook by name (papermill/myst-nb records), without the
-    provenance record :func:`i2o.compute.profiles.show` leaves."""
+    provenance record :func:`i2o.compute.profiles.show` leaves and the answer box's text."""
     found: dict[str, Any] = {}
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             name = output.get("metadata", {}).get("scrapbook", {}).get("name")
             data = output.get("data", {})
-            if not name or name == profiles.PROVENANCE_RECORD:
+            if not name or name == profiles.PROVENANCE_RECORD or name.endswith(ANSWER_SUFFIX):
                 continue
             if _GLUE_PREFIX + "application/json" in data:
                 found[name] = data[_GLUE_PREFIX + "application/json"]

@@ -31,7 +31,8 @@ class Table(Protocol):
     profile: str
     rows: list
 
-#: The glue name of a chapter's answer.
+#: The glue name of a chapter's answer (:data:`i2o.provenance.numbers.ANSWER_SUFFIX` keeps it out
+#: of the chapter's numbers).
 GLUE = "{figure}-answer"
 #: A quote longer than this is cut at a word, with an ellipsis.
 QUOTE_CHARACTERS = 110

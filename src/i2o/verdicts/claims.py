@@ -136,15 +136,18 @@ class Claims:
         lines = ["<table class='i2o-claims'><thead><tr><th>Claim</th><th>Verdict</th>"
                  f"<th>Measured</th>{head}</tr></thead><tbody>"]
         for row in self.rows:
-            verdict = "undecided" if row.holds is None else row.verdict()
-            style = f" style='color:{colour.get(verdict, '#9a6700')};font-weight:bold'"
             remedy = self.remedies.get(row.id) if row.id else None
+            # a named run (its command can be thousands of characters) goes under the check;
+            # a profile named by hand stays in the verdict ("undecided (run 'paper')")
+            verdict = "undecided" if remedy is not None else row.verdict()
+            style = f" style='color:{colour.get(verdict, '#9a6700')};font-weight:bold'"
             decides = (f"<br><small><em>What would decide it:</em> "
                        f"{html.escape(remedy.describe())}</small>" if remedy is not None else "")
             cells = (f"<td>{html.escape(row.check)}{decides}</td>"
                      f"<td>{html.escape(row.margin)}</td>" if extra else "")
+            value = html.escape(row.value) + ("" if extra else decides)
             lines.append(f"<tr><td>{html.escape(row.claim)}</td><td{style}>{verdict}</td>"
-                         f"<td>{html.escape(row.value)}</td>{cells}</tr>")
+                         f"<td>{value}</td>{cells}</tr>")
         lines.append(f"</tbody></table><p><em>Profile {self.profile!r}.</em></p>")
         return "\n".join(lines)
 
