@@ -344,6 +344,9 @@ def _check_chapter(page, name: str, widths: list) -> None:
     captions = page.evaluate("Array.from(document.querySelectorAll('figure[id]'))"
                              ".map(f => [f.id, f.querySelector('figcaption')?.innerText || ''])")
     assert captions, f"{name}: no labelled figure"
+    files = page.evaluate("document.querySelectorAll('p.i2o-figure-files a[href$=\".pdf\"]')"
+                          ".length")
+    assert files >= len(captions), f"{name}: {files} PDF links for {len(captions)} figures"
     for anchor, caption in captions:
         label = site_module.paper_label(anchor.removeprefix("fig-"))
         assert caption.strip().startswith(f"{label}."), \

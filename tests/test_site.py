@@ -97,13 +97,25 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
     assert figure["name"] == "fig-figure-5"
     assert figure["caption"] == "**Figure 5.** Test accuracy … against N."
     assert "remove-input" in tags[6]
-    assert "mystnb" not in cells[7]["metadata"] and tags[7] == ["remove-input"]
+    # under each figure, the links to its files
+    assert cells[7]["outputs"] == [site.figure_files("figure-5")] and tags[7] == ["remove-input"]
+    assert "mystnb" not in cells[8]["metadata"] and tags[8] == ["remove-input"]
     # a figure with a table after it: the table moves to a cell of its own after the figure
-    assert cells[8]["metadata"]["mystnb"]["figure"]["name"] == "fig-figure-g1"
-    assert cells[8]["outputs"] == [TEXT, PNG]
-    assert cells[9]["outputs"] == [GLUE, MD] and tags[9] == ["remove-input"]
-    assert "".join(cells[9]["source"]).strip(), "myst-nb drops a cell with an empty source"
-    assert len(cells) == 10
+    assert cells[9]["metadata"]["mystnb"]["figure"]["name"] == "fig-figure-g1"
+    assert cells[9]["outputs"] == [TEXT, PNG]
+    assert cells[10]["outputs"] == [site.figure_files("figure-g1"), GLUE, MD]
+    assert tags[10] == ["remove-input"]
+    assert "".join(cells[10]["source"]).strip(), "myst-nb drops a cell with an empty source"
+    assert len(cells) == 11
+
+
+def test_each_figure_links_its_png_pdf_and_the_code_that_drew_it():
+    html = site.figure_files("figure-5", "https://github.com/o/r/blob/main/src/i2o/chapters/"
+                             "stability/figures.py")["data"]["text/html"]
+    assert f'href="{site.FIGURE_FILES}/figure-5.png"' in html
+    assert f'href="{site.FIGURE_FILES}/figure-5.pdf"' in html
+    assert "<code>i2o/chapters/stability/figures.py</code>" in html
+    assert "drawn by" not in site.figure_files("figure-5")["data"]["text/html"]
 
 
 def test_presenting_twice_is_stable():

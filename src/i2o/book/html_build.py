@@ -41,10 +41,11 @@ def stage() -> Path:
         notebooks[figure] = staged / notebook
         if reason is None:  # presented for reading: plumbing hidden, figures numbered
             shown = site.present(json.loads(executed.read_text()),
-                                 profiles.entry(figure)["outputs"])
+                                 profiles.entry(figure)["outputs"], code_url(figure))
             notebooks[figure].write_text(json.dumps(shown, indent=1))
         else:
             _write_not_built(notebooks[figure], figure, reason)
+    copy_figure_files(staged)
     site.figures_page(staged, notebooks)
     fallback = published.robustness_fallback()
     robustness_page.write_page(staged, fallback)
@@ -63,6 +64,27 @@ def stage() -> Path:
     (staged / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False,
                                                        allow_unicode=True))
     return staged
+
+
+def code_url(figure: str) -> str:
+    """The repository page of ``figure``'s figures module (``""`` when it has none)."""
+    package = profiles.entry(figure)["package"]
+    module = Path("src", *package.split(".")) / "figures.py"
+    if not (locations.repo_root() / module).exists():
+        return ""
+    config = yaml.safe_load((locations.repo_root() / "_config.yml").read_text())
+    repository = config["repository"]
+    return f"{repository['url']}/blob/{repository.get('branch', 'main')}/{module.as_posix()}"
+
+
+def copy_figure_files(staged: Path) -> None:
+    """Every figure's PNG and PDF of this build into the staged book's ``_static/figures``,
+    which the HTML serves beside the pages (:data:`i2o.book.site.FIGURE_FILES`)."""
+    target = staged / "book" / "_static" / "figures"
+    target.mkdir(parents=True, exist_ok=True)
+    found = locations.build_dir() / "figures"
+    for path in sorted(found.glob("*.png")) + sorted(found.glob("*.pdf")):
+        shutil.copy(path, target / path.name)
 
 
 def _write_not_built(path: Path, figure: str, reason: str) -> None:

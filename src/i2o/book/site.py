@@ -153,13 +153,30 @@ def _caption(markdown: str, label: str, values: Mapping[str, Any] | None = None)
 MOVED_OUTPUTS = "# the outputs of the figure's cell above, other than its figure"
 
 
-def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, Any]:
+def figure_files(name: str, code_url: str = "") -> dict[str, Any]:
+    """The output put under figure ``name``: links to its PNG and PDF (staged into the book's
+    ``_static/figures``, :func:`i2o.book.html_build.stage`) and, given ``code_url``, to the code
+    that drew it."""
+    code = (f' · drawn by <a href="{code_url}"><code>{code_url.rsplit("/src/", 1)[-1]}</code></a>'
+            if code_url else "")
+    text = (f'<p class="i2o-figure-files">Download: <a href="{FIGURE_FILES}/{name}.png">PNG</a>'
+            f' · <a href="{FIGURE_FILES}/{name}.pdf">PDF</a>{code}</p>')
+    return {"output_type": "display_data", "metadata": {}, "data": {"text/html": text}}
+
+
+#: Where a page finds the figures' files, relative to a chapter's page (``book/<name>.html``).
+FIGURE_FILES = "../_static/figures"
+
+
+def present(notebook: dict[str, Any], outputs: Iterable[str] = (),
+            code_url: str = "") -> dict[str, Any]:
     """Tag ``notebook`` (an executed notebook as JSON) in place for reading; return it.
 
     ``outputs``: the figure names the notebook saves (the manifest's ``outputs``). A cell whose
     code names exactly one of them (quoted) and shows exactly one image becomes that figure;
     myst-nb would wrap every display output of the cell in it, so the cell's other displays
-    (tables, glue records) move to a copy of the cell placed right after it.
+    (tables, glue records) move to a copy of the cell placed right after it, after the links to
+    the figure's files (:func:`figure_files`; ``code_url``: the chapter's figures module).
     """
     outputs = list(outputs)
     values = numbers.glued(notebook)
@@ -199,11 +216,11 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = ()) -> dict[str, 
         metadata.setdefault("mystnb", {})["figure"] = {
             "caption": _caption(last_markdown, paper_label(saved[0]), values),
             "name": figure_label(saved[0])}
-        if rest:  # a source of its own: myst-nb drops a code cell whose source is empty
-            cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
-                          "metadata": {"tags": [REMOVE_INPUT if any(map(_visible, rest))
-                                                else REMOVE_CELL]},
-                          "outputs": rest, "source": MOVED_OUTPUTS})
+        rest = [figure_files(saved[0], code_url), *rest]
+        # a source of its own: myst-nb drops a code cell whose source is empty
+        cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
+                      "metadata": {"tags": [REMOVE_INPUT]}, "outputs": rest,
+                      "source": MOVED_OUTPUTS})
     notebook["cells"] = cells
     return notebook
 
