@@ -21,7 +21,7 @@ import torch
 
 from .solve import solve
 from .spec import SolverSpec
-from .sweep import Probe
+from .sweep import Probe, _batch_residuals, _per_example_residuals
 
 #: The relative residual a reference solve stops at (READING.md, "Book's own: near equilibrium").
 REFERENCE_TOL = 1e-4
@@ -55,11 +55,8 @@ def reference_solve(probes: Iterable[Probe], spec: SolverSpec, cap: int,
         z, fz = result.z, result.fz
         for name, value in probe.score(z, fz).items():
             columns.setdefault(name, []).append(value.detach().double().cpu().numpy())
-        diff = (fz - z).flatten(1).double()
-        scale = torch.linalg.vector_norm(fz.flatten(1).double(), dim=1).clamp_min(1e-300)
-        residuals.append((torch.linalg.vector_norm(diff, dim=1) / scale).cpu().numpy())
-        whole = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(fz.double())
-                      .clamp_min(1e-300))
+        residuals.append(_per_example_residuals(z, fz)[0].cpu().numpy())
+        whole = _batch_residuals(z, fz)[0]
         batch_residuals.append(whole)
         steps.append(int(result.n_steps))
         converged.append(bool(whole < tol))

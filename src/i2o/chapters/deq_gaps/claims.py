@@ -197,7 +197,10 @@ def reference_curves(task: str, results: Sequence[Mapping[str, Any]], test: Curv
 
 def reference_check(task: str, results: Sequence[Mapping[str, Any]], test: Curves,
                     margin: Margin, train_iters: int) -> tuple[gates.Decision, str]:
-    """The book's own row, gating nothing (READING.md, "Book's own: near equilibrium"): a solve
+    """The book's own row, gating nothing (READING.md, "Book's own: near equilibrium"), asking
+    more than the paper's guard ("increasing the number of iterations above N produces better
+    approximation of the inner problem's solution, while not improving the performances",
+    Section 4): at the solution itself, not only at the grid's counts. A solve
     run to convergence (relative residual ≤ 1e-4 within the cap, :mod:`i2o.deq.reference`)
     improves on N by less than the test data's δ (:func:`split_margin`), read as
     :func:`i2o.verdicts.readings.no_benefit` on the 90 % interval of ``performance(N) −
