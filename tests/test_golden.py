@@ -343,7 +343,7 @@ def test_probes_match_the_golden_probes():
 #: The probes run on the emulated CPU, within about a minute: the torch kernels portable mode had
 #: to fix (MKL's products and solves, its vector math, Adam's square root), the DEQ transformer's
 #: products through NumPy's OpenBLAS and the others' families. ``wide_convolutions`` (42 s under
-#: emulation) and ``transformer_step`` (54 s) agree there too (the Reproduce page) but are left to
+#: emulation) and ``transformer_step`` (54 s) agree there too (the Numerics page) but are left to
 #: ``python -m i2o.probes NAME --emulate EPYC-Rome`` to keep ``make test`` within its budget.
 EMULATED_PROBES = ("conv_group_norm", "broyden_solve", "numpy_products", "torch_mlp",
                    "torch_vector_math", "numpy_scipy")

@@ -4,6 +4,7 @@ the Figures page, the generated execution-time table, offline MathJax, publishin
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -216,8 +217,11 @@ def test_staging_serves_mathjax_from_the_book(tmp_path):
 
 def test_license_and_citation():
     assert "BSD 3-Clause License" in (REPO / "LICENSE").read_text()
-    pyproject = (REPO / "pyproject.toml").read_text()
-    assert 'license = { text = "BSD-3-Clause" }' in pyproject
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    # the SPDX form (setuptools >= 77): the table form is deprecated and stops building in 2027
+    assert pyproject["project"]["license"] == "BSD-3-Clause"
+    assert pyproject["project"]["license-files"] == ["LICENSE"]
+    assert "setuptools>=77" in pyproject["build-system"]["requires"]
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
     assert citation["cff-version"] == "1.2.0" and citation["license"] == "BSD-3-Clause"
     assert "Test like you Train" in citation["preferred-citation"]["title"]

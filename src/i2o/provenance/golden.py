@@ -1,6 +1,6 @@
 """Golden fingerprints: what the smoke profile and the numerics probes compute, committed in
 ``tests/golden/`` with the machine that computed them, so that every ``make test`` on another CPU
-checks the portable-numerics promise of the Reproduce page.
+checks the portable-numerics promise of the Numerics page (``book/numerics.md``).
 
 - ``tests/golden/smoke.json``: :func:`i2o.provenance.fingerprint.fingerprint` of every chapter at
 the smoke
@@ -35,7 +35,7 @@ from i2o.compute import profiles
 from i2o.provenance import fingerprint, probes
 
 #: Results that portable mode cannot make identical across CPUs, by chapter and entry name, with
-#: the reason; the golden test leaves exactly these out (the Reproduce page names them).
+#: the reason; the golden test leaves exactly these out (the Numerics page names them).
 NOT_PORTABLE: dict[str, dict[str, str]] = {}
 #: Probes of kernels known to differ between CPU vendors, with the reason: they are computed and
 #: reported, never asserted across machines. No chapter result may depend on them.
