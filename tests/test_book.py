@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from i2o import locations, runtime
-from i2o.book import build, execute, site, stamps
+from i2o.book import build, execute, plotting, site, stamps
 from i2o.compute import profiles
 
 REPO = locations.repo_root()
@@ -320,16 +320,23 @@ def test_pages_render_in_a_real_browser(built_book):
                                                                 200) != 200]
                 assert not broken, f"{name}: broken internal links {broken}"
                 if name in chapters:
-                    _check_chapter(page, name, widths)
+                    _check_chapter(page, name, widths, built_book["build"])
                 if name == "book/figures.html":
                     _check_figures_page(page, root)
                 page.close()
             browser.close()
     finally:
         server.shutdown()
+    (built_book["build"] / "browser-measurements.json").write_text(json.dumps(MEASURED, indent=1))
 
 
-def _check_chapter(page, name: str, widths: list) -> None:
+#: The smallest figure text a reader can read at 100 % on a 1,280-px window, in CSS pixels.
+MIN_FIGURE_TEXT_PX = 9.0
+#: What the browser test measured, printed at its end (the closing note quotes it).
+MEASURED: dict[str, list] = {}
+
+
+def _check_chapter(page, name: str, widths: list, build: Path) -> None:
     """A chapter page: plumbing hidden, figures numbered with captions, launch buttons."""
     assert widths, f"{name}: no image on the page"
     visible = page.evaluate("document.querySelector('main').innerText")
@@ -351,23 +358,43 @@ def _check_chapter(page, name: str, widths: list) -> None:
         label = site_module.paper_label(anchor.removeprefix("fig-"))
         assert caption.strip().startswith(f"{label}."), \
             f"{name}: figure {anchor} is not captioned with its paper name {label!r}: {caption!r}"
+    shown = page.evaluate("Array.from(document.querySelectorAll('figure[id]')).map(f => [f.id,"
+                          " f.querySelector('img')?.getBoundingClientRect().width || 0])")
+    for anchor, width in shown:
+        png = build / "figures" / f"{anchor.removeprefix('fig-')}.png"
+        extent = plotting.provenance(png)
+        text = plotting.smallest_text_px(extent, width)
+        MEASURED.setdefault("smallest figure text (px)", []).append((name, anchor, round(text, 1)))
+        assert text >= MIN_FIGURE_TEXT_PX, \
+            f"{name}: {anchor}'s smallest text is {text:.1f} px at {width:.0f} px wide"
     cut = page.evaluate("Array.from(document.querySelectorAll('main pre'))"
                         ".filter(p => p.scrollWidth > p.clientWidth + 1).length")
     assert cut == 0, f"{name}: {cut} output blocks run past the right edge"
     # a table fits its column, or scrolls sideways inside a box that does (a wide data frame)
-    wide = page.evaluate(
+    tables = page.evaluate(
         "Array.from(document.querySelectorAll('article table')).map(t => {"
         " const box = t.closest('div.output') || t;"
         " const scrolls = box !== t && getComputedStyle(box).overflowX === 'auto';"
         " return [t.className, Math.round((scrolls ? box : t).getBoundingClientRect().width),"
-        " Math.round(t.closest('article').getBoundingClientRect().width)]; })"
-        ".filter(([c, w, column]) => w > column + 1)")
+        " Math.round(t.closest('article').getBoundingClientRect().width)]; })")
+    if tables:
+        MEASURED.setdefault("widest table / column (px)", []).append(
+            (name, *max(tables, key=lambda t: t[1] / max(t[2], 1))))
+    wide = [t for t in tables if t[1] > t[2] + 1]
     assert not wide, f"{name}: tables wider than their column [class, width, column]: {wide}"
     for raw in ("|---", "\\frac", "$$"):
         assert raw not in visible, f"{name}: unrendered {raw!r} in the page's text"
     found = page.evaluate("Array.from(document.querySelectorAll('.admonition'))"
                           ".map(a => a.innerText).join(' ')")
     assert "What this run found" in found, f"{name}: no answer box at the top"
+    # the first screen: the answer box, then a whole figure, above the window's bottom edge
+    screen = page.evaluate(
+        "[window.innerHeight, document.querySelector('.admonition').getBoundingClientRect().top,"
+        " document.querySelector('main img').getBoundingClientRect().bottom]")
+    MEASURED.setdefault("first screen: [window, answer top, first figure bottom] (px)",
+                        []).append((name, *map(round, screen)))
+    assert screen[1] < screen[2] <= screen[0], \
+        f"{name}: the first figure ends at {screen[2]:.0f} px, below the first screen"
     hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
     for wanted in ("mybinder.org", "colab.research.google.com"):
         assert any(wanted in h for h in hrefs), f"{name}: no {wanted} launch button"

@@ -326,7 +326,9 @@ def test_gap_conclusions_are_the_chapter_paragraphs_one_per_task_and_the_sweep()
     table.add("overparam", None, "R", check="x", id="overparam")
     table.facts["overparam_in_regime"] = {"threshold": 90.0, "sizes": [40]}
     text = conclusions(table, display=False)
-    assert text == "\n\n".join(gaps_prose.paragraphs(table)) and text.count("\n\n") == 4
+    paragraphs = gaps_prose.paragraphs(table)
+    assert text == "\n\n".join(paragraphs) and len(paragraphs) == 5
+    assert "\n\n- " in paragraphs[0]  # a title, then a sentence per item
     assert text.startswith("**CIFAR-10 MDEQ.**")
     assert text.endswith("Sizes in the regime (training accuracy ≥ 90 %): 40 images.")
 

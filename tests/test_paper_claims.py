@@ -254,9 +254,18 @@ def test_write_fills_the_staged_template_and_the_toc_lists_the_page_first(tmp_pa
     staged = tmp_path / "stage"
     (staged / "book").mkdir(parents=True)
     (staged / claims_page.PAGE).write_text((REPO / claims_page.PAGE).read_text())
+    (staged / claims_page.REPRODUCE_PAGE).write_text((REPO / claims_page.REPRODUCE_PAGE)
+                                                     .read_text())
     notebooks = {f: tmp_path / f"{f}.ipynb" for f in profiles.figures()}
     page = claims_page.write(staged, notebooks).read_text()
     assert page.startswith("# The paper's claims at a glance")
+    # each chapter's cost from an empty cache, forecast from the published job costs, on both
+    # pages, and the whole book's
+    assert "on 2 cores from an empty cache" in page and "The whole book at `quick`" in page
+    reproduce = (staged / claims_page.REPRODUCE_PAGE).read_text()
+    costs = reproduce.split(claims_page.COSTS_START)[1].split(claims_page.COSTS_END)[0]
+    assert "filled in by" not in costs
+    assert all(f"| `{figure}` |" in costs for figure in profiles.figures())
     assert "filled in by" not in page and "## The paper's claims" in page
     assert "no row <code>theorem1</code>" in page  # nothing built, nothing published
     (staged / claims_page.PAGE).write_text("# no markers\n")

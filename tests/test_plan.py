@@ -15,6 +15,7 @@ from toy_jobs import other, toy
 
 from i2o import lineage
 from i2o.compute import cache_costs, cache_entries, door, plan, pool
+from i2o.compute.schedule import TASK_START_SECONDS
 from i2o.job import Job
 from i2o.provenance import __main__ as commands
 
@@ -178,3 +179,23 @@ def test_a_fresh_clone_plans_the_notebooks_from_their_published_times(monkeypatc
                            "record of each notebook alone in published/timings.json "
                            "(2026-11-28) for toy; unknown, counted 0, for toy-b)"), out[0]
     assert re.match(r"\s+2 cores: +112 s = jobs 100 s \+ notebooks 12 s;", out[1]), out[1]
+
+
+def test_a_chapter_cost_says_where_its_costs_came_from():
+    recorded = pool.PoolTask("toy", (toy(0),), 600.0, 0, None)
+    published = pool.PoolTask("toy", (toy(1),), 300.0, 1, None, published=1)
+    guessed = pool.PoolTask("toy", (toy(2),), 60.0, 1, None)
+    cost = plan.cost_of([plan.ChapterPlan("toy", (recorded, recorded), 30.0)], "quick", 2)
+    assert cost.job_seconds == 1200.0 and cost.unknown == 0 and cost.published == 0
+    # two 600-s tasks on two cores, each with its process's start, then the notebook
+    assert cost.seconds == 600.0 + TASK_START_SECONDS + 30.0
+    assert cost.text() == "≈ 10.6 min on 2 cores from an empty cache (20.0 min of compute)"
+    mixed = plan.cost_of([plan.ChapterPlan("toy", (recorded, published), 30.0)], "quick", 2)
+    assert mixed.text().endswith("; 1 of 2 jobs from published costs")
+    some = plan.cost_of([plan.ChapterPlan("toy", (recorded, guessed), 30.0)], "quick", 2)
+    assert some.text().endswith("; 1 of 2 jobs guessed")
+    none = plan.cost_of([plan.ChapterPlan("toy", (guessed, guessed), None)], "paper", 2)
+    assert none.text() == "not measured (2 jobs, none run yet)"
+    book = plan.cost_of([plan.ChapterPlan("toy", (recorded,), 30.0),
+                         plan.ChapterPlan("toy-b", (recorded,), 10.0)], "quick", 2)
+    assert book.figure == "toy, toy-b" and book.seconds == 600.0 + TASK_START_SECONDS + 40.0

@@ -97,7 +97,8 @@ def test_present_folds_parameters_removes_plumbing_and_numbers_figures():
     figure = cells[6]["metadata"]["mystnb"]["figure"]
     assert figure["name"] == "fig-figure-5"
     assert figure["caption"] == "**Figure 5.** Test accuracy … against N."
-    assert "remove-input" in tags[6]
+    assert "remove-input" in tags[6] and site.FULL_WIDTH in tags[6]  # spans the page
+    assert site.FULL_WIDTH not in tags[2] and site.FULL_WIDTH not in tags[8]
     # under each figure, the links to its files
     assert cells[7]["outputs"] == [site.figure_files("figure-5")] and tags[7] == ["remove-input"]
     assert "mystnb" not in cells[8]["metadata"] and tags[8] == ["remove-input"]
@@ -273,3 +274,52 @@ def test_a_caption_shows_the_glued_numbers_and_never_cuts_a_formula():
     assert site._cut("short $x$.") == "short $x$."
     assert site._glued_text("missing", {}) == "…"
     assert site._glued_text("n:.1f", {"n": "2.25"}) == "2.2"
+
+
+def test_each_notebook_installs_the_package_when_its_kernel_lacks_it():
+    """Colab's launch button opens the source notebook in a kernel without ``i2o``: the cell
+    after the parameters installs it from the book's own repository (a fork's URL included)."""
+    url = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+    for path in sorted((REPO / "book").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        at = next(i for i, c in enumerate(cells)
+                  if "parameters" in c.get("metadata", {}).get("tags", []))
+        install = "".join(cells[at + 1]["source"])
+        assert 'find_spec("i2o") is None' in install, f"{path.name}: no install cell"
+        assert f"git+{url}" in install, f"{path.name}: installs from elsewhere than {url}"
+        first_import = next(i for i, c in enumerate(cells) if c["cell_type"] == "code"
+                            and ("from i2o" in "".join(c["source"])
+                                 or "import i2o" in "".join(c["source"])))
+        assert first_import > at + 1, f"{path.name}: i2o is imported before it is installed"
+
+
+def test_the_first_figure_is_shown_again_under_the_answer():
+    """A reader's first screen: the chapter's answer, then its first figure (a copy linking to
+    the figure with its caption), so the figure does not wait below the parameters and log."""
+    answer = {"cell_type": "markdown", "metadata": {}, "source":
+              "# Title\n\n:::{admonition} What this chapter found\n```{glue:md} toy-answer\n"
+              ":format: myst\n```\n:::\n\nThe chapter's introduction."}
+    notebook = {"cells": [
+        answer,
+        _cell('profile = "quick"', tags=["parameters"]),
+        _cell("params = resolve()\nshow(params)", [TEXT]),
+        {"cell_type": "markdown", "metadata": {}, "source": "## Figure 5\n\nAccuracy."},
+        _cell('plotting.show(draw(), "figure-5", p)', [PNG]),
+        _cell('plotting.show(draw(), "figure-g1", p)', [PNG]),
+    ]}
+    cells = site.present(notebook, ["figure-5", "figure-g1"])["cells"]
+    preview = cells[1]
+    assert "".join(preview["source"]) == site.PREVIEW
+    assert preview["outputs"][0] == PNG and "mystnb" not in preview["metadata"]
+    assert site.FULL_WIDTH in preview["metadata"]["tags"]
+    assert 'href="#fig-figure-5"' in preview["outputs"][1]["data"]["text/html"]
+    assert "Figure 5" in preview["outputs"][1]["data"]["text/html"]
+    again = site.present(notebook, ["figure-5", "figure-g1"])["cells"]
+    assert ["".join(c["source"]) for c in again].count(site.PREVIEW) == 1
+    assert site.FULL_WIDTH in again[1]["metadata"]["tags"]  # presenting again keeps it
+    # no answer box, or no figure: nothing to preview
+    plain = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title"},
+                       _cell('plotting.show(draw(), "figure-5", p)', [PNG])]}
+    assert len(site.present(plain, ["figure-5"])["cells"]) == 3  # the figure and its links
+    no_figure = {"cells": [answer, _cell("x", [TEXT])]}
+    assert len(site.present(no_figure, ["figure-5"])["cells"]) == 2

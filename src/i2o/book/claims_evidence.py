@@ -63,6 +63,8 @@ class ChapterEvidence:
     agreement: dict[str, Agreement] = field(default_factory=dict)
     anchored: frozenset[str] = frozenset()
     seconds: dict[str, float] = field(default_factory=dict)
+    #: its cost from an empty cache by profile, as the page says it (:mod:`i2o.compute.plan`)
+    costs: dict[str, str] = field(default_factory=dict)
     #: the chapter ran at ``paper`` (in this build or published), so a row it lacks is "no such row"
     paper_run: bool = False
     note: str = ""

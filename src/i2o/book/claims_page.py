@@ -43,11 +43,16 @@ from i2o.book.claims_evidence import (
     Verdict,
     collect,
 )
+from i2o.compute import door, plan
 from i2o.verdicts import paper_claims
 from i2o.verdicts.paper_claims import PaperClaim
 from i2o.verdicts.reading_registry import READINGS
 
 PAGE = "book/claims.md"
+#: The Reproduce page, whose table of chapter costs (between :data:`COSTS_START` and
+#: :data:`COSTS_END`) this page's costs fill.
+REPRODUCE_PAGE = "book/reproduce.md"
+COSTS_START, COSTS_END = "<!-- i2o:chapter-costs:start -->", "<!-- i2o:chapter-costs:end -->"
 START, END = "<!-- i2o:claims:start -->", "<!-- i2o:claims:end -->"
 _COLOURS = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#9a6700"}
 _GLOB = re.compile(r"[*?\[]")
@@ -128,8 +133,32 @@ def duration(seconds: float) -> str:
 
 
 def _cost(found: ChapterEvidence, profile: str) -> str:
+    if profile in found.costs:
+        return found.costs[profile]
     seconds = found.seconds.get(profile)
     return f"{duration(seconds)}, this build" if seconds is not None else "not measured"
+
+
+def empty_cache_costs(chapters: Mapping[str, ChapterEvidence], cores: int = 2) -> str:
+    """Each chapter's cost from an empty cache at quick and paper, alone on ``cores`` cores, into
+    its :attr:`ChapterEvidence.costs` (:func:`i2o.compute.plan.cost_of`: the recorded or
+    published cost of each of its jobs, then its notebook); a chapter that cannot be planned
+    keeps this build's notebook time. Returns the line of the whole book's at quick."""
+    plans = []
+    for figure, found in chapters.items():
+        for profile in (QUICK, PAPER):
+            try:
+                planned = plan.plan_chapter(door.enter(figure, profile), profile)
+            except Exception:  # a chapter that cannot be entered here: its notebook time
+                continue
+            found.costs[profile] = plan.cost_of([planned], profile, cores).text()
+            if profile == QUICK:
+                plans.append(planned)
+    if not plans:
+        return ""
+    return (f"The whole book at `{QUICK}` (`make book`): "
+            f"{plan.cost_of(plans, QUICK, cores).text()}; the Reproduce page gives the measured "
+            f"times.")
 
 
 def _reproduce_cell(found: ChapterEvidence, span: int) -> str:
@@ -269,20 +298,23 @@ def sources(chapters: Mapping[str, ChapterEvidence]) -> list[str]:
 
 def body(chapters: Mapping[str, ChapterEvidence],
          registry: Sequence[PaperClaim] = paper_claims.CLAIMS,
-         provenance: Sequence[str] = ()) -> str:
+         provenance: Sequence[str] = (), whole_book: str = "") -> str:
     """The generated part of the page (MyST Markdown with raw HTML tables). ``provenance``: a
-    line per published file the verdicts were read from (:func:`provenance_lines`)."""
-    lines = [tally(registry, chapters), "", "## Where the verdicts come from", "",
+    line per published file the verdicts were read from (:func:`provenance_lines`);
+    ``whole_book``: the line of the whole book's cost (:func:`empty_cache_costs`)."""
+    lines = [tally(registry, chapters), "", *([whole_book, ""] if whole_book else []),
+             "## Where the verdicts come from", "",
              *sources(chapters), *provenance, "",
              "A verdict marked *this build* was computed by this build's executed chapter, "
              "*this build's replicates* by its `make robustness`; one marked *published* was "
              "measured elsewhere and kept in `published/` (the lines above; the Reproduce page "
              "lists their machines), and *current* or *stale* says whether this checkout would "
              "compute the same results and turn them into verdicts with the same code. r0, r1, "
-             "… are replicates; r0 is the book's own draw. Costs are this build's notebook "
-             "times (seconds when its results were cached; the Reproduce page gives times "
-             "measured from an empty results cache). Hover over a verdict for its measured "
-             "value; an undecided or failed verdict says why beneath it.", ""]
+             "… are replicates; r0 is the book's own draw. Costs are forecasts from an empty "
+             "results cache on 2 cores, from the cost recorded for each of the chapter's jobs "
+             "(by this build's cache, else in `published/job-costs.json`), then its notebook; "
+             "the Reproduce page gives the whole book's measured times. Hover over a verdict "
+             "for its measured value; an undecided or failed verdict says why beneath it.", ""]
     for title, chosen in SECTIONS:
         picked = [claim for claim in registry if chosen(claim)]
         if picked:
@@ -310,6 +342,20 @@ def write(staged: Path, notebooks: Mapping[str, Path], fallback: Fallback | None
     """Fill the staged ``book/claims.md`` between its markers (:data:`START`, :data:`END`)."""
     page = staged / PAGE
     chapters, provenance = collect(notebooks, fallback)
-    if not site.fill_between(page, START, END, body(chapters, provenance=provenance)):
+    whole_book = empty_cache_costs(chapters)
+    if not site.fill_between(page, START, END, body(chapters, provenance=provenance,
+                                                    whole_book=whole_book)):
         raise ValueError(f"{page} lacks the markers {START} … {END}")
+    reproduce = staged / REPRODUCE_PAGE
+    if reproduce.exists():
+        site.fill_between(reproduce, COSTS_START, COSTS_END, costs_table(chapters, whole_book))
     return page
+
+
+def costs_table(chapters: Mapping[str, ChapterEvidence], whole_book: str = "") -> str:
+    """The Reproduce page's table of each chapter's cost from an empty cache (the claims page's
+    Reproduce column, :func:`empty_cache_costs`), and the whole book's line."""
+    lines = ["| chapter | `quick` | `paper` |", "|---|---|---|"]
+    for figure, found in chapters.items():
+        lines.append(f"| `{figure}` | {_cost(found, QUICK)} | {_cost(found, PAPER)} |")
+    return "\n".join([*lines, "", whole_book] if whole_book else lines)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib.text import Text
 
 from i2o import lineage, locations
 from i2o.digests import sha256
@@ -71,17 +73,68 @@ def provenance_of(params: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+#: Padding ``savefig.bbox = "tight"`` adds around a figure, in inches (matplotlib's default).
+TIGHT_PAD_INCHES = 0.1
+
+
+#: The width, in CSS pixels, at which a chapter page shows a figure on a 1,280-px window (it
+#: spans the page, :data:`i2o.book.site.FULL_WIDTH`; the browser test measures it).
+PAGE_WIDTH_PX = 930
+#: The smallest text a figure may show there, in CSS pixels.
+MIN_TEXT_PX = 9.0
+
+
+def _texts(fig: plt.Figure) -> list[Text]:
+    return [t for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and t.figure is fig]
+
+
+def text_extent(fig: plt.Figure) -> dict[str, str]:
+    """The size of ``fig``'s smallest visible text and the width of the image it is saved as:
+    ``{"smallest_text_pt": …, "width_in": …}``. On a page that shows the image ``w`` CSS pixels
+    wide that text is ``smallest_text_pt / 72 · w / width_in`` pixels tall, whatever the dpi."""
+    fig.canvas.draw()
+    sizes = [float(t.get_fontsize()) for t in _texts(fig)]
+    width = fig.get_tightbbox().width + 2 * TIGHT_PAD_INCHES
+    return {"smallest_text_pt": f"{min(sizes, default=0.0):.3f}", "width_in": f"{width:.3f}"}
+
+
+def make_legible(fig: plt.Figure, min_px: float = MIN_TEXT_PX,
+                 page_px: float = PAGE_WIDTH_PX) -> None:
+    """Enlarge every text of ``fig`` that the page would show smaller than ``min_px``: a figure
+    is shown ``page_px`` wide, or at its natural width (its inches × ``figure.dpi``) when that
+    is narrower, so text of ``s`` points is ``s / 72 · shown / width_in`` pixels. Text grows
+    the figure's bounding box, so this repeats until it holds (three rounds at most)."""
+    for _ in range(3):
+        width = float(text_extent(fig)["width_in"])
+        shown = min(page_px, width * fig.dpi)
+        needed = math.ceil(min_px * 72 * width / shown * 20) / 20  # up, to 0.05 pt
+        small = [t for t in _texts(fig) if float(t.get_fontsize()) < needed - 1e-9]
+        if not small:
+            return
+        for text in small:
+            text.set_fontsize(needed)
+
+
+def smallest_text_px(extent: Mapping[str, str], shown_width_px: float) -> float:
+    """The smallest text of a figure whose :func:`text_extent` is ``extent``, in CSS pixels, when
+    the page shows it ``shown_width_px`` wide."""
+    return float(extent["smallest_text_pt"]) / 72 * shown_width_px / float(extent["width_in"])
+
+
 def save(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> dict[str, Path]:
     """Write ``fig`` as ``<name>.png`` and ``<name>.pdf`` with provenance metadata; return paths.
 
-    PNG carries it as text chunks (``i2o:<field>``), PDF in its document information (``Subject``
-    holds the JSON, ``Keywords`` the profile).
+    PNG carries it as text chunks (``i2o:<field>``, with :func:`text_extent`'s two), PDF in its
+    document information (``Subject`` holds the JSON, ``Keywords`` the profile).
     """
     info = provenance_of(params)
+    extent = text_extent(fig)
     out = figures_dir()
     out.mkdir(parents=True, exist_ok=True)
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    fig.savefig(png, metadata={f"i2o:{k}": v for k, v in info.items()} | {"Software": "i2o"})
+    fig.savefig(png, metadata={f"i2o:{k}": v for k, v in (info | extent).items()}
+                | {"Software": "i2o"})
     fig.savefig(pdf, metadata={"Subject": json.dumps(info),
                                "Keywords": f"profile={info['profile']}", "Creator": "i2o"})
     return {"png": png, "pdf": pdf}
@@ -103,7 +156,9 @@ def profile_caption(params: Any) -> str:
 
 
 def show(fig: plt.Figure, name: str, params: Mapping[str, Any]) -> None:
-    """:func:`save` ``fig``, then display it (in a notebook) and close it."""
+    """:func:`make_legible` and :func:`save` ``fig``, then display it (in a notebook) and close
+    it."""
+    make_legible(fig)
     save(fig, name, params)
     plt.show()
     plt.close(fig)

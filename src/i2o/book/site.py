@@ -8,7 +8,8 @@ The notebooks in ``book/`` are never edited for presentation; their staged copie
   tables and text stay; a cell with nothing visible (imports, ``glue`` calls) removed altogether
   (``remove-cell``). A cell that saves figure ``<name>`` becomes a figure labelled ``fig-<name>``
   whose caption is its visible name (:func:`paper_label`: the paper's own number) in bold, then
-  the heading and first sentence of the text above it.
+  the heading and first sentence of the text above it; it spans the page's width
+  (:data:`FULL_WIDTH`).
 - :func:`figures_page` writes ``book/figures.md``: one row per figure of the manifest (its
   outputs), with its visible name linking to the figure, a thumbnail, the chapter and notebook,
   the profile it was built with and its chapter's claims (holds / fails / undecided).
@@ -33,6 +34,9 @@ from i2o.provenance import numbers
 
 HIDE, REMOVE_INPUT, REMOVE_CELL = "hide-input", "remove-input", "remove-cell"
 HIDE_OUTPUT = "hide-output"
+#: A figure spans the page's width, over the margin (sphinx-book-theme's tag), so that its text
+#: is shown large enough to read.
+FULL_WIDTH = "full-width"
 #: Calls whose printout is a computation log (the parameters, the jobs computed): collapsed on
 #: the page behind a toggle, not removed, so that the chapter's answer and figures come first.
 LOG_CALLS = ("door.enter_namespace(", "figures.run_report(")
@@ -190,8 +194,10 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = (),
         if cell["cell_type"] != "code":
             continue
         metadata = cell.setdefault("metadata", {})
+        if "".join(cell["source"]) == PREVIEW:  # presented already
+            continue
         tags = [t for t in metadata.get("tags", [])
-                if t not in (HIDE, REMOVE_INPUT, REMOVE_CELL, HIDE_OUTPUT)]
+                if t not in (HIDE, REMOVE_INPUT, REMOVE_CELL, HIDE_OUTPUT, FULL_WIDTH)]
         source = "".join(cell["source"])
         metadata["tags"] = tags
         if "parameters" in tags or "injected-parameters" in tags:
@@ -209,6 +215,7 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = (),
                   ("display_data", "execute_result") and "image/png" in o.get("data", {})]
         if len(saved) != 1 or len(images) != 1:
             continue
+        tags.append(FULL_WIDTH)
         keep = [i for i, o in enumerate(shown)
                 if i == images[0] or (i < images[0] and o.get("output_type") == "stream")]
         rest = [o for i, o in enumerate(shown) if i not in keep]
@@ -221,8 +228,40 @@ def present(notebook: dict[str, Any], outputs: Iterable[str] = (),
         cells.append({"cell_type": "code", "execution_count": cell.get("execution_count"),
                       "metadata": {"tags": [REMOVE_INPUT]}, "outputs": rest,
                       "source": MOVED_OUTPUTS})
-    notebook["cells"] = cells
+    notebook["cells"] = _with_preview(cells)
     return notebook
+
+
+#: The source of the cell that shows a chapter's first figure under its answer box.
+PREVIEW = "# the chapter's first figure, shown again under its answer"
+#: The glue role that marks the cell holding a chapter's answer box (:mod:`i2o.verdicts.answer`).
+ANSWER_MARK = "-answer"
+
+
+def _with_preview(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``cells`` with, right after the markdown cell that shows the chapter's answer, a copy of
+    its first figure's image and a link to that figure (with its caption and discussion), so
+    that a reader's first screen has the verdicts and a figure. Unchanged when either is missing
+    or the preview is there already."""
+    if any("".join(c.get("source", [])) == PREVIEW for c in cells):
+        return cells
+    answer = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                   and "{glue:md}" in "".join(c["source"])
+                   and ANSWER_MARK in "".join(c["source"])), None)
+    first = next((c for c in cells if c["cell_type"] == "code"
+                  and "figure" in c.get("metadata", {}).get("mystnb", {})), None)
+    if answer is None or first is None:
+        return cells
+    name = first["metadata"]["mystnb"]["figure"]["name"]
+    image = next(o for o in first["outputs"] if "image/png" in o.get("data", {}))
+    label = paper_label(name.removeprefix("fig-"))
+    link = {"output_type": "display_data", "metadata": {}, "data": {"text/html": (
+        f'<p class="i2o-preview-link"><a href="#{name}">{label}</a>, with its caption and '
+        f'discussion, is below.</p>')}}
+    preview = {"cell_type": "code", "execution_count": None,
+               "metadata": {"tags": [REMOVE_INPUT, FULL_WIDTH, "i2o-preview"]},
+               "outputs": [image, link], "source": PREVIEW}
+    return [*cells[:answer + 1], preview, *cells[answer + 1:]]
 
 
 def built_figures(notebooks: Mapping[str, Path]) -> set[str]:

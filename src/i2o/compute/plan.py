@@ -167,6 +167,54 @@ def plan_chapter(chapter: door.Chapter, profile: str | None = None) -> ChapterPl
     return ChapterPlan(chapter.figure, estimated, published[0], published_on=published[1])
 
 
+@dataclass(frozen=True)
+class ChapterCost:
+    """What one chapter costs from an empty cache at ``profile``, alone on ``cores`` cores: the
+    :func:`forecast` of its :func:`plan_chapter` (``seconds``: its jobs scheduled as the pool
+    runs them, then its notebook), the sum of its jobs' expected times (``job_seconds``: the
+    compute, about its CPU time at one thread per job), and how many of its ``jobs`` had no cost
+    recorded in the cache (``published``: of those, how many a published one) — ``unknown``,
+    the others, were guessed (their chapter's median), so the forecast is not a measurement."""
+
+    figure: str
+    profile: str
+    cores: int
+    seconds: float
+    job_seconds: float
+    jobs: int
+    published: int
+    unknown: int
+
+    def text(self) -> str:
+        """``≈ 18.2 min on 2 cores (34.1 min of compute)``, saying where the costs came from."""
+        if self.jobs and self.unknown == self.jobs:
+            return f"not measured ({self.jobs} jobs, none run yet)"
+        said = (f"≈ {duration(self.seconds)} on {self.cores} cores from an empty cache "
+                f"({duration(self.job_seconds)} of compute)")
+        if self.unknown:
+            return said + f"; {self.unknown} of {self.jobs} jobs guessed"
+        if self.published:
+            return said + f"; {self.published} of {self.jobs} jobs from published costs"
+        return said
+
+
+def cost_of(plans: Sequence[ChapterPlan], profile: str, cores: int = 2) -> ChapterCost:
+    """:class:`ChapterCost` of ``plans`` together (one chapter's, or the book's: ``figure``
+    then names them all) at ``profile`` on ``cores`` cores."""
+    result = forecast(plans, cores)
+    tasks = [task for plan in plans for task in plan.tasks]
+    published = sum(task.published for task in tasks)
+    return ChapterCost(", ".join(plan.figure for plan in plans), profile, cores, result.seconds,
+                       sum(task.seconds for task in tasks), result.jobs, published,
+                       result.estimated - published)
+
+
+def chapter_cost(figure: str, profile: str, cores: int = 2) -> ChapterCost:
+    """:class:`ChapterCost` of ``figure`` at ``profile`` (entering it: a bad profile raises
+    :class:`i2o.compute.profiles.ParameterError`)."""
+    return cost_of([plan_chapter(door.enter(figure, profile), profile)], profile, cores)
+
+
 def duration(seconds: float) -> str:
     """``0.4 s``, ``42 s``, ``12.5 min`` or ``3.2 h``."""
     if seconds < 10:

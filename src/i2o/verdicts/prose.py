@@ -6,7 +6,8 @@ chapter's ``prose`` module (``<package>.prose``, found through the manifest like
 :mod:`i2o.compute.sweep` finds ``runs``) has ``paragraphs(claims, section) -> list[str]``, each
 sentence built with :func:`sentence`: one text for a claim that holds, one for a claim that fails,
 and for an undecided claim a sentence that says so and gives the reason the claim row carries (its
-``check``). Sentences are joined with :func:`paragraph`; :func:`conclusions` shows the result
+``check``). Sentences are joined with :func:`paragraph` (a list, a sentence per item);
+:func:`conclusions` shows the result
 (Markdown in a notebook, text elsewhere), followed by the runs that would decide the rows left
 open (:func:`remedies`).
 """
@@ -41,7 +42,16 @@ def bullet(row: Claim) -> str:
 
 
 def paragraph(sentences: Iterable[str]) -> str:
-    return " ".join(s.strip() for s in sentences if s and s.strip())
+    """``sentences`` as one short Markdown list, a sentence per item; a first sentence that is
+    only a bold label (``"**Classification.**"``) stays above the list as its title."""
+    kept = [s.strip() for s in sentences if s and s.strip()]
+    title = kept.pop(0) if kept and _is_label(kept[0]) else ""
+    items = "\n".join(f"- {s}" for s in kept)
+    return f"{title}\n\n{items}" if title and items else title or items
+
+
+def _is_label(text: str) -> bool:
+    return text.startswith("**") and text.endswith("**") and text.count("**") == 2
 
 
 def show(text: str) -> str:
