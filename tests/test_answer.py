@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from i2o.verdicts.answer import answer, counts
+from i2o.verdicts.answer import answer, answer_parts, counts
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.decision import Decision
 from i2o.verdicts.paper_claims import claim_of
@@ -32,6 +32,11 @@ def test_the_answer_tallies_the_papers_claims_apart_from_the_books_own_checks():
     quoted = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(quoted) == 1 and quoted[0].endswith("— 1 holds, 1 undecided")
     assert "profile `quick`" in text
+    # the box at the top holds the tally; the list of the paper's claims goes under it
+    box, listed = answer_parts(_table({paper: True, "language_test_no_gain": None,
+                                       "classification_near": False}))
+    assert "- " not in box and "tested by 2 rows" in box
+    assert listed == quoted[0] and text == f"{box}\n\n{listed}"
 
 
 def test_the_answer_changes_with_the_verdicts():

@@ -390,7 +390,8 @@ def _check_chapter(page, name: str, widths: list, build: Path) -> None:
     # the first screen: the answer box, then a whole figure, above the window's bottom edge
     screen = page.evaluate(
         "[window.innerHeight, document.querySelector('.admonition').getBoundingClientRect().top,"
-        " document.querySelector('main img').getBoundingClientRect().bottom]")
+        " Array.from(document.querySelectorAll('main img')).map(i => i.getBoundingClientRect())"
+        ".filter(r => r.width > 0)[0].bottom]")
     MEASURED.setdefault("first screen: [window, answer top, first figure bottom] (px)",
                         []).append((name, *map(round, screen)))
     assert screen[1] < screen[2] <= screen[0], \

@@ -308,6 +308,9 @@ def test_the_first_figure_is_shown_again_under_the_answer():
         _cell('plotting.show(draw(), "figure-g1", p)', [PNG]),
     ]}
     cells = site.present(notebook, ["figure-5", "figure-g1"])["cells"]
+    # the answer's cell is cut after its box: the preview comes before the introduction
+    assert cells[0]["source"].rstrip().endswith(":::")
+    assert cells[2]["source"] == "The chapter's introduction."
     preview = cells[1]
     assert "".join(preview["source"]) == site.PREVIEW
     assert preview["outputs"][0] == PNG and "mystnb" not in preview["metadata"]
@@ -321,5 +324,5 @@ def test_the_first_figure_is_shown_again_under_the_answer():
     plain = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title"},
                        _cell('plotting.show(draw(), "figure-5", p)', [PNG])]}
     assert len(site.present(plain, ["figure-5"])["cells"]) == 3  # the figure and its links
-    no_figure = {"cells": [answer, _cell("x", [TEXT])]}
+    no_figure = {"cells": [dict(answer), _cell("x", [TEXT])]}
     assert len(site.present(no_figure, ["figure-5"])["cells"]) == 2

@@ -77,9 +77,10 @@ def provenance_of(params: Mapping[str, Any]) -> dict[str, str]:
 TIGHT_PAD_INCHES = 0.1
 
 
-#: The width, in CSS pixels, at which a chapter page shows a figure on a 1,280-px window (it
-#: spans the page, :data:`i2o.book.site.FULL_WIDTH`; the browser test measures it).
-PAGE_WIDTH_PX = 930
+#: A little less than the width, in CSS pixels, at which a chapter page shows a figure on a
+#: 1,280-px window (about 920: it spans the page, :data:`i2o.book.site.FULL_WIDTH`; the browser
+#: test measures it).
+PAGE_WIDTH_PX = 900
 #: The smallest text a figure may show there, in CSS pixels.
 MIN_TEXT_PX = 9.0
 

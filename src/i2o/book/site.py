@@ -238,6 +238,20 @@ PREVIEW = "# the chapter's first figure, shown again under its answer"
 ANSWER_MARK = "-answer"
 
 
+def _split_after_answer(markdown: str) -> tuple[str, str]:
+    """``markdown`` cut after the fence (``:::``) that closes the admonition holding the answer
+    glue: (up to it, the rest stripped); ``(markdown, "")`` when there is no such fence."""
+    lines = markdown.split("\n")
+    glue = next((i for i, line in enumerate(lines)
+                 if line.startswith("```{glue:md}") and ANSWER_MARK in line), None)
+    if glue is None:
+        return markdown, ""
+    close = next((i for i in range(glue + 1, len(lines)) if lines[i].strip() == ":::"), None)
+    if close is None:
+        return markdown, ""
+    return "\n".join(lines[:close + 1]), "\n".join(lines[close + 1:]).strip()
+
+
 def _with_preview(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``cells`` with, right after the markdown cell that shows the chapter's answer, a copy of
     its first figure's image and a link to that figure (with its caption and discussion), so
@@ -252,6 +266,10 @@ def _with_preview(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                   and "figure" in c.get("metadata", {}).get("mystnb", {})), None)
     if answer is None or first is None:
         return cells
+    head, rest = _split_after_answer("".join(cells[answer]["source"]))
+    if rest:  # the answer box, then the figure, then the rest of the cell (the introduction)
+        cells = [*cells[:answer], {**cells[answer], "source": head},
+                 {"cell_type": "markdown", "metadata": {}, "source": rest}, *cells[answer + 1:]]
     name = first["metadata"]["mystnb"]["figure"]["name"]
     image = next(o for o in first["outputs"] if "image/png" in o.get("data", {}))
     label = paper_label(name.removeprefix("fig-"))

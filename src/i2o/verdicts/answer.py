@@ -55,8 +55,18 @@ def _short(quote: str) -> str:
     return text[:QUOTE_CHARACTERS].rsplit(" ", 1)[0] + " …"
 
 
+#: The glue name of the list under a chapter's answer box: one line per claim of the paper.
+LIST_GLUE = "{figure}-claims-answer"
+
+
 def answer(claims: Table, registry: Sequence[PaperClaim] = CLAIMS) -> str:
-    """The Markdown of the chapter's answer (module docstring)."""
+    """The Markdown of the chapter's answer (module docstring): the tally, then the list."""
+    return "\n\n".join(part for part in answer_parts(claims, registry) if part)
+
+
+def answer_parts(claims: Table, registry: Sequence[PaperClaim] = CLAIMS) -> tuple[str, str]:
+    """The chapter's answer in two parts, the tally for the box at the top of its page and the
+    list of the paper's claims it tests (one line each, with their verdicts) shown under it."""
     by_claim: dict[str, list[Row]] = {}
     claimed: dict[str, PaperClaim] = {}
     own: list[Row] = []
@@ -68,15 +78,14 @@ def answer(claims: Table, registry: Sequence[PaperClaim] = CLAIMS) -> str:
         by_claim.setdefault(found.id, []).append(row)
         claimed[found.id] = found
     tested = sum(map(len, by_claim.values()))
-    lines = [f"**What this run found** (profile `{claims.profile}`): the paper's claims are "
+    lines = [f"**What this run found** (profile `{claims.profile}`; every row with its "
+             f"measurement and reason: the claims table below): the paper's claims are "
              f"tested by {tested} row{'s' * (tested != 1)}: "
              f"{counts(r for rows in by_claim.values() for r in rows)}; the book's own checks "
-             f"({len(own)} row{'s' * (len(own) != 1)}): {counts(own)}.", ""]
+             f"({len(own)} row{'s' * (len(own) != 1)}): {counts(own)}."]
+    listed = []
     for id, rows in by_claim.items():
         claim = claimed[id]
         where = f"{claim.where}: " if claim.where else ""
-        lines.append(f"- {where}“{_short(claim.quote)}” — {counts(rows)}")
-    if by_claim:
-        lines.append("")
-    lines.append("The claims table below gives every row with its measurement and reason.")
-    return "\n".join(lines)
+        listed.append(f"- {where}“{_short(claim.quote)}” — {counts(rows)}")
+    return lines[0], "\n".join(listed)

@@ -162,13 +162,16 @@ class Claims:
 
     def glue_answer(self) -> None:
         """Glue the chapter's answer (:mod:`i2o.verdicts.answer`) as ``<figure>-answer``, for
-        the box at the top of its page (in a notebook; nothing elsewhere)."""
+        the box at the top of its page, and the list of the paper's claims it tests as
+        ``<figure>-claims-answer``, shown under it (in a notebook; nothing elsewhere)."""
         from IPython.display import Markdown  # lazy: IPython and myst-nb only in a notebook
         from myst_nb import glue  # type: ignore[import-untyped]
 
-        from i2o.verdicts.answer import GLUE, answer
+        from i2o.verdicts.answer import GLUE, LIST_GLUE, answer_parts
 
-        glue(GLUE.format(figure=self.figure), Markdown(answer(self)), display=False)
+        box, listed = answer_parts(self)
+        glue(GLUE.format(figure=self.figure), Markdown(box), display=False)
+        glue(LIST_GLUE.format(figure=self.figure), Markdown(listed or " "), display=False)
 
     def report(self) -> Claims:
         """Write the JSON and show the table (HTML in a notebook, text elsewhere)."""
