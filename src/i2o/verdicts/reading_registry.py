@@ -61,7 +61,7 @@ READINGS: dict[str, Reading] = {
         "until relative residual ≤ 1e-4 or reference_factor × N steps: 90 % interval of "
         "performance(N) − performance(converged) below δ (test data's δ), fails above it",
         "gates nothing; undecided when some batch's reference solve did not converge",
-        "i2o.chapters.deq_gaps.claims.reference_check", "5b5791b"),
+        "i2o.verdicts.converged.reference_check", "5b5791b"),
     "figure-5": Reading(
         "IFT's change away from N is not smaller than unrolled's by more than δ",
         "mean over N′ ≠ N of |acc(N′) − acc(N)| per model, IFT − unrolled over seed pairs, "
