@@ -8,9 +8,7 @@ the metric at ``N`` reads "more iterations do not help" at ``N' → ∞`` as far
 take it; whether the solve got there is reported batch by batch (``converged``), never assumed.
 
 The solver is the one the model was trained with (the same fixed point is looked for from the same
-``z_0``): a different method could find another fixed point of a map that has several. A job asks
-for it with a field ``reference_iters`` (the cap; 0: none), checked by :func:`check_reference`;
-the chapters' claims read its result with :mod:`i2o.verdicts.converged`.
+``z_0``): a different method could find another fixed point of a map that has several.
 """
 
 from __future__ import annotations
@@ -27,16 +25,6 @@ from .sweep import Probe, _batch_residuals, _per_example_residuals
 
 #: The relative residual a reference solve stops at (READING.md, "Book's own: near equilibrium").
 REFERENCE_TOL = 1e-4
-
-
-def check_reference(reference_iters: int, train_iters: int) -> None:
-    """A job's ``reference_iters`` (the reference solve's cap) is 0 (none) or an integer above
-    its training ``N`` (``train_iters``); a clear error otherwise, raised when the job is built,
-    before any compute."""
-    if isinstance(reference_iters, bool) or not isinstance(reference_iters, int) or (
-            reference_iters != 0 and reference_iters <= train_iters):
-        raise ValueError(f"reference_iters must be 0 (no reference solve) or an integer above "
-                         f"N = {train_iters}; got {reference_iters!r}")
 
 
 @torch.no_grad()

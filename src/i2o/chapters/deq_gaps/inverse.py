@@ -22,10 +22,10 @@ import torch
 
 from i2o import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
-from i2o.chapters.deq_gaps.jobs import history_arrays
+from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
 from i2o.data.cifar10 import load_cifar10
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
-from i2o.deq.reference import check_reference, reference_solve
+from i2o.deq.reference import reference_solve
 from i2o.job import Job
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
 from i2o.models.parameters import count_parameters

@@ -12,8 +12,7 @@ Training checkpoints go to the job's :meth:`i2o.job.Job.checkpoints`, so an inte
 resumes and a finished one costs a file read. Every job returns plain arrays: the sweeps on test
 and training data (:func:`i2o.deq.sweep_iterations`), the training history (:func:`history_arrays`)
 and the model's size (:func:`i2o.models.parameters.count_parameters`); with ``reference_iters > 0``,
-also a converged reference solve on test data (``test_reference``, :mod:`i2o.deq.reference`,
-whose :func:`~i2o.deq.reference.check_reference` checks its cap).
+also a converged reference solve on test data (``test_reference``, :mod:`i2o.deq.reference`).
 """
 
 from __future__ import annotations
@@ -26,3 +25,11 @@ def history_arrays(history: dict[str, list]) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=float) for k, v in history.items()
             if isinstance(v, list) and v and all(isinstance(x, int | float) for x in v)}
 
+
+def check_reference(reference_iters: int, train_iters: int) -> None:
+    """``reference_iters`` (the reference solve's cap, :mod:`i2o.deq.reference`) is 0 (none) or
+    an integer above ``N``; a clear error otherwise."""
+    if isinstance(reference_iters, bool) or not isinstance(reference_iters, int) or (
+            reference_iters != 0 and reference_iters <= train_iters):
+        raise ValueError(f"reference_iters must be 0 (no reference solve) or an integer above "
+                         f"N = {train_iters}; got {reference_iters!r}")

@@ -33,7 +33,7 @@ from i2o import job, lineage, replicates, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
-from i2o.deq.reference import check_reference, reference_solve
+from i2o.deq.reference import reference_solve
 from i2o.models.mdeq import config
 from i2o.models.parameters import count_parameters
 from i2o.train import health
@@ -47,6 +47,17 @@ SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_
           "weight_decay", "pretrain_steps", "test_iters", "eval_batch", "clip", "fit_every",
           "extra_epochs", "fit_accuracy")
 NUM_CLASSES = 10
+
+
+def check_reference(reference_iters: int, train_iter: int) -> None:
+    """``reference_iters`` (the reference solve's cap, :mod:`i2o.deq.reference`) is 0 (none) or
+    an integer above ``N``; a clear error otherwise. (deq_gaps' jobs have the same check: it
+    moves to :mod:`i2o.deq.reference` with the content-keyed cache of issue 64, when moving it
+    no longer recomputes deq_gaps' models.)"""
+    if isinstance(reference_iters, bool) or not isinstance(reference_iters, int) or (
+            reference_iters != 0 and reference_iters <= train_iter):
+        raise ValueError(f"reference_iters must be 0 (no reference solve) or an integer above "
+                         f"N = {train_iter}; got {reference_iters!r}")
 
 
 def job_name(seed: int, arm: str, train_iter: int, replicate: int = 0) -> str:
