@@ -10,6 +10,7 @@
   margin, fewer hurt (stability, deq_gaps and ``i2o.diagnose``); :mod:`.margin_gates` — its
   margin δ and the gates on δ's scale and precision; :mod:`.questions` — each of its questions
   decided on one curve's intervals; :mod:`.recommendation` — the recommended count;
+  :mod:`.converged` — the book's own row on a solve run to convergence (deq_gaps, stability);
 - :mod:`.rows` — the rule's verdicts as claim rows, for every chapter;
 - :mod:`.claims` — the claims table; :mod:`.deciding` — the run that would decide an undecided
   claim; :mod:`.prose` — conclusions written from claims;

@@ -238,9 +238,9 @@ CLAIMS: tuple[PaperClaim, ...] = (
          rows("stability", "*_tenfold"), rows("deq_gaps", "*_tenfold")),
     _own("own-near-equilibrium", "The book's own, gating nothing: each model was near its "
          "equilibrium where \"no improvement\" was read (mean relative residual ≤ 0.05 at N and "
-         "at the largest count; and, in deq_gaps, a solve run to convergence improves on N by less "
-         "than δ)", "", "", rows("stability", "*_near"), rows("deq_gaps", "*_near"),
-         rows("deq_gaps", "*_reference")),
+         "at the largest count; and a solve run to convergence improves on N by less than δ)", "",
+         "", rows("stability", "*_near"), rows("deq_gaps", "*_near"),
+         rows("stability", "*_reference"), rows("deq_gaps", "*_reference")),
     _own("regime-meta-floor", "Sanity check: the per-set batch-normalization ablation never goes "
          "below its test-MSE floor", "", "", rows("meta", "ablation/*/above-floor"), regime=True),
     _own("regime-meta-noise", "Check of iMAML's λ: at initialization its meta-gradient is not "

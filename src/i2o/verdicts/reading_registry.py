@@ -55,13 +55,14 @@ READINGS: dict[str, Reading] = {
         "gates every test-data row of the chapter deq_gaps", "i2o.verdicts.readings.generalises",
         "8512293"),
     "own-near-equilibrium": Reading(
-        "each model was near its equilibrium where \"no improvement\" was read; in deq_gaps, a "
-        "solve run to convergence does not improve on N beyond δ",
+        "each model was near its equilibrium where \"no improvement\" was read; a solve run to "
+        "convergence does not improve on N beyond δ (deq_gaps, stability)",
         "mean relative residual at N and at N′max against 0.05; a solve of the training solver "
         "until relative residual ≤ 1e-4 or reference_factor × N steps: 90 % interval of "
-        "performance(N) − performance(converged) below δ (test data's δ), fails above it",
+        "performance(converged) − performance(N) below δ (test data's δ; stability: the arm's "
+        "no_gain δ), fails above it",
         "gates nothing; undecided when some batch's reference solve did not converge",
-        "i2o.chapters.deq_gaps.claims.reference_check", "5b5791b"),
+        "i2o.verdicts.converged.reference_check", "5b5791b"),
     "figure-5": Reading(
         "IFT's change away from N is not smaller than unrolled's by more than δ",
         "mean over N′ ≠ N of |acc(N′) − acc(N)| per model, IFT − unrolled over seed pairs, "

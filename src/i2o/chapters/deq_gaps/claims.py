@@ -70,7 +70,7 @@ from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
 from i2o.train import health
-from i2o.verdicts import deciding, gates, intervals, margins, ranks, readings, rows
+from i2o.verdicts import converged, deciding, gates, intervals, margins, ranks, readings, rows
 from i2o.verdicts.claims import Claim, Claims
 from i2o.verdicts.curves import Curves
 from i2o.verdicts.decision import EVALUATION_SET, Over
@@ -174,62 +174,16 @@ def generalisation_check(task: str, curves: Curves, baseline: Sequence[float] | 
                                 floor=spec.metric_floor, baseline_name=spec.baseline)
 
 
-def reference_curves(task: str, results: Sequence[Mapping[str, Any]], test: Curves,
-                     train_iters: int) -> Curves | None:
-    """The test metric of each model at N and at its converged reference solve
-    (:mod:`i2o.deq.reference`, the job's ``test_reference``), as :class:`Curves` over the two
-    "counts" ``[N, cap]`` (the same examples, so that :meth:`Curves.improvement` pairs them);
-    ``None`` when a model has no reference solve."""
-    if not results or any(r.get("test_reference") is None for r in results):
-        return None
-    found: list[Mapping[str, Any]] = [r["test_reference"] for r in results]
-    cap = int(found[0]["cap"])
-    at_n = test.at(train_iters)
-    metric = TASKS[task].metric
-    values = np.stack([np.stack([np.asarray(test.values[k])[:, at_n],
-                                 np.asarray(ref["metrics"][metric], dtype=np.float64)], axis=1)
-                       for k, ref in enumerate(found)])
-    residual = np.stack([np.stack([np.asarray(test.residual[k])[:, at_n],
-                                   np.asarray(ref["residual_rel"], dtype=np.float64)], axis=1)
-                         for k, ref in enumerate(found)])
-    return Curves(np.asarray([train_iters, cap]), values, residual, test.sign, test.transform)
-
-
 def reference_check(task: str, results: Sequence[Mapping[str, Any]], test: Curves,
                     margin: Margin, train_iters: int) -> tuple[gates.Decision, str]:
-    """The book's own row, gating nothing (READING.md, "Book's own: near equilibrium"), asking
-    more than the paper's guard ("increasing the number of iterations above N produces better
-    approximation of the inner problem's solution, while not improving the performances",
-    Section 4): at the solution itself, not only at the grid's counts. A solve
-    run to convergence (relative residual ≤ 1e-4 within the cap, :mod:`i2o.deq.reference`)
-    improves on N by less than the test data's δ (:func:`split_margin`), read as
-    :func:`i2o.verdicts.readings.no_benefit` on the 90 % interval of ``performance(N) −
-    performance(converged)`` (over the seeds, or the examples of one network). Undecided when
-    some batch's solve did not converge within the cap: it is then no converged reference.
-    Returns the decision and the measured text."""
-    curves = reference_curves(task, results, test, train_iters)
-    if curves is None:
-        return gates.undecided("no reference solve in this run (reference_factor = 0)",
-                               gates.Gate.CONDITION), "not computed"
-    refs = [r["test_reference"] for r in results]
-    cap, tol = int(refs[0]["cap"]), float(refs[0]["tol"])
-    batches = sum(len(ref["converged"]) for ref in refs)
-    unconverged = sum(int(np.sum(~np.asarray(ref["converged"], dtype=bool))) for ref in refs)
-    worst = max(float(np.max(ref["batch_residual_rel"])) for ref in refs)
-    steps = np.concatenate([np.asarray(ref["steps"]) for ref in refs])
-    ci = curves.improvement(cap, train_iters)
-    unit = f" {TASKS[task].metric_unit}"
-    shown = (f"improvement of the converged solve on N = {train_iters}: "
-             f"{ci.describe(digits=digits_of(test, train_iters), unit=unit)}; solve to relative "
-             f"residual {tol:g} within {cap} steps: {batches - unconverged} of {batches} batches "
-             f"converged (steps {int(steps.min())}–{int(steps.max())}, largest residual "
-             f"{worst:.2g}); mean per-example residual {curves.residual_at(cap):.2g}")
-    if unconverged:
-        return gates.undecided(f"the reference solve did not converge in {unconverged} of "
-                               f"{batches} batches within {cap} steps (largest batch residual "
-                               f"{worst:.2g} > {tol:g})", gates.Gate.CONVERGENCE), shown
-    return readings.no_benefit([ci], [cap], margin.delta,
-                               what="improvement of the converged solve"), shown
+    """The book's own row ``<task>_reference``, gating nothing: the shared reading of a converged
+    reference solve (:func:`i2o.verdicts.converged.reference_check`) on the task's test metric,
+    against the test data's δ (:func:`split_margin`), shown in the metric's unit with the
+    decimals of :func:`digits_of`. Returns the decision and the measured text."""
+    spec = TASKS[task]
+    return converged.reference_check(
+        results, test, margin, train_iters, lambda metrics: metrics[spec.metric],
+        unit=f" {spec.metric_unit}", digits=digits_of(test, train_iters))
 
 
 def split_margin(task: str, curves: Curves, split: str, fraction: float, train_iters: int
@@ -386,12 +340,12 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
                  verdicts.near.reason, margin=False)],
         prefix=f"{task}_", section=task)
     margin = split_margin(task, chosen_curves, "test", fraction, train_iters)
-    converged, shown = reference_check(task, [results[i] for i in chosen], chosen_curves,
-                                       margin, train_iters)
+    reached, shown = reference_check(task, [results[i] for i in chosen], chosen_curves, margin,
+                                     train_iters)
     table.decide(
         f"Book's own (gates nothing), {name}: a solve run to convergence (relative residual "
         "≤ 1e-4) improves on N by less than δ on test data", gates.gated(
-            [gates.combine(gate, beaten)], converged), shown, margin.text,
+            [gates.combine(gate, beaten)], reached), shown, margin.text,
         id=f"{task}_reference", section=task)
 
 

@@ -2,7 +2,10 @@
 
 A :class:`TrainJob` trains an MDEQ classifier on CIFAR-10 with ``N = train_iter`` Broyden steps
 and either IFT or unrolled gradients, then measures its test accuracy for every test-time
-iteration count (:func:`i2o.train.evaluate.evaluate_iterations`). With ``fit_every > 0`` it
+iteration count (:func:`i2o.train.evaluate.evaluate_iterations`) and, with ``reference_iters > 0``,
+its test images solved once more by the training solver until the relative residual is at most
+1e-4 or ``reference_iters`` steps (:func:`i2o.deq.reference.reference_solve`: the book's own
+near-equilibrium row). With ``fit_every > 0`` it
 trains *to the regime*: every ``fit_every`` epochs its accuracy on its own training images at
 ``N`` is checked against ``fit_accuracy``; ``extra_epochs`` after the first check that meets it,
 training stops, ``epochs`` being the cap (:class:`i2o.train.loop.UntilFit`). The result records
@@ -30,18 +33,31 @@ from i2o import job, lineage, replicates, runtime
 from i2o.chapters.stability import FIGURE
 from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
+from i2o.deq.reference import reference_solve
 from i2o.models.mdeq import config
 from i2o.models.parameters import count_parameters
 from i2o.train import health
 from i2o.train.classifier import ARMS, TrainSettings, build_and_train, epochs_used
-from i2o.train.evaluate import evaluate_iterations
+from i2o.train.evaluate import classification_probes, evaluate_iterations
 
 #: Figure parameters that shape every job (the rest select which jobs run): the fields of
-#: :class:`TrainJob` besides its solvers, ``seed``, ``arm`` and ``replicate``.
+#: :class:`TrainJob` besides its solvers, ``seed``, ``arm``, ``replicate`` and ``reference_iters``
+#: (``reference_factor`` × N, set per job from its own N).
 SHARED = ("model", "train_size", "test_size", "epochs", "batch_size", "lr", "lr_min",
           "weight_decay", "pretrain_steps", "test_iters", "eval_batch", "clip", "fit_every",
           "extra_epochs", "fit_accuracy")
 NUM_CLASSES = 10
+
+
+def check_reference(reference_iters: int, train_iter: int) -> None:
+    """``reference_iters`` (the reference solve's cap, :mod:`i2o.deq.reference`) is 0 (none) or
+    an integer above ``N``; a clear error otherwise. (deq_gaps' jobs have the same check: it
+    moves to :mod:`i2o.deq.reference` with the content-keyed cache of issue 64, when moving it
+    no longer recomputes deq_gaps' models.)"""
+    if isinstance(reference_iters, bool) or not isinstance(reference_iters, int) or (
+            reference_iters != 0 and reference_iters <= train_iter):
+        raise ValueError(f"reference_iters must be 0 (no reference solve) or an integer above "
+                         f"N = {train_iter}; got {reference_iters!r}")
 
 
 def job_name(seed: int, arm: str, train_iter: int, replicate: int = 0) -> str:
@@ -54,6 +70,9 @@ class TrainJob(job.Job):
     """Train and evaluate one (seed, arm, N) network: the fields are the cache key."""
 
     figure: ClassVar[str] = FIGURE
+    #: the reference solve's cap changes only what is evaluated after training: a finished
+    #: training is read back from its checkpoints when it changes (:meth:`i2o.job.Job.checkpoints`)
+    evaluation_fields: ClassVar[tuple[str, ...]] = ("reference_iters",)
 
     model: str
     train_size: int
@@ -75,21 +94,25 @@ class TrainJob(job.Job):
     forward: SolverSpec  # training's forward solver: N = max_iter Broyden steps
     backward: SolverSpec  # the adjoint solver of the IFT arm: backward_iter steps
     replicate: int
+    reference_iters: int = 0  # cap of the converged reference solve on test images (0: none)
 
     def __post_init__(self) -> None:
         if self.arm not in ARMS:
             raise ValueError(f"arm must be one of {', '.join(map(repr, ARMS))}; got {self.arm!r}")
+        check_reference(self.reference_iters, self.train_iter)
 
     @classmethod
     def of(cls, params: Mapping[str, Any], seed: int, arm: str, train_iter: int) -> TrainJob:
-        """The job of one (seed, arm, N), from the figure's parameters."""
+        """The job of one (seed, arm, N), from the figure's parameters; its reference solve's cap
+        is ``reference_factor`` × this job's N."""
         shared = {name: params[name] for name in SHARED}
         shared["test_iters"] = tuple(int(n) for n in shared["test_iters"])
         forward = SolverSpec(method="broyden", max_iter=int(train_iter), tol=params["tol"],
                              stop_mode="rel")  # where N becomes max_iter, once
         return cls(**shared, seed=int(seed), arm=arm, forward=forward,
                    backward=dataclasses.replace(forward, max_iter=int(params["backward_iter"])),
-                   replicate=int(params["replicate"]))
+                   replicate=int(params["replicate"]),
+                   reference_iters=int(params["reference_factor"]) * int(train_iter))
 
     @property
     def train_iter(self) -> int:
@@ -120,7 +143,11 @@ class TrainJob(job.Job):
         criterion), ``diverged`` (:func:`i2o.train.health.classifier_flag`; ``""`` for a healthy
         run), ``epochs_used``, ``fit_epoch`` (the epoch of the first check that met the
         criterion; NaN when none did) and ``cap_reached`` (trained to the cap ``epochs`` without
-        meeting it).
+        meeting it); with ``reference_iters > 0``, ``test_reference``
+        (:func:`i2o.deq.reference.reference_solve` on the same test images and batches as the
+        sweep, with the training solver ``forward``: per-image ``metrics`` ``error`` and
+        ``loss``, residuals, steps and ``converged`` per batch), timed apart in
+        ``reference_seconds``.
         """
         runtime.set_threads()
         settings = self.settings()
@@ -140,6 +167,13 @@ class TrainJob(job.Job):
                                   batch_size=self.eval_batch)
         eval_seconds = time.perf_counter() - start
         train_accuracy = float(fit["accuracy"][0])
+        reference, reference_seconds = None, 0.0
+        if self.reference_iters:
+            start = time.perf_counter()
+            reference = reference_solve(
+                classification_probes(model, test_x, test_y, self.eval_batch), self.forward,
+                self.reference_iters)
+            reference_seconds = time.perf_counter() - start
         per_epoch = -(-self.train_size // self.batch_size)
         fitted = history.get("fit_step") or []
         deq_steps = np.asarray(history["seconds"][self.pretrain_steps:])
@@ -157,4 +191,5 @@ class TrainJob(job.Job):
             "eval_seconds": eval_seconds,
             "deq_step_seconds": float(np.median(deq_steps)) if deq_steps.size else float("nan"),
             "device": lineage.device_name(),
-        }
+        } | ({"test_reference": reference, "reference_seconds": reference_seconds}
+             if reference is not None else {})

@@ -63,6 +63,8 @@ def check_params(params: Params) -> None:
          f"at most epochs = {p['epochs']} (0: no check, train exactly `epochs`)"),
         ("fit_quorum", p["fit_quorum"] <= len(p["seeds"]),
          f"at most the number of seeds, {len(p['seeds'])}"),
+        ("reference_factor", p["reference_factor"] == 0 or p["reference_factor"] >= 2,
+         "0 (no reference solve) or at least 2 (a cap of 2 × N steps or more)"),
         ("model", p["model"] in CONFIGS, f"an MDEQ configuration: {', '.join(CONFIGS)}"),
     ])
 
