@@ -202,14 +202,12 @@ MAX_NOTEBOOK_LOGIC_LINES = 35
 @pytest.mark.parametrize("figure", profiles.figures())
 def test_notebooks_stay_thin(figure):
     """Outside its parameters cell a notebook only calls its chapter's package: parameters →
-    ``runs.collect`` → one call per figure → claims (at most 35 logic lines; the cell that
-    installs the package in a kernel without it, as on Colab, is not the chapter's logic)."""
+    ``runs.collect`` → one call per figure → claims (at most 35 logic lines)."""
     import nbformat
 
     notebook = nbformat.read(PACKAGE_DIR.parents[1] / profiles.entry(figure)["notebook"], 4)
     lines = [line for cell in notebook.cells if cell.cell_type == "code"
              and "parameters" not in cell.metadata.get("tags", [])
-             and 'find_spec("i2o") is None' not in cell.source
              for line in cell.source.splitlines()
              if line.strip() and not line.strip().startswith("#")]
     assert len(lines) <= MAX_NOTEBOOK_LOGIC_LINES, f"{len(lines)} logic lines"

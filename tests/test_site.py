@@ -285,7 +285,7 @@ def test_each_notebook_installs_the_package_when_its_kernel_lacks_it():
         at = next(i for i, c in enumerate(cells)
                   if "parameters" in c.get("metadata", {}).get("tags", []))
         install = "".join(cells[at + 1]["source"])
-        assert 'find_spec("i2o") is None' in install, f"{path.name}: no install cell"
+        assert 'find_spec("i2o") or' in install, f"{path.name}: no install cell"
         assert f"git+{url}" in install, f"{path.name}: installs from elsewhere than {url}"
         first_import = next(i for i, c in enumerate(cells) if c["cell_type"] == "code"
                             and ("from i2o" in "".join(c["source"])
