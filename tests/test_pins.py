@@ -89,7 +89,8 @@ def test_an_i2o_first_process_computes_the_bits_of_a_sweep_worker(tmp_path, monk
               "print(pins.openblas_cores()['numpy'], 'DIGEST', digest(MatmulJob().run()))")
     done = subprocess.run([sys.executable, "-c", script], env=native, capture_output=True,
                           text=True, timeout=300)
-    core = done.stdout.split()[0]
+    (line,) = [line for line in done.stdout.splitlines() if " DIGEST " in line]
+    core = line.split()[0]  # the job prints COMPUTING before it
     assert (_digest_of(done) != worker) == (core != pins.OPENBLAS_CORE), core
 
 

@@ -194,6 +194,30 @@ def test_publishing_some_chapters_keeps_the_others_as_published(kept):
     assert page.count("<th>r2</th>") == 1 and page.count("<th>r1</th>") == 2
 
 
+def test_replicates_computed_in_another_session_add_up_while_they_are_current(kept):
+    """A chapter's replicates 0-1 published, then 2-3 computed in another session (another empty
+    cache) and published: the chapter holds 0-3, each row's verdict at each; when the published
+    replicates are stale (other claims code), the new run replaces them instead."""
+    _robustness_run(figures=("meta",))
+    published.publish_robustness("smoke")
+    for replicate in (2, 3):
+        _replicate_run("smoke", replicate, "meta", False)
+    replicate_summary.write_summary("smoke", [2, 3], ["meta"])
+    data = json.loads(published.publish_robustness("smoke", ["meta"]).read_text())
+    assert replicate_summary.chapter_replicates(data, "meta") == [0, 1, 2, 3]
+    (row,) = data["chapters"]["meta"]["claims"]
+    assert [row["replicates"][r]["verdict"] for r in "0123"] == ["holds"] * 2 + ["fails"] * 2
+    assert row["agreement"] == replicate_summary.FLIPS
+    assert set(data["chapters"]["meta"]["runs"]) == {"0", "1", "2", "3"}
+    assert set(data["digests"]["meta"]["keys"]) == {"0", "1", "2", "3"}
+    assert published.statuses(data, "smoke") == {"meta": published.CURRENT}
+    data["digests"]["meta"]["claims_code"] = "0" * 64
+    (kept / "robustness-smoke.json").write_text(json.dumps(data))
+    replaced = json.loads(published.publish_robustness("smoke", ["meta"]).read_text())
+    assert replicate_summary.chapter_replicates(replaced, "meta") == [2, 3]
+    assert replaced["chapters"]["meta"]["counts"][replicate_summary.SAME_DECIDED] == 1
+
+
 @pytest.mark.book
 def test_a_built_book_publishes_its_numbers(built_book, kept, monkeypatch):
     monkeypatch.setattr(published, "missing_entries", COMPUTED_BY_THIS_CODE)

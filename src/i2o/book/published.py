@@ -145,9 +145,11 @@ def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = N
     """``_build/robustness.json`` (``make robustness``) into ``published/``, with its digests;
     with ``figures``, only those chapters, replacing theirs in the published summary and keeping
     the others as they were published (with their digests, so they stay stale if they were).
-    Each chapter records its replicates, so chapters published apart may have different ones
-    (e.g. more replicates of the chapters whose verdicts flip); the summary's ``replicates`` is
-    their union."""
+    A chapter whose published replicates are current keeps them beside this run's (so a
+    chapter's replicates may be computed in several sessions, each with an empty cache); a stale
+    one is replaced. Each chapter records its replicates, so chapters published apart may have
+    different ones (e.g. more replicates of the chapters whose verdicts flip); the summary's
+    ``replicates`` is their union."""
     summary = replicate_summary.read_summary()
     if summary is None:
         raise FileNotFoundError(f"no {replicate_summary.summary_path()}: run `make robustness "
@@ -165,29 +167,51 @@ def publish_robustness(profile: str = "quick", figures: Sequence[str] | None = N
         raise ValueError(f"replicates missing from the summary: {incomplete}; publish a "
                          "complete run")
     _computed_by_this_code(chosen, profile, summary["replicates"])
-    digests = {figure: chapter_digests(figure, profile, summary["replicates"])
-               for figure in chosen}
     chapters = {figure: {**summary["chapters"][figure], "replicates": list(summary["replicates"])}
                 for figure in chosen}
     machines, origin = summary["machines"], _origin()
-    if figures:
-        before = read("robustness", profile)
-        if before is None:
-            raise ValueError(f"publishing some chapters ({', '.join(chosen)}) updates a published "
-                             f"summary; {path('robustness', profile)} does not exist: publish "
-                             "every chapter of a complete run first")
+    before = read("robustness", profile)
+    if figures and before is None:
+        raise ValueError(f"publishing some chapters ({', '.join(chosen)}) updates a published "
+                         f"summary; {path('robustness', profile)} does not exist: publish "
+                         "every chapter of a complete run first")
+    if before is not None:
+        chapters = {figure: _extended(before, figure, chapter, profile)
+                    for figure, chapter in chapters.items()}
+    digests = {figure: chapter_digests(figure, profile, chapter["replicates"])
+               for figure, chapter in chapters.items()}
+    if figures and before is not None:
         kept = {figure: {**chapter, "replicates": chapter_replicates(before, figure)}
                 for figure, chapter in before["chapters"].items()}
         chapters = {**kept, **chapters}
         digests = {**before["digests"], **digests}
+        origin |= {"chapters": chosen, "earlier": before.get("origin", {})}
+    if before is not None:
         used = {run.get("machine") for c in chapters.values() for run in c["runs"].values()}
         known = {m["id"]: m for m in [*before["machines"], *summary["machines"]]}
         machines = [m for i, m in known.items() if i in used]
-        origin |= {"chapters": chosen, "earlier": before.get("origin", {})}
     every = sorted({r for chapter in chapters.values() for r in chapter["replicates"]})
     return _write(path("robustness", profile),
                   {**summary, "replicates": every, "chapters": chapters, "machines": machines,
                    "origin": origin, "digests": digests})
+
+
+def _extended(before: Mapping[str, Any], figure: str, chapter: dict[str, Any],
+              profile: str) -> dict[str, Any]:
+    """``chapter`` (this run's) beside the replicates published before, when those are current
+    (the same cache keys and claims code as this checkout's, so the same computation): replicates
+    computed in different sessions add up. A stale published chapter is replaced."""
+    if figure not in before["chapters"] or figure not in before.get("digests", {}):
+        return chapter
+    if status(figure, profile, before["digests"][figure]) != CURRENT:
+        return chapter
+    published_before = {**before["chapters"][figure],
+                        "replicates": chapter_replicates(before, figure)}
+    merged = replicate_summary.merge_chapter(published_before, chapter)
+    kept = sorted(set(published_before["replicates"]) - set(chapter["replicates"]))
+    print(f"[i2o] {figure}: replicates {', '.join(map(str, kept)) or 'none'} kept as published "
+          f"(current), {', '.join(map(str, chapter['replicates']))} from this run", flush=True)
+    return merged
 
 
 def publish_numbers(profile: str) -> Path:

@@ -97,6 +97,27 @@ def counts(table: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return {status: sum(row["agreement"] == status for row in table) for status in STATUSES}
 
 
+def merge_chapter(earlier: Mapping[str, Any], later: Mapping[str, Any]) -> dict[str, Any]:
+    """One chapter's summary at the union of two runs' replicates: each claim's verdicts at the
+    earlier run's replicates and at the later's (the later run wins on a replicate both hold),
+    its agreement and the counts taken again. Both runs must come from the same code (the caller
+    checks their digests); a claim one run lacks is ``incomplete`` at the other's replicates."""
+    replicates = sorted({*map(int, earlier["replicates"]), *map(int, later["replicates"])})
+    rows_before, rows_after = _keyed(earlier["claims"]), _keyed(later["claims"])
+    table = []
+    for key in [*rows_before, *(k for k in rows_after if k not in rows_before)]:
+        first = rows_before.get(key) or rows_after[key]
+        at = {**(rows_before.get(key) or {}).get("replicates", {}),
+              **(rows_after.get(key) or {}).get("replicates", {})}
+        at = {str(r): at.get(str(r)) for r in replicates}
+        table.append({**{k: v for k, v in first.items() if k not in ("replicates", "agreement")},
+                      "replicates": at,
+                      "agreement": agreement([a["verdict"] if a else None for a in at.values()])})
+    return {"claims": table, "counts": counts(table),
+            "runs": {**earlier.get("runs", {}), **later.get("runs", {})},
+            "missing": [], "replicates": replicates}
+
+
 def chapter_replicates(data: Mapping[str, Any], figure: str) -> list[int]:
     """The replicates of ``figure`` in a robustness summary, built or published: the chapter's
     own list where it was published apart from the others (``make publish FIGURES=...`` at other
