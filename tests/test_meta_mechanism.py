@@ -209,7 +209,8 @@ def _run(losses, label="m", outer_steps=None, **fields):
     (or one value everywhere); by default −ĝ descends, no task is indefinite, no line search
     exhausted."""
     n = len(losses)
-    defaults = {"descent_fd": 1.0, "indefinite_share": 0.0, "last_trial_share": 0.0}
+    defaults = {"descent_fd": 1.0, "adam_descent_fd": 1.0, "indefinite_share": 0.0,
+                "last_trial_share": 0.0}
     values = {name: np.full(n, np.nan) for name in probing.FIELDS}
     for name, value in {**defaults, **fields}.items():
         values[name] = np.broadcast_to(np.asarray(value, float), (n,)).copy()
@@ -237,6 +238,34 @@ def test_intervals_are_rises_and_calms_after_the_first_tenth():
     assert [(i.start, i.rise) for i in early] == [(20, False)]  # [10, 20] is within T/10 = 20
 
 
+#: L over 12 checkpoints of one model: a cascade (doubles into checkpoints 3, 4, 5: an onset at
+#: index 2 and two continuations), then a fall and a fresh onset from its low into checkpoint 10.
+CASCADE = [1.0, 0.5, 0.4, 1.0, 3.0, 7.0, 0.6, 0.45, 0.4, 1.0, 0.42, 0.41]
+ONSET_STARTS = (2, 8)
+
+
+def _onsets_of(present, absent, n=12):
+    return [present if i in ONSET_STARTS else absent for i in range(n)]
+
+
+def _models(k, **fields):
+    """``k`` copies of the cascade model (2 onsets each), labelled m0, m1, …"""
+    return [_run(CASCADE, label=f"m{i}", **fields) for i in range(k)]
+
+
+def test_onsets_are_the_rises_that_start_near_the_lowest_loss_so_far():
+    run = _run(CASCADE)
+    rises = [i.start for i in mechanism.intervals(run) if i.rise]
+    assert rises == [30, 40, 50, 90]  # checkpoints every 10 steps from step 10
+    assert [i.start for i in mechanism.onset_intervals(run)] == [30, 90]
+
+
+def test_fisher_p_is_the_hypergeometric_tail():
+    assert mechanism.one_sided_fisher(5, 5, 0, 5) == pytest.approx(1 / math.comb(10, 5))
+    assert mechanism.one_sided_fisher(0, 5, 5, 5) == 1.0
+    assert mechanism.one_sided_fisher(3, 3, 0, 0) == 1.0  # no calm interval: nothing to single out
+
+
 def test_no_rise_leaves_the_mechanism_undecided():
     verdict = mechanism.name([_run([1.0, 0.9, 0.8, 0.8, 1.5])])
     assert verdict.holds is None and "no probed model's loss rose" in verdict.reason
@@ -244,58 +273,64 @@ def test_no_rise_leaves_the_mechanism_undecided():
     assert "No probed model" in mechanism.describe(verdict)
 
 
+def test_too_few_onsets_leave_it_undecided_whatever_the_signs():
+    verdict = mechanism.name(_models(2, indefinite_share=_onsets_of(0.5, 0.0)))  # 4 onsets
+    assert verdict.holds is None and verdict.onsets == 4 < mechanism.MIN_ONSETS
+    assert "fewer than the 5" in verdict.reason and "Undecided" in mechanism.describe(verdict)
+
+
 @pytest.mark.parametrize("sign, field, present, absent", [
     ("a", "descent_fd", 0.0, 1.0), ("a_prime", "indefinite_share", 0.2, 0.0),
     ("c", "last_trial_share", 0.01, 0.0)])
-def test_a_sign_at_the_rises_and_not_when_calm_is_named(sign, field, present, absent):
-    verdict = mechanism.name([_run(LOSSES, **{field: _at(present, absent)})])
-    assert verdict.holds is True and verdict.named == (sign,)
-    counts = (f"({mechanism.LETTERS[sign]}) {mechanism.SIGNS[sign]}: "
-              "2 of 2 rise intervals, 0 of 7 calm")
-    assert counts in verdict.reason
+def test_a_sign_at_the_onsets_and_rarely_when_calm_is_named(sign, field, present, absent):
+    verdict = mechanism.name(_models(3, **{field: _onsets_of(present, absent)}))
+    assert verdict.holds is True and verdict.named == (sign,) and verdict.onsets == 6
+    assert f"({mechanism.LETTERS[sign]}) {mechanism.SIGNS[sign]}: 6 of 6 onsets, 0 of 18 calm" \
+        in verdict.reason
     assert mechanism.SIGNS[sign] in mechanism.describe(verdict)
 
 
-@pytest.mark.parametrize("field, present, absent", [
-    ("descent_fd", 0.0, 1.0), ("indefinite_share", 0.2, 0.0), ("last_trial_share", 0.01, 0.0)])
-def test_a_sign_present_everywhere_or_at_too_few_rises_is_not_named(field, present, absent):
-    everywhere = mechanism.name([_run(LOSSES, **{field: present})])
-    assert everywhere.named in ((), (mechanism.ADAM_STEP,))
-    assert "2 of 2 rise intervals, 7 of 7 calm" in everywhere.reason
-    one_rise = [present if i == 4 else absent for i in range(10)]
-    three_rises = _run([1.0, 0.9, 0.8, 0.7, 0.5, 1.2, 0.6, 0.4, 1.0, 0.5, 1.1, 0.9],
-                       **{field: one_rise + [absent, absent]})
-    rare = mechanism.name([three_rises])
-    assert rare.rises == 3 and rare.named in ((), (mechanism.ADAM_STEP,))  # 1 of 3 < half
+def test_a_sign_only_after_the_onsets_is_not_named():
+    after = [0.5 if i in (3, 4) else 0.0 for i in range(12)]  # the cascade's continuations
+    verdict = mechanism.name(_models(3, indefinite_share=after))
+    assert verdict.named == (mechanism.ADAM_STEP,)  # −ĝ descends at every onset
+    assert "0 of 6 onsets" in verdict.reason and "6 of 12 rise intervals" in verdict.reason
 
 
-def test_adam_step_is_named_when_no_sign_is_and_every_rise_descends():
-    verdict = mechanism.name([_run(LOSSES)])
+def test_a_sign_present_everywhere_is_not_named():
+    verdict = mechanism.name(_models(3, last_trial_share=0.1))
+    assert verdict.named == (mechanism.ADAM_STEP,)
+    assert "6 of 6 onsets, 18 of 18 calm (one-sided p = 1" in verdict.reason
+
+
+def test_adam_step_is_named_when_no_sign_is_and_every_onset_descends():
+    verdict = mechanism.name(_models(3))
     assert verdict.holds is True and verdict.named == (mechanism.ADAM_STEP,)
-    assert verdict.descending_at_rises == 2 == verdict.rises
+    assert verdict.descending_at_onsets == 6 == verdict.onsets
     assert mechanism.ADAM_STEP_TEXT in mechanism.describe(verdict)
 
 
-def test_nothing_is_named_when_a_rise_start_is_not_shown_to_descend():
-    undecided_direction = _at(math.nan, 1.0)  # the two step lengths disagreed at the rises
-    verdict = mechanism.name([_run(LOSSES, descent_fd=undecided_direction)])
+def test_it_fails_when_no_sign_is_named_and_an_onset_does_not_descend():
+    undecided_direction = _onsets_of(math.nan, 1.0)  # the two step lengths disagreed there
+    verdict = mechanism.name(_models(3, descent_fd=undecided_direction))
     assert verdict.holds is False and verdict.named == ()
-    assert "−ĝ descended at 0 of 2 rise starts" in verdict.reason
+    assert "−ĝ descended at 0 of 6 onsets" in verdict.reason
     assert "no mechanism is named" in mechanism.describe(verdict)
 
 
-def test_without_calm_intervals_no_sign_is_named():
-    verdict = mechanism.name([_run([1.0, 3.0, 7.0], outer_steps=30, descent_fd=0.0)])
-    assert verdict.rises == 2 and verdict.calms == 0 and verdict.holds is False
-
-
-def test_rises_are_pooled_over_models():
-    one = _run(LOSSES, label="one", last_trial_share=_at(0.1, 0.0))
-    other = _run(LOSSES, label="other")  # the same rises without the sign
-    verdict = mechanism.name([one, other])
-    assert verdict.rises == 4 and verdict.named == ("c",)  # 2 of 4 is half
-    with pytest.raises(ValueError, match="sign"):
-        mechanism.sign_present("d", {})
+def test_a_model_that_rose_unprobed_leaves_it_undecided():
+    figure4 = {"m0": {"best_loss": 0.1, "peak_after_best": 0.3},  # probed
+               "m9": {"best_loss": 0.1, "peak_after_best": 0.25},  # rose 2.5-fold, not probed
+               "m8": {"best_loss": 0.1, "peak_after_best": math.inf},  # diverged, not probed
+               "m7": {"best_loss": 0.1, "peak_after_best": 0.15}}  # 1.5-fold: did not rise
+    probes = {run["label"]: run for run in _models(3, descent_fd=_onsets_of(0.0, 1.0))}
+    assert mechanism.unprobed(figure4, probes) == ["m9", "m8"]
+    verdict = mechanism.judge(figure4, probes)
+    assert verdict.holds is None and verdict.unprobed == ("m9", "m8")
+    assert verdict.reason.startswith("m9, m8 rose more than 2-fold after their best point")
+    assert "without being probed" in mechanism.describe(verdict)
+    del figure4["m9"], figure4["m8"]
+    assert mechanism.judge(figure4, probes).named == ("a",)
 
 
 def test_table_lists_each_rise_and_the_calm_medians():

@@ -119,7 +119,7 @@ def claims(results: MetaResults) -> Claims:
                size_ordering(results.figure4, limits))
     if results.mechanism:
         record("figure4", "figure4/mechanism", MECHANISM_CLAIM,
-               mechanism.name(results.mechanism.values()).decision())
+               mechanism.judge(results.figure4, results.mechanism).decision())
     floor = results.floor
     for name, curves in results.ablation.items():
         figure3_claims("ablation", name, curves)
