@@ -94,6 +94,13 @@ READINGS: dict[str, Reading] = {
         "Kendall τ-b between B and D̄, normal approximation, one-sided p ≤ 0.05",
         "≥ 10 models over ≥ 2 sizes", "i2o.chapters.meta.claims_figure4.size_ordering",
         _ISSUE_61),
+    "meta-mechanism": Reading(
+        "the book's own: which sign accompanies the onsets of the Figure 4 models' rises",
+        "a sign at ≥ half of the onsets (rises starting within 2 × the lowest loss so far) and "
+        "more often there than at calm intervals, Fisher's exact one-sided p ≤ 0.05; else "
+        "Adam's step when −ĝ descends at every onset",
+        "≥ 5 onsets; every Figure 4 model that rose more than twofold probed",
+        "i2o.chapters.meta.mechanism.judge", "812106b"),
     "companion-steep": Reading(
         "the FNN's max |weight| grows with d faster than the DEQ's (a sign)",
         "slope of log2 max|weight| against d, FNN − DEQ over seeds, beyond the floor 0.001",
