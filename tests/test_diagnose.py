@@ -5,6 +5,7 @@ any compute (the API and the command)."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -601,3 +602,16 @@ def test_seeds_that_disagree_still_decide_a_gain_far_beyond_the_margin():
     assert min(ci.lo for ci in intervals["above_simultaneous"]) > 0.01
     assert v.help.holds is True and v.no_gain.holds is False
     assert v.hurt.holds is False
+
+
+def test_threads_win_over_the_exported_count_and_must_be_positive(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("I2O_THREADS", "1")  # as the Makefile exports it
+    with pytest.raises(SystemExit):
+        cli.main(["--model", "x.py:build", "--data", "x.pt", "--threads", "0"])
+    assert "--threads must be ≥ 1; got 0" in capsys.readouterr().err
+    try:
+        cli.main(["--model", f"{tmp_path / 'missing.py'}:build", "--data", "x.pt",
+                  "--threads", "2"])
+        assert os.environ["I2O_THREADS"] == "2" and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)

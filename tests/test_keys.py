@@ -222,3 +222,20 @@ def test_what_a_key_covers_is_the_whole_code_and_only_the_code():
         assert found == expected, path
         compared += 1
     assert compared > 100
+
+
+def test_a_thread_count_other_than_one_is_another_key(monkeypatch):
+    """Two torch threads give other bits than one (issue 65): never the same entry."""
+    def key() -> str:
+        return cache_key.key("stability", "job", {"seed": 0}, module="i2o.chapters.stability.jobs")
+
+    monkeypatch.delenv("I2O_THREADS", raising=False)
+    alone = key()
+    monkeypatch.setenv("I2O_THREADS", "1")
+    assert key() == alone  # one thread: the keys computed before the count was in them
+    monkeypatch.setenv("I2O_THREADS", "2")
+    assert key() != alone
+    for bad in ("0", "-1", "two", "1.5", ""):
+        monkeypatch.setenv("I2O_THREADS", bad)
+        with pytest.raises(ValueError, match="I2O_THREADS must be a whole number"):
+            key()

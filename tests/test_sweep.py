@@ -197,3 +197,18 @@ def test_slurm_jobs_requeue_through_checkpointable():
                 if j.name == "ift-N18-seed0"]
     again = job.checkpoint(train, {"I2O_THREADS": "1"})
     assert again.args == (train, {"I2O_THREADS": "1"})
+
+
+def test_cpus_set_the_jobs_torch_threads_over_the_exported_one(monkeypatch):
+    import submitit
+
+    monkeypatch.setenv("I2O_THREADS", "1")  # as the Makefile exports it
+    recorder = _RecordingExecutor()
+    threads: list[str] = []
+    submitted = recorder.submit
+    recorder.submit = lambda fn, *args: (threads.append(args[1]["I2O_THREADS"]),
+                                         submitted(fn, *args))[1]
+    monkeypatch.setattr(submitit, "AutoExecutor", lambda folder, cluster: recorder)
+    todo = stability.jobs(profiles.resolve("stability", "smoke", seeds=[0]))  # never run
+    sweep.submit("stability", [(j,) for j in todo], "local", cpus=2, max_parallel=2)
+    assert threads == ["2"] * len(todo)

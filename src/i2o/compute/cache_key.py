@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import io
 import json
+import os
 import tokenize
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -123,6 +124,16 @@ def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR
     return digest.hexdigest()
 
 
+def torch_threads() -> int:
+    """torch's intra-op thread count as this process's environment sets it (``I2O_THREADS``, read
+    by :func:`i2o.runtime.set_threads`): a whole number ≥ 1, default 1; ``ValueError`` in one line
+    for any other value. Other counts give other bits (reductions split differently)."""
+    raw = os.environ.get("I2O_THREADS", "1").strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"I2O_THREADS must be a whole number of torch threads ≥ 1; got {raw!r}")
+    return int(raw)
+
+
 def _canonical(params: Mapping[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=repr, separators=(",", ":"))
 
@@ -131,9 +142,12 @@ def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = 
     """The entry's key: ``params`` and the source of ``module``'s import closure. A result
     computed in another numerics mode, or with other portable pins, is another entry
     (:func:`i2o.runtime.numerics_key`); native mode's keys are those of the entries computed
-    before the modes existed (they are native)."""
+    before the modes existed (they are native). So is one computed with another torch thread
+    count than 1 (:func:`torch_threads`), which gives other bits."""
     what = {"figure": figure, "name": name, "params": dict(params),
             "source": module_source_hash(module)}
+    if (threads := torch_threads()) != 1:  # one thread's keys are those from before
+        what["threads"] = threads
     if (numerics := runtime.numerics_key()) is not None:
         what["numerics"] = numerics
     return sha256(_canonical(what).encode())

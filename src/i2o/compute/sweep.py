@@ -132,7 +132,8 @@ def sweep(figure: str, profile: str = "quick", executor: str = "local",
     if executor == "slurm" and not partition:
         raise ValueError("--executor slurm needs --partition (the SLURM partition to submit to)")
     chapter = door.enter(figure, profile, **dict(overrides or {}))
-    tasks = missing_tasks(chapter.tasks())
+    with runtime.environment({"I2O_THREADS": str(cpus)}):  # the keys the jobs will store under
+        tasks = missing_tasks(chapter.tasks())
     listing = chapter.jobs()
     todo = sum(len(task) for task in tasks)
     print(f"{figure} ({profile}): {len(listing)} jobs, {len(listing) - todo} cached, "
@@ -197,9 +198,7 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
         if slurm_args:
             common["slurm_additional_parameters"] = dict(slurm_args)
     ex.update_parameters(**common)
-    env = _environment()
-    if executor == "local" and "I2O_THREADS" not in os.environ:
-        env["I2O_THREADS"] = str(cpus)
+    env = {**_environment(), "I2O_THREADS": str(cpus)}  # --cpus wins over the Makefile's 1
     with runtime.environment(env):  # submitit's workers (subprocesses, sbatch) start with it
         done = _submit(ex, figure, todo, executor, max_parallel, env, keep_going,
                        expected_seconds, title)

@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partition", help="SLURM partition (required with --executor slurm)")
     parser.add_argument("--time", type=int, default=240, help="minutes per job (default 240)")
     parser.add_argument("--gpus", type=int, default=0, help="GPUs per job (default 0)")
-    parser.add_argument("--cpus", type=int, default=1, help="CPU cores (torch threads) per job")
+    parser.add_argument("--cpus", type=int, default=1,
+                        help="CPU cores (torch threads) per job; a count other than 1 gives "
+                        "other bits, stored as other cache entries")
     parser.add_argument("--max-parallel", type=int, default=2,
                         help="jobs running at once (local) / SLURM array parallelism (default 2)")
     parser.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",

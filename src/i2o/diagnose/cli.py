@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import pickle
 import re
 import sys
@@ -92,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
                    help="where diagnosis.json, diagnosis.png and diagnosis.pdf are written "
                         "(default ./diagnosis)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: I2O_THREADS or 1)")
+                   help="torch threads (default: I2O_THREADS or 1); wins over I2O_THREADS")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -209,8 +210,11 @@ def parse_fit(text: str | None) -> float | bool | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-
-    runtime.set_threads(args.threads)
+    if args.threads is not None and args.threads < 1:
+        parser().error(f"--threads must be ≥ 1; got {args.threads}")
+    if args.threads is not None:  # --threads wins over the I2O_THREADS the Makefile exports
+        os.environ["I2O_THREADS"] = str(args.threads)
+    runtime.set_threads()
     try:
         metric: Any = args.metric
         if args.metric.endswith(".py") or ".py:" in args.metric:
