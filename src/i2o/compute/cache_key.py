@@ -144,8 +144,8 @@ def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = 
     (:func:`i2o.runtime.numerics_key`); native mode's keys are those of the entries computed
     before the modes existed (they are native). So is one computed with another torch thread
     count than 1 (:func:`torch_threads`), which gives other bits."""
-    what = {"figure": figure, "name": name, "params": dict(params),
-            "source": module_source_hash(module)}
+    what: dict[str, Any] = {"figure": figure, "name": name, "params": dict(params),
+                            "source": module_source_hash(module)}
     if (threads := torch_threads()) != 1:  # one thread's keys are those from before
         what["threads"] = threads
     if (numerics := runtime.numerics_key()) is not None:
