@@ -319,17 +319,21 @@ def test_it_fails_when_no_sign_is_named_and_an_onset_does_not_descend():
 
 
 def test_a_model_that_rose_unprobed_leaves_it_undecided():
+    calm = np.full(40, 0.1)
     figure4 = {"m0": {"best_loss": 0.1, "peak_after_best": 0.3},  # probed
                "m9": {"best_loss": 0.1, "peak_after_best": 0.25},  # rose 2.5-fold, not probed
                "m8": {"best_loss": 0.1, "peak_after_best": math.inf},  # diverged, not probed
-               "m7": {"best_loss": 0.1, "peak_after_best": 0.15}}  # 1.5-fold: did not rise
+               "m6": {"best_loss": 0.1, "peak_after_best": 0.15,  # rose before its best point
+                      "train_losses": np.r_[calm, np.full(20, 0.5), calm]},
+               "m7": {"best_loss": 0.1, "peak_after_best": 0.15,  # 1.5-fold: did not rise
+                      "train_losses": np.r_[calm, np.full(20, 0.15), calm]}}
     probes = {run["label"]: run for run in _models(3, descent_fd=_onsets_of(0.0, 1.0))}
-    assert mechanism.unprobed(figure4, probes) == ["m9", "m8"]
+    assert mechanism.unprobed(figure4, probes) == ["m9", "m8", "m6"]
     verdict = mechanism.judge(figure4, probes)
-    assert verdict.holds is None and verdict.unprobed == ("m9", "m8")
-    assert verdict.reason.startswith("m9, m8 rose more than 2-fold after their best point")
+    assert verdict.holds is None and verdict.unprobed == ("m9", "m8", "m6")
+    assert verdict.reason.startswith("m9, m8, m6 rose more than 2-fold and were not probed")
     assert "without being probed" in mechanism.describe(verdict)
-    del figure4["m9"], figure4["m8"]
+    del figure4["m9"], figure4["m8"], figure4["m6"]
     assert mechanism.judge(figure4, probes).named == ("a",)
 
 

@@ -34,8 +34,9 @@ paper profile's probes of every Figure 4 model that rose, and the 25 models of s
   association would be between independent intervals, not a probability of this model's cause;
 - (b) "Adam's step, not the direction" is named when no sign is named and −ĝ is a descent
   direction (``descent_fd`` = 1) at every onset;
-- undecided (``None``) when a Figure 4 model rose more than twofold after its best point and was
-  not probed (its rises could say otherwise), when no probed model rose, or when there are fewer
+- undecided (``None``) when a Figure 4 model rose more than twofold (anywhere in its training,
+  over window means of its per-step loss, or after its best point: :func:`rose`) and was not
+  probed (its rises could say otherwise), when no probed model rose, or when there are fewer
   than :data:`MIN_ONSETS` = 5 onsets: the smallest count at which a sign present at every onset
   can reach the level against a calm rate of one half (0.5⁵ ≈ 0.031; at 4 onsets 0.0625 > 0.05);
 - otherwise the verdict holds when a mechanism is named and fails when none is (the probes
@@ -66,6 +67,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from i2o.chapters.meta.claims_figure4 import largest_rise
 from i2o.chapters.meta.mechanism_probe import FIELDS, MechanismRun, probe
 from i2o.verdicts.gates import Decision
 
@@ -224,9 +226,13 @@ def _mechanism_text(key: str) -> str:
 
 
 def rose(curves: Mapping[str, Any]) -> bool:
-    """Whether a Figure 4 model's outer training loss rose more than :data:`RISE_FACTOR`-fold
-    after its best point (``peak_after_best`` against ``best_loss``; a non-finite peak rose);
-    ``False`` when its curves record no best point."""
+    """Whether a Figure 4 model's outer training loss rose more than :data:`RISE_FACTOR`-fold:
+    anywhere in its training (the largest rise of its per-step loss over 20 window means,
+    :func:`.claims_figure4.largest_rise`, as the Figure 4 row reports it) or after its best point
+    (the checkpoints' ``peak_after_best`` against ``best_loss``; a non-finite peak rose)."""
+    low, high = largest_rise(curves.get("train_losses", ()))
+    if math.isfinite(low) and (math.isinf(high) or high > RISE_FACTOR * low):
+        return True
     best, peak = curves.get("best_loss"), curves.get("peak_after_best")
     if best is None or peak is None or not math.isfinite(float(best)):
         return False
@@ -265,8 +271,7 @@ def name(runs: Iterable[Mapping[str, Any]], not_probed: Sequence[str] = ()) -> V
                        descending, adam, tuple(not_probed))
 
     if not_probed:
-        return verdict(None, f"{', '.join(not_probed)} rose more than {RISE_FACTOR:g}-fold after "
-                       f"{'its' if len(not_probed) == 1 else 'their'} best point and "
+        return verdict(None, f"{', '.join(not_probed)} rose more than {RISE_FACTOR:g}-fold and "
                        f"{'was' if len(not_probed) == 1 else 'were'} not probed; {listing}")
     if not rises:
         return verdict(None, "no probed model's loss rose (at least doubled between two "
@@ -323,8 +328,7 @@ def describe(verdict: Verdict) -> str:
     signs = "; ".join(count.text() for count in verdict.counts)
     if verdict.unprobed:
         return (f"Undecided: {', '.join(verdict.unprobed)} rose more than {RISE_FACTOR:g}-fold "
-                f"after the best point without being probed, so the probes cannot speak for "
-                f"every rise ({signs}).")
+                f"without being probed, so the probes cannot speak for every rise ({signs}).")
     if verdict.holds is None and not verdict.rises:
         return ("No probed model's outer training loss rose (at least doubled between two "
                 "checkpoints), so there is no rise whose mechanism to name.")
