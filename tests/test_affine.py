@@ -213,7 +213,7 @@ def test_lemma_1_needs_N_large_enough():
     ({"n_seeds": -1}, "n_seeds"),
     ({"d_theta_max": 0}, "d_theta_max"),
     ({"left_n_list": [5, -2]}, "left_n_list"),
-    ({"n_reference": "100"}, "n_reference"),
+    ({"n_reference": "ten"}, "n_reference"),
     ({"eta_scale": 1.5}, "eta_scale"),
 ])
 def test_manifest_schema_rejects_bad_parameters(overrides, named):

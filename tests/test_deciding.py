@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from bank import DROPPING, STABILITY_PARAMS, gap_results, gap_table, stability_run, stability_table
 
-from i2o.book.build import _parse_overrides
 from i2o.compute import door, profiles
 from i2o.verdicts import deciding
 from i2o.verdicts.decision import Needs, Over
@@ -25,8 +24,9 @@ def overrides_of(command: str) -> tuple[str, str, dict]:
     settings = dict(w.split("=", 1) for w in words[2:])
     pairs = shlex.split(settings["P"])
     assert pairs[::3] == ["-p"] * (len(pairs) // 3)
-    return words[1][4:], settings["PROFILE"], _parse_overrides(
-        [[pairs[i + 1], pairs[i + 2]] for i in range(0, len(pairs), 3)])
+    figure = words[1][4:]
+    return figure, settings["PROFILE"], profiles.read_overrides(
+        figure, [[pairs[i + 1], pairs[i + 2]] for i in range(0, len(pairs), 3)])
 
 
 def noisy_arms():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -320,6 +321,15 @@ def counting() -> Counting:
     ({"metric": lambda a, b: a.sum(1), "higher_is_better": True}, "state the margin"),
     ({"margin": 0.0}, "margin δ must be"),
     ({"fit": 0.9}, "give train="),
+    ({"limit": 0}, "limit must be an integer ≥ 1"),
+    ({"fit": float("nan")}, "fit must be a number > 0.0 and ≤ 1.0"),
+    ({"fit": 90.0}, "(a fraction: 0.9 for 90 %)"),
+    ({"train_iters": 1001}, "train_iters must be an integer ≥ 1 and ≤ 1000"),
+    ({"grid": [1, 5, 20_000]}, "counts ≤ 10,000"),
+    ({"grid": list(range(1, 1003))}, "at most 1,000"),
+    ({"margin": float("nan")}, "margin δ must be"),
+    ({"margin": 5.0}, "margin δ must be a number > 0.0 and ≤ 1.0"),
+    ({"level": 90}, "level must be a number ≥ 0.5 and < 1.0"),
 ])
 def test_bad_inputs_are_refused_before_any_sweep(kwargs, message):
     model = counting()
@@ -327,6 +337,45 @@ def test_bad_inputs_are_refused_before_any_sweep(kwargs, message):
     with pytest.raises(ValueError, match=message):
         check_inputs(model, (x, y), **{"train_iters": 5, **kwargs})
     assert Counting.calls == 0
+
+
+def test_inputs_that_are_not_finite_are_refused_before_any_sweep():
+    """All-NaN inputs once gave "recommended N' = 1" (an accuracy read from NaN outputs is a
+    number): refused, for a pair of tensors (every row) and a loader (its first batch)."""
+    x, y = torch.randn(8, 3), torch.randint(0, 3, (8,))
+    nan = torch.full_like(x, float("nan"))
+    some = x.clone()
+    some[5, 1] = float("inf")
+    for data, message in [((nan, y), "test data's inputs hold 24 non-finite value(s)"),
+                          ((some, y), "inputs hold 1 non-finite value(s) (NaN or ±inf) of 24"),
+                          (torch.utils.data.DataLoader(torch.utils.data.TensorDataset(nan, y),
+                                                       batch_size=4),
+                           "inputs of its first batch hold 12")]:
+        model = counting()
+        with pytest.raises(ValueError, match=re.escape(message)):
+            check_inputs(model, data, train_iters=5)
+        assert Counting.calls == 0
+    with pytest.raises(ValueError, match="training data's targets"):
+        check_inputs(counting(), (x, y), train_iters=5, metric="mse",
+                     train=(x, torch.full((8, 3), float("nan"))))
+    assert check_inputs(counting(), (some, y), train_iters=5, limit=4)["train_iters"] == 5
+
+
+def test_out_is_checked_before_any_compute(tmp_path, monkeypatch):
+    assert cli.check_out(str(tmp_path / "new" / "folder")) == tmp_path / "new" / "folder"
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file"):
+        cli.check_out(str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="a file"):
+        cli.check_out(str(tmp_path / "file" / "sub"))
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cli.tempfile, "TemporaryFile", read_only)
+    with pytest.raises(ValueError, match=r"cannot be written \(Permission denied\)"):
+        cli.check_out(str(tmp_path / "out"))
 
 
 def test_nan_metric_empty_loader_and_no_iteration_control():
@@ -606,9 +655,8 @@ def test_seeds_that_disagree_still_decide_a_gain_far_beyond_the_margin():
 
 def test_threads_win_over_the_exported_count_and_must_be_positive(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("I2O_THREADS", "1")  # as the Makefile exports it
-    with pytest.raises(SystemExit):
-        cli.main(["--model", "x.py:build", "--data", "x.pt", "--threads", "0"])
-    assert "--threads must be ≥ 1; got 0" in capsys.readouterr().err
+    assert cli.main(["--model", "x.py:build", "--data", "x.pt", "--threads", "0"]) != 0
+    assert "--threads" in capsys.readouterr().err
     try:
         cli.main(["--model", f"{tmp_path / 'missing.py'}:build", "--data", "x.pt",
                   "--threads", "2"])

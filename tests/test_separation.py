@@ -161,7 +161,7 @@ def test_check_params_refuses_what_the_schema_cannot_say():
     p = profiles.resolve("separation", "smoke")
     with pytest.raises(profiles.ParameterError, match="diag_n"):
         runs.check_params(p.with_(diag_n=20, diag_d=12))
-    with pytest.raises(profiles.ParameterError, match="'seeds'.*without repeated values"):
+    with pytest.raises(profiles.ParameterError, match="'seeds'.*no value repeated.*got \\[0, 0\\]"):
         runs.check_params(p.with_(seeds=[0, 0]))
     with pytest.raises(profiles.ParameterError, match="heatmap_points"):
         runs.check_params(p.with_(heatmap_points=100, gotu_train_size=50))

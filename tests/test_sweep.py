@@ -110,8 +110,16 @@ def test_bad_options_fail_before_submitting(capsys):
     assert "--partition" in capsys.readouterr().err
     assert sweep_command.main(["stability", "-p", "seeds", "oops"]) == 2
     assert "seeds" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        sweep_command.main(["stability", "--executor", "kubernetes"])
+    for argv, message in [(["--executor", "kubernetes"], "--executor must be one of local"),
+                          (["--profile", "fast"], "--profile must be one of smoke"),
+                          (["--cpus", "0"], "--cpus must be an integer ≥ 1"),
+                          (["--time", "1e3"], "--time must be an integer"),
+                          (["--slurm-arg", "qos"], "--slurm-arg takes KEY=VALUE")]:
+        assert sweep_command.main(["stability", *argv]) == 2
+        error = capsys.readouterr().err
+        assert message in error and error.count("\n") == 1, error
+    assert sweep_command.main(["no_such_figure"]) == 2
+    assert "unknown figure 'no_such_figure'" in capsys.readouterr().err
 
 
 def test_dry_run_lists_without_computing(capsys):

@@ -24,7 +24,7 @@ with ``numbers.json`` (every glued number and claim row, :mod:`i2o.provenance.nu
 
 Command line (what the Makefile calls)::
 
-    python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]
+    python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]   # value: i2o.inputs
     python -m i2o.book all --profile quick [--workers N] [--record-timing]
     python -m i2o.book book --profile quick [--workers N] [--record-timing]  # all, then html
     python -m i2o.book html
@@ -42,25 +42,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-import yaml
-
+from i2o import inputs
 from i2o.book import all_chapters, execute, html_build
 from i2o.book.stamps import executed_path
 from i2o.compute import door, plan, pool, profiles, timings
 from i2o.data import preflight
-
-
-def _parse_overrides(pairs: list[list[str]] | None) -> dict[str, Any]:
-    """``-p name value`` pairs; values parsed as YAML (``50`` → int, ``[1, 2]`` → list)."""
-    overrides = {}
-    for name, raw in pairs or []:
-        try:
-            overrides[name] = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            overrides[name] = raw
-    return overrides
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,13 +69,16 @@ def main(argv: list[str] | None = None) -> int:
                        help="processes of the job pool that computes every chapter's missing "
                             "jobs first (default: the cores this process may use, capped so "
                             "that the jobs' recorded peak memory fits)")
-    one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="override a figure parameter, e.g. -p seeds '[0, 1]' (read by "
+                          "i2o.inputs, not as YAML: 1e-2 is a number, 010 and 1:30 are refused)")
     sub.add_parser("html", help="build the HTML book from the executed notebooks")
     sub.add_parser("figures", help="list the manifest's figures")
     args = parser.parse_args(argv)
     try:
+        inputs.check_environment()
         if args.command == "run":
-            overrides = _parse_overrides(args.parameter)
+            overrides = profiles.read_overrides(args.figure, args.parameter)
             chapter = door.enter(args.figure, args.profile, **overrides)
             if reason := preflight.check([args.figure])[args.figure]:
                 print(f"error: {args.figure} cannot run: {reason}", file=sys.stderr)

@@ -9,10 +9,12 @@ Every path into a chapter enters here, before any job is listed, submitted or co
 - ``make robustness`` (:func:`i2o.provenance.robustness.check_request`, for every replicate asked).
 
 Validation is the manifest's schema (:func:`i2o.compute.profiles.resolve`: types, ranges, choices,
-misspelt names) and then the chapter's own rules between parameters (``runs.check_params``),
-both raising :class:`i2o.compute.profiles.ParameterError` that names the parameter. The machinery
-knows a chapter only through the manifest's ``package``: its ``runs`` module is imported by name,
-never by an import statement (``tests/test_layout.py``).
+misspelt names, every value read by :func:`i2o.inputs.read`), the environment variables the runtime
+reads (:func:`i2o.inputs.check_environment`, before the chapter's code is imported), and then the
+chapter's own rules between parameters (``runs.check_params``), all raising
+:class:`i2o.compute.profiles.ParameterError` that names the parameter. The machinery knows a
+chapter only through the manifest's ``package``: its ``runs`` module is imported by name, never by
+an import statement (``tests/test_layout.py``).
 
 A :class:`Chapter` then lists what a sweep computes: :meth:`Chapter.jobs`, every cache entry; and
 :meth:`Chapter.tasks`, the same jobs grouped as the sweep submits them (one process per task: a
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from i2o import runtime
+from i2o import inputs, runtime
 from i2o.compute import profiles
 from i2o.job import Job
 
@@ -37,8 +39,9 @@ Task = tuple[Job, ...]
 
 def runs_module(figure: str) -> ModuleType:
     """The ``runs`` module of ``figure``'s chapter package (the manifest's ``package``);
-    ``ParameterError`` for a figure the manifest does not have."""
+    ``ParameterError`` for a figure the manifest does not have or a bad environment variable."""
     package = profiles.entry(figure)["package"]
+    inputs.check_environment()  # before the chapter's code reads any of them
     runtime.jax_single_thread()  # before a chapter imports JAX
     return importlib.import_module(f"{package}.runs")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from i2o import inputs
 from i2o.compute.cache_entries import results_dir
 
 #: Where :func:`jax_compilation_cache` keeps XLA's compiled programs, inside the results cache.
@@ -16,9 +16,10 @@ def jax_compilation_cache() -> Path | None:
     process — a sweep worker, the notebook that reads its results, the next replicate — loads a
     program it would otherwise compile again. Numbers do not change: a loaded program is the one
     compiled, and JAX's key covers the program, the compile options and the library versions.
-    ``I2O_JAX_CACHE=0`` leaves JAX's default (no persistent cache). Returns the directory, or
-    ``None`` when off."""
-    if os.environ.get("I2O_JAX_CACHE", "1").strip().lower() in ("0", "off", "false", "no", ""):
+    ``I2O_JAX_CACHE=0`` (or ``false``) leaves JAX's default (no persistent cache); a value other
+    than 0, 1, true or false is refused (:func:`i2o.inputs.environment_value`). Returns the
+    directory, or ``None`` when off."""
+    if not inputs.environment_value("I2O_JAX_CACHE", default=True):
         return None
     import jax  # lazy: JAX only for the chapters that use it
 

@@ -7,35 +7,43 @@ notebook, its outputs, the schema of its parameters and their values in each pro
 A notebook's ``parameters`` cell declares ``profile = "quick"`` and every other parameter as
 ``None`` ("the profile's value"); papermill may override any of them. :func:`resolve_namespace`
 then checks every value against the schema *before any compute* and fails with a message that
-names the parameter and what it allows.
+names the parameter and what it allows. Every value, a Python value or text (``-p NAME VALUE`` of
+the commands: :func:`read_overrides`), is read by one reader, :func:`i2o.inputs.read`, whose
+docstring is the grammar (not YAML's: ``1e-2`` is a number, ``010`` and ``1:30`` are refused).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from i2o import lineage
+from i2o import inputs, lineage
+from i2o.inputs import ParameterError as ParameterError  # where every caller finds it
 
 PROFILES = ("smoke", "quick", "paper")
 MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
+#: The keys a parameter's schema may have (``reason``: why a margin is what it is).
+_SCHEMA_KEYS = {"type", "min", "max", "choices", "empty", "distinct", "fraction", "help", "reason"}
+#: Names the command lines take elsewhere than ``-p NAME VALUE``, and where.
+NOT_PARAMETERS = {
+    "profile": "the profile is not a parameter: choose it with --profile {value} "
+               "(make: PROFILE={value})",
+    "figure": "the figure is not a parameter: it is the command's first argument "
+              "(python -m i2o.book run {value}, python -m i2o.sweep {value}; make fig-{value}, "
+              "make sweep FIG={value})",
+}
 _NOTEBOOK_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 #: The hidden output (a papermill/glue record) by which :func:`show` hands the kernel's
 #: provenance to the build (``i2o.book`` stamps it, ``i2o.provenance.numbers`` publishes it). Its
 #: type ends in ``+json`` so that the notebook format stores it as JSON, not as text.
 PROVENANCE_RECORD = "i2o-provenance"
 PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
-
-
-class ParameterError(ValueError):
-    """A parameter of a figure is unknown or outside what its schema allows."""
 
 
 @functools.cache
@@ -74,6 +82,12 @@ def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
         if schema.get("type") not in _TYPES:
             raise ValueError(f"figures.yaml: {figure}.{name} has type {schema.get('type')!r}; "
                              f"allowed: {', '.join(_TYPES)}")
+        if unknown := sorted(set(schema) - _SCHEMA_KEYS):
+            raise ValueError(f"figures.yaml: {figure}.{name} has unknown key(s) {unknown}; "
+                             f"allowed: {', '.join(sorted(_SCHEMA_KEYS))}")
+        if schema["type"] not in ("str", "bool") and not {"min", "max"} <= set(schema):
+            raise ValueError(f"figures.yaml: {figure}.{name} states no range: a number or a "
+                             "list of numbers needs both min and max")
     for profile in PROFILES:
         values = entry["profiles"].get(profile)
         if values is None:
@@ -87,67 +101,21 @@ def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
             validate_value(figure, name, value, entry["parameters"][name])
 
 
-def describe(schema: Mapping[str, Any]) -> str:
-    """What a schema allows, in words: ``an integer ≥ 1``, ``one of 'ift', 'unrolled'``."""
-    kind = schema["type"]
-    if "choices" in schema:
-        return "one of " + ", ".join(repr(c) for c in schema["choices"])
-    words = {
-        "int": "an integer", "float": "a number", "bool": "True or False", "str": "a string",
-        "int_list": "a list of integers", "float_list": "a list of numbers",
-    }[kind]
-    bounds = []
-    if "min" in schema:
-        bounds.append(f"≥ {schema['min']}")
-    if "max" in schema:
-        bounds.append(f"≤ {schema['max']}")
-    if bounds:
-        words += (" with every element " if kind.endswith("_list") else " ") + " and ".join(bounds)
-    if kind.endswith("_list") and schema.get("empty"):
-        words += " (or an empty list)"
-    return words
+def spec(name: str, schema: Mapping[str, Any]) -> inputs.Spec:
+    """The reader's spec of parameter ``name`` (:meth:`i2o.inputs.Spec.from_schema`)."""
+    return inputs.Spec.from_schema(name, schema)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    """An int or a finite float (NaN and ±inf compare false with every bound, so refuse them)."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+def describe(schema: Mapping[str, Any], name: str = "") -> str:
+    """What a schema allows, in words: ``an integer ≥ 1``, ``one of 'ift', 'unrolled'``
+    (:func:`i2o.inputs.describe`; ``name``: a list named ``…seeds`` allows no repeated seed)."""
+    return inputs.describe(spec(name, schema))
 
 
 def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]) -> Any:
-    """Return ``value`` (ints accepted for floats) or raise :class:`ParameterError`."""
-    kind = schema["type"]
-    scalar_ok = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
-                 "str": lambda v: isinstance(v, str)}
-    if kind.endswith("_list"):
-        element_kind = kind.removesuffix("_list")
-        ok = isinstance(value, list | tuple) and (len(value) > 0 or bool(schema.get("empty"))) \
-            and all(scalar_ok[element_kind](v) for v in value)
-        elements = list(value) if ok else []
-    else:
-        ok = scalar_ok[kind](value)
-        elements = [value]
-    if ok:
-        for element in elements:
-            if "min" in schema and element < schema["min"]:
-                ok = False
-            if "max" in schema and element > schema["max"]:
-                ok = False
-            if "choices" in schema and element not in schema["choices"]:
-                ok = False
-    if not ok:
-        raise ParameterError(
-            f"parameter {name!r} of figure {figure!r} must be {describe(schema)}; got {value!r}"
-            + (f" ({schema['help']})" if "help" in schema else ""))
-    if kind == "float":
-        return float(value)
-    if kind == "float_list":
-        return [float(v) for v in value]
-    return list(value) if kind.endswith("_list") else value
+    """Return ``value`` read by :func:`i2o.inputs.read` (text by its grammar; ints accepted for
+    floats, returned as floats) or raise :class:`ParameterError` naming the parameter."""
+    return inputs.read(value, spec(name, schema), f"parameter {name!r} of figure {figure!r}")
 
 
 def require(figure: str, params: Mapping[str, Any],
@@ -186,6 +154,26 @@ def _close_names(name: str, names: Iterable[str]) -> list[str]:
     names = list(names)
     return (difflib.get_close_matches(name, names, n=1)
             or [other for other in names if sorted(other) == sorted(name)])
+
+
+def read_overrides(figure: str, pairs: Iterable[Sequence[str]] | None) -> dict[str, Any]:
+    """The ``-p NAME VALUE`` pairs of a command line (``python -m i2o.book run``, ``python -m
+    i2o.sweep``, ``make fig-* P=…``, ``make sweep P=…``), each value read from its text by the
+    parameter's schema (:func:`i2o.inputs.read`); :class:`ParameterError` for ``-p profile`` or
+    ``-p figure`` (saying how to choose them), for a name given twice and for a bad value. A
+    name the figure does not have is kept as its text: :func:`resolve` refuses it with the names
+    it is close to."""
+    parameters = entry(figure)["parameters"]
+    overrides: dict[str, Any] = {}
+    for name, text in pairs or []:
+        if name in NOT_PARAMETERS:
+            raise ParameterError(f"-p {name} {text}: " + NOT_PARAMETERS[name].format(value=text))
+        if name in overrides:
+            raise ParameterError(f"-p {name} is given twice for figure {figure!r}; give each "
+                                 "parameter once")
+        overrides[name] = (validate_value(figure, name, text, parameters[name])
+                           if name in parameters else text)
+    return overrides
 
 
 def resolve(figure: str, profile: str = "quick", **given: Any) -> Params:
@@ -231,6 +219,11 @@ def resolve_namespace(figure: str, namespace: Mapping[str, Any]) -> Params:
         if not private(name) and name not in _NOTEBOOK_NAMES
         and not callable(value) and type(value).__name__ != "module"
     }
+    if given.get("figure") is not None:
+        raise ParameterError(f"parameter 'figure' is not a parameter of figure {figure!r}: each "
+                             "notebook is one figure (run another notebook for another figure); "
+                             f"got {inputs.shown(given['figure'])}")
+    given.pop("figure", None)
     profile = given.pop("profile", "quick")
     return resolve(figure, profile, **given)
 

@@ -5,7 +5,10 @@
 
 prints the table and the recommendation, writes ``diagnosis.json``, ``diagnosis.png`` and
 ``diagnosis.pdf`` into ``--out``, and shows progress on the terminal. Every input is checked before
-any compute; a bad one stops the command with one line saying what is wrong (exit status 2).
+any compute (the options by :func:`read_options`, with :mod:`i2o.inputs`'s grammar, before the
+model file runs; ``--out`` must be a folder that can be written; the environment variables;
+then the model and the data, :func:`i2o.diagnose.run.check_inputs`); a bad one stops the command
+with one line saying what is wrong (exit status 2).
 What a command line cannot load (a model that needs live Python objects, several seeds) is one
 call of :func:`i2o.diagnose.diagnose`.
 """
@@ -18,14 +21,21 @@ import os
 import pickle
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from i2o import runtime
+from i2o import inputs, runtime
+from i2o.diagnose import run
 from i2o.diagnose.metrics import NAMED
 from i2o.diagnose.run import DEFAULT_MARGINS, check_inputs, diagnose
+
+#: The integer options, read by :func:`i2o.inputs.read`.
+BATCH_SIZE_SPEC = inputs.Spec("int", 1, 1_000_000, help="rows per batch")
+THREADS_SPEC = inputs.Spec("int", 1, inputs.MAX_THREADS, help="torch threads")
+COUNT_SPEC = inputs.Spec("int", 1, run.MAX_COUNT)
 
 EPILOG = """\
 A model file is plain Python: FUNC() returns a torch module holding a torchdeq DEQ, an
@@ -56,12 +66,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--train-data", metavar="SPEC",
                    help="the training data (optional): its curve is drawn and --fit is measured "
                         "on it")
-    p.add_argument("--train-iters", type=int, metavar="N",
-                   help="N, the forward iterations used in training (default for a torchdeq "
-                        "model: its f_max_iter)")
+    p.add_argument("--train-iters", metavar="N",
+                   help=f"N, the forward iterations used in training, at most "
+                        f"{run.MAX_TRAIN_ITERS:,} (default for a torchdeq model: its f_max_iter)")
     p.add_argument("--grid", metavar="GRID",
                    help="the test-time counts N': 'A:B' (every count from A to B), 'A:B:S' (step "
-                        "S) or 'n1,n2,...'; must include N (default: 1 … 3N)")
+                        f"S) or 'n1,n2,...', each ≤ {run.MAX_COUNT:,}, at most "
+                        f"{inputs.MAX_ITEMS:,} counts; must include N (default: 1 … 3N)")
     p.add_argument("--metric", default="accuracy", metavar="NAME",
                    help=f"one of {', '.join(NAMED)}, or FILE.py:FUNC, a function (y_hat, y) -> "
                         "one value per example, with --higher-is-better or --lower-is-better "
@@ -71,28 +82,28 @@ def parser() -> argparse.ArgumentParser:
                            help="the custom metric improves upwards")
     direction.add_argument("--lower-is-better", dest="higher", action="store_const", const=False,
                            help="the custom metric improves downwards")
-    p.add_argument("--margin", type=float, metavar="DELTA",
+    p.add_argument("--margin", metavar="DELTA",
                    help="δ, the smallest change of the metric that matters, in its units "
                         "(default: " + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_MARGINS.items())
                         + "; required for a custom metric)")
     p.add_argument("--fit", metavar="THRESHOLD",
                    help="fit criterion gating the verdicts: a threshold on the training metric at "
-                        "N (needs --train-data), or 'stated' (you state the model fits); default: "
-                        "no gate")
-    p.add_argument("--level", type=float, default=0.9,
+                        "N (needs --train-data; a fraction for accuracy, in (0, 1]: 0.9 for 90 "
+                        "%%), or 'stated' (you state the model fits); default: no gate")
+    p.add_argument("--level", default="0.9",
                    help="confidence level of every interval (default 0.9: two one-sided tests "
                         "at 5 %%)")
-    p.add_argument("--batch-size", type=int, default=250,
+    p.add_argument("--batch-size", default="250",
                    help="rows per batch for tensor data (default 250)")
-    p.add_argument("--limit", type=int, metavar="K",
-                   help="use at most K examples of each data set")
+    p.add_argument("--limit", metavar="K",
+                   help="use at most K examples of each data set (K ≥ 1)")
     p.add_argument("--per-n", action="store_true",
                    help="one forward solve per N' instead of one per batch reading every iterate "
                         "(slower; for models whose solver cannot be shared)")
     p.add_argument("--out", default="diagnosis", metavar="DIR",
                    help="where diagnosis.json, diagnosis.png and diagnosis.pdf are written "
-                        "(default ./diagnosis)")
-    p.add_argument("--threads", type=int, default=None,
+                        "(default ./diagnosis; checked to be writable before any compute)")
+    p.add_argument("--threads", default=None,
                    help="torch threads (default: I2O_THREADS or 1); wins over I2O_THREADS")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -184,61 +195,127 @@ def load_model(spec: str, checkpoint: str | None) -> Any:
 
 
 def parse_grid(text: str | None) -> list[int] | None:
+    """``--grid``: ``A:B``, ``A:B:S`` or ``n1,n2,...`` of integers (:mod:`i2o.inputs`'s grammar),
+    each count 1 … :data:`i2o.diagnose.run.MAX_COUNT`, at most :data:`i2o.inputs.MAX_ITEMS`."""
     if text is None:
         return None
+    allowed = (f"'A:B', 'A:B:S' or 'n1,n2,...' of counts ≥ 1 and ≤ {run.MAX_COUNT:,} (at most "
+               f"{inputs.MAX_ITEMS:,} counts)")
+    parts = text.split(":") if ":" in text else text.split(",")
     try:
-        if ":" in text:
-            parts = [int(p) for p in text.split(":")]
-            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] < 1):
-                raise ValueError
-            return list(range(parts[0], parts[1] + 1, parts[2] if len(parts) == 3 else 1))
-        return [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise ValueError(f"--grid must be 'A:B', 'A:B:S' or 'n1,n2,...'; got {text!r}") from None
+        if ":" in text and len(parts) not in (2, 3):
+            raise inputs.ParameterError("")
+        numbers = [inputs.read(part, COUNT_SPEC, "--grid") for part in parts]
+    except inputs.ParameterError:
+        raise inputs.ParameterError(f"--grid must be {allowed}; got {text!r}") from None
+    if ":" in text:
+        step = numbers[2] if len(numbers) == 3 else 1
+        grid = list(range(numbers[0], numbers[1] + 1, step))
+    else:
+        grid = numbers
+    if not grid or len(grid) > inputs.MAX_ITEMS:
+        raise inputs.ParameterError(f"--grid must be {allowed}; got {text!r} "
+                                    f"({len(grid):,} counts)")
+    return grid
 
 
-def parse_fit(text: str | None) -> float | bool | None:
+def parse_fit(text: str | None, metric: str | None = "accuracy") -> float | bool | None:
+    """``--fit``: ``stated``, or a threshold on the training ``metric`` at N
+    (:func:`i2o.diagnose.run.fit_spec`: a fraction for accuracy, 0.9 for 90 %)."""
     if text is None:
         return None
     if text == "stated":
         return True
+    spec = run.fit_spec(metric)
     try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"--fit must be a number or 'stated'; got {text!r}") from None
+        return inputs.read(text, spec, "--fit")
+    except inputs.ParameterError:
+        raise inputs.ParameterError(
+            f"--fit must be 'stated' or {inputs.describe(spec)}; got {text!r}"
+            + (f" ({spec.help})" if spec.help else "")) from None
+
+
+def check_out(text: str) -> Path:
+    """``--out``: a folder that exists and can be written, or that can be made in the nearest
+    folder above it that exists and can be written; checked by writing (and removing) a file
+    there, before any compute. ``ParameterError`` naming ``--out`` otherwise."""
+    if not text.strip():
+        raise inputs.ParameterError("--out must be a folder; got ''")
+    out = Path(text)
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"is under {existing}, a file"
+        raise inputs.ParameterError(f"--out must be a folder that can be written; {out} {what}")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise inputs.ParameterError(f"--out must be a folder that can be written; {existing} "
+                                    f"cannot be written ({error.strerror or error})") from None
+    return out
+
+
+def read_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every option of the command line that is a value, read before any file is loaded: the
+    keyword arguments of :func:`i2o.diagnose.run.check_inputs` (less the model and the data;
+    ``metric`` a name or FILE.py:FUNC, still unloaded), ``threads`` and ``out``.
+    :class:`i2o.inputs.ParameterError` (one line, naming the option) for a bad one."""
+    custom = args.metric.endswith(".py") or ".py:" in args.metric
+    if custom:
+        name = None
+    elif args.metric in NAMED:
+        name = args.metric
+    else:
+        raise inputs.ParameterError(f"--metric must be one of {', '.join(NAMED)} or "
+                                    f"FILE.py:FUNC; got {args.metric!r}")
+    if args.higher is not None and not custom:
+        raise inputs.ParameterError("--higher-is-better/--lower-is-better apply to a custom "
+                                    "metric only")
+
+    def number(text: str | None, spec: inputs.Spec, option: str) -> Any:
+        return None if text is None else inputs.read(text, spec, option)
+
+    return dict(
+        train_iters=number(args.train_iters, run.TRAIN_ITERS_SPEC, "--train-iters"),
+        metric=args.metric, higher_is_better=args.higher, grid=parse_grid(args.grid),
+        margin=number(args.margin, run.margin_spec(name), "--margin"),
+        fit=parse_fit(args.fit, name), level=inputs.read(args.level, run.LEVEL_SPEC, "--level"),
+        batch_size=inputs.read(args.batch_size, BATCH_SIZE_SPEC, "--batch-size"),
+        limit=number(args.limit, run.LIMIT_SPEC, "--limit"),
+        threads=number(args.threads, THREADS_SPEC, "--threads"), out=check_out(args.out))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.threads is not None and args.threads < 1:
-        parser().error(f"--threads must be ≥ 1; got {args.threads}")
-    if args.threads is not None:  # --threads wins over the I2O_THREADS the Makefile exports
-        os.environ["I2O_THREADS"] = str(args.threads)
-    runtime.set_threads()
     try:
-        metric: Any = args.metric
-        if args.metric.endswith(".py") or ".py:" in args.metric:
-            metric = _load_function(args.metric, "--metric")
-        elif args.higher is not None:
-            raise ValueError("--higher-is-better/--lower-is-better apply to a custom metric only")
-        options = dict(train_iters=args.train_iters, metric=metric, higher_is_better=args.higher,
-                       grid=parse_grid(args.grid), margin=args.margin, fit=parse_fit(args.fit),
-                       level=args.level, batch_size=args.batch_size, limit=args.limit)
+        inputs.check_environment()
+        options = read_options(args)
+        threads, out = options.pop("threads"), options.pop("out")
+        if threads is not None:  # --threads wins over the I2O_THREADS the Makefile exports
+            os.environ["I2O_THREADS"] = str(threads)
+        runtime.set_threads(threads)
+        if options["metric"].endswith(".py") or ".py:" in options["metric"]:
+            options["metric"] = _load_function(options["metric"], "--metric")
         model = load_model(args.model, args.checkpoint)
         test = load_data(args.data, "--data")
         train = load_data(args.train_data, "--train-data")
         check_inputs(model, test, train=train, **options)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, FloatingPointError) as error:
         print(f"python -m i2o.diagnose: error: {error}", file=sys.stderr)
         return 2
-    result = diagnose(model, test, train=train, shared=not args.per_n,
-                      progress=False if args.no_progress else None, **options)
+    try:
+        result = diagnose(model, test, train=train, shared=not args.per_n,
+                          progress=False if args.no_progress else None, **options)
+    except (ValueError, FloatingPointError) as error:  # a solve that diverged on the data
+        print(f"python -m i2o.diagnose: error: {error}", file=sys.stderr)
+        return 1
     print(result.table())
     print()
     print(result.claims().to_text())
     print()
     print(result.summary())
-    out = Path(args.out)
     json_path = result.save_json(out / "diagnosis.json")
     import matplotlib  # lazy: matplotlib only when a figure is asked for
 

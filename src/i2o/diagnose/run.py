@@ -2,12 +2,15 @@ r"""The diagnosis: a trained implicit model evaluated at every test-time count `
 its gap ``D(N, ΔN) = M(N + ΔN) − M(N)`` with intervals, the verdicts and the recommended ``N'``.
 
 Everything a user can get wrong is checked **before any compute** (:func:`check_inputs`): a model
-with no iteration control, a grid without the training ``N``, an empty loader, a metric that is
-unknown, has no direction, or returns NaN on the first examples, a margin or level out of range, a
-fit threshold without training data. Then each model is swept once over the test data (and the
-training data when given) with one solve per batch (``shared=True``) or one per ``N'``
-(:mod:`i2o.diagnose.measure`), and the verdicts are decided from the swept arrays
-(:func:`from_curves`).
+with no iteration control, a grid without the training ``N``, ``N`` or a count beyond its cap
+(:data:`MAX_TRAIN_ITERS`, :data:`MAX_COUNT`), an empty loader, a ``limit`` below 1, inputs or
+targets that are not finite, a metric that is unknown, has no direction, or returns NaN on the
+first examples, a margin, level or fit threshold out of range (an accuracy's are fractions: 0.9 for
+90 %), a fit threshold without training data. The command reads its options by the same specs
+(:func:`fit_spec`, :func:`margin_spec`, :data:`LEVEL_SPEC`, :mod:`i2o.inputs`). Then each model is
+swept once over the test data (and the training data when given) with one solve per batch
+(``shared=True``) or one per ``N'`` (:mod:`i2o.diagnose.measure`), and the verdicts are decided
+from the swept arrays (:func:`from_curves`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from i2o import inputs as reader
+from i2o.diagnose.data import Batches
 from i2o.diagnose.measure import check_measurement, preflight_check, sweep_checked
 from i2o.diagnose.metrics import Metric
 from i2o.diagnose.result import Diagnosis
@@ -27,6 +33,69 @@ from i2o.verdicts.rule import decide
 
 #: Default margin δ per named metric, in its units (1 accuracy point, 0.1 dB, …).
 DEFAULT_MARGINS = {"accuracy": 0.01, "error": 0.01, "loss": 0.01, "mse": 1e-3, "psnr": 0.1}
+#: The largest training ``N``: published DEQs train with tens of solver steps (the MDEQ 18,
+#: torchdeq's default 40); ten times more still fits, and the default grid then runs 3N steps per
+#: batch. A larger ``N`` is a typo (an extra zero) more often than a model.
+MAX_TRAIN_ITERS = 1000
+#: The largest test-time count ``N'`` of a grid (ten times :data:`MAX_TRAIN_ITERS`).
+MAX_COUNT = 10 * MAX_TRAIN_ITERS
+#: Metrics whose values are fractions (their margin and fit threshold too).
+FRACTION_METRICS = ("accuracy", "error")
+LEVEL_SPEC = reader.Spec("float", 0.5, 1.0, max_open=True, fraction=True,
+                         help="confidence level of every interval")
+LIMIT_SPEC = reader.Spec("int", 1, help="at most this many examples of each data set")
+TRAIN_ITERS_SPEC = reader.Spec("int", 1, MAX_TRAIN_ITERS,
+                               help="N, the forward iterations used in training")
+
+
+def fit_spec(metric: str | None) -> reader.Spec:
+    """What a fit threshold on the training ``metric`` at ``N`` may be: a fraction for accuracy
+    (``(0, 1]``) and error (``[0, 1)``), else any finite number."""
+    if metric == "accuracy":
+        return reader.Spec("float", 0.0, 1.0, min_open=True, fraction=True,
+                           help="a threshold on the training accuracy at N")
+    if metric == "error":
+        return reader.Spec("float", 0.0, 1.0, max_open=True, fraction=True,
+                           help="a threshold on the training error at N")
+    return reader.Spec("float", help=f"a threshold on the training {metric or 'metric'} at N")
+
+
+def margin_spec(metric: str | None) -> reader.Spec:
+    """What the margin δ may be: a number > 0, at most 1 for a fraction metric (0.01 = 1 point)."""
+    if metric in FRACTION_METRICS:
+        return reader.Spec("float", 0.0, 1.0, min_open=True,
+                           help=f"in {metric} units: 0.01 for 1 point")
+    return reader.Spec("float", 0.0, min_open=True, help="in the metric's units")
+
+
+def _count_values(x: Any) -> tuple[int, int]:
+    """(non-finite values, values) of the floating-point tensors in ``x`` (nested tuples too)."""
+    if isinstance(x, torch.Tensor):
+        if not (x.is_floating_point() or x.is_complex()):
+            return 0, x.numel()
+        return int((~torch.isfinite(x)).sum()), x.numel()
+    if isinstance(x, list | tuple):
+        counts = [_count_values(part) for part in x]
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
+    return 0, 0
+
+
+def check_finite_data(data: Batches) -> None:
+    """Refuse data whose inputs or targets hold NaN or ±inf (a model cannot be diagnosed on
+    them, and an accuracy read from NaN outputs is a number): every row of a pair of tensors,
+    the first batch of a loader."""
+    source = data.source
+    whole = (isinstance(source, tuple) and len(source) == 2
+             and all(isinstance(t, torch.Tensor) for t in source))
+    x, y = (source if data.limit is None else (source[0][:data.limit], source[1][:data.limit])) \
+        if whole else data.first()
+    for part, what in ((x, "inputs"), (y, "targets")):
+        bad, total = _count_values(part)
+        if bad:
+            where = "" if whole else " of its first batch"
+            raise ValueError(f"the {data.name} data's {what}{where} hold {bad} non-finite "
+                             f"value(s) (NaN or ±inf) of {total}: a model cannot be diagnosed "
+                             "on them")
 
 
 def check_inputs(model: Any, test: Any, train_iters: int | None = None, train: Any = None,
@@ -37,27 +106,51 @@ def check_inputs(model: Any, test: Any, train_iters: int | None = None, train: A
                  ) -> dict[str, Any]:
     """Every check of the module docstring; returns the resolved inputs of :func:`diagnose`
     (the measurement's, :func:`i2o.diagnose.measure.check_measurement`, and the verdicts')."""
+    if limit is not None:
+        limit = reader.read(limit, LIMIT_SPEC, "limit")
+    if train_iters is not None:
+        if isinstance(train_iters, np.integer):
+            train_iters = int(train_iters)
+        reader.read(train_iters, TRAIN_ITERS_SPEC, "train_iters")
+    if grid is not None:
+        _check_grid_size(grid)
     inputs = check_measurement(model, test, train_iters, train, metric, higher_is_better, grid,
                                batch_size, limit, preflight=False)
+    reader.read(inputs["train_iters"], TRAIN_ITERS_SPEC, "train_iters")
+    _check_grid_size(inputs["grid"])
     resolved = inputs["metric"]
     if margin is None:
         if resolved.name not in DEFAULT_MARGINS:
             raise ValueError(f"state the margin δ (a difference of {resolved.name!r} that "
                              "matters): a custom metric has no default")
         margin = DEFAULT_MARGINS[resolved.name]
-    if not (isinstance(margin, int | float) and np.isfinite(margin) and margin > 0):
-        raise ValueError(f"the margin δ must be a finite number > 0; got {margin!r}")
-    if not 0.5 <= level < 1:
-        raise ValueError(f"level must be in [0.5, 1); got {level!r}")
-    if fit is not None and not isinstance(fit, bool) and inputs["train"] is None:
-        raise ValueError("a fit threshold is measured on the training data: give train=...")
+    margin = reader.read(margin, margin_spec(resolved.name), "the margin δ")
+    level = reader.read(level, LEVEL_SPEC, "level")
     if fit is False:
         raise ValueError("fit=False: give a threshold on the training metric, True (stated), or "
                          "None (no fit gate)")
+    if fit is not None and fit is not True:
+        fit = reader.read(fit, fit_spec(resolved.name), "fit")
+    if fit is not None and not isinstance(fit, bool) and inputs["train"] is None:
+        raise ValueError("a fit threshold is measured on the training data: give train=...")
+    for data in (inputs["test"], inputs["train"]):
+        if data is not None:
+            check_finite_data(data)
     if preflight:
         for adapter in inputs["adapters"]:
             preflight_check(adapter, inputs["test"], inputs["grid"], resolved)
     return {**inputs, "margin": float(margin), "fit": fit, "level": float(level)}
+
+
+def _check_grid_size(grid: Sequence[int]) -> None:
+    values = list(grid)
+    if len(values) > reader.MAX_ITEMS:
+        raise ValueError(f"the grid of N' has {len(values):,} counts; at most "
+                         f"{reader.MAX_ITEMS:,}")
+    too_large = [n for n in values if isinstance(n, int | np.integer) and n > MAX_COUNT]
+    if too_large:
+        raise ValueError(f"the grid of N' must be counts ≤ {MAX_COUNT:,} (10 × the largest N, "
+                         f"{MAX_TRAIN_ITERS:,}); got {too_large[0]}")
 
 
 def _fit_gate(fit: float | bool | None, train: Curves | None, train_iters: int,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from i2o import inputs
 from i2o.compute import plan
 from i2o.provenance import bundles, dependencies, fingerprint
 
@@ -41,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         given = f"got {argv[0]!r}" if argv else "none given"
         print(f"{USAGE}\nerror: the command must be one of {', '.join(COMMANDS)}; {given}",
               file=sys.stderr)
+        return 2
+    try:
+        inputs.check_environment()  # I2O_RESULTS_DIR and the others, before any command reads
+    except inputs.ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     return COMMANDS[argv[0]](argv[1:])
 

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from i2o import lineage, runtime
+from i2o import inputs, lineage, runtime
 from i2o.digests import arrays_sha256
 
 #: The CPU models of qemu-user that stand for the CPUs the book is run on without one: an AMD
@@ -375,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in args.names if name not in PROBES]
     if unknown:
         parser.error(f"unknown probe(s) {', '.join(unknown)}; allowed: {', '.join(PROBES)}")
+    try:
+        inputs.check_environment()  # I2O_THREADS sets the probes' torch threads
+    except inputs.ParameterError as error:
+        print(f"python -m i2o.probes: error: {error}", file=sys.stderr)
+        return 2
     if args.here:
         found = {"machine": lineage.machine_facts(), "probes": compute(args.names or None)}
     else:
