@@ -20,15 +20,17 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from filelock import Timeout
 
-from i2o import lineage, locations
-from i2o.compute.cache_key import key
+from i2o import lineage, locations, runtime
+from i2o.compute.cache_key import key, key_of
 from i2o.compute.cache_locks import entry_lock, holding
 from i2o.digests import sha256
+
+T = TypeVar("T")
 
 ARRAYS = "arrays.npz"
 META = "meta.json"
@@ -48,6 +50,43 @@ def entry_dir(figure: str, name: str, params: Mapping[str, Any],
     """The folder of the entry of job ``name`` of ``figure`` with ``params`` computed by
     ``module`` (:func:`i2o.compute.cache_key.key`)."""
     return results_dir() / figure / f"{name}-{key(figure, name, params, module)[:20]}"
+
+
+def _recorded(meta: Mapping[str, Any], field: str, kind: type[T]) -> T:
+    value = meta.get(field)
+    if not isinstance(value, kind):
+        raise ValueError(f"its {field} is {value!r}")
+    return value
+
+
+def recorded_key(meta: Mapping[str, Any]) -> str:
+    """The key of the entry whose ``meta.json`` is ``meta``, from what it records: the figure,
+    the job's name, its parameters and the hash of the code that computed it, with the torch
+    thread count and the numerics mode of its provenance (portable mode's pins taken as this
+    code's); :func:`entry_dir` names the entry's folder by it. ``ValueError`` naming what is
+    missing or malformed. An import checks that an entry lands in the folder its record
+    names."""
+    figure, name, source = (_recorded(meta, field, str) for field in ("figure", "name", "source"))
+    params = _recorded(meta, "params", dict)
+    provenance = meta.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise ValueError(f"its provenance is {provenance!r}")
+    counts = provenance.get("threads", {})
+    threads = counts.get("I2O_THREADS", "1") if isinstance(counts, dict) else counts
+    if not isinstance(threads, str) or not threads.strip().isdigit():
+        raise ValueError(f"its torch thread count is {threads!r}")
+    mode = provenance.get("numerics")
+    numerics: dict[str, Any] | None
+    if mode is None or mode == "native":  # native, or computed before the modes existed
+        numerics = None
+    elif mode != "portable":
+        raise ValueError(f"its numerics mode is {mode!r}")
+    elif str(provenance.get("machine", "")).lower() in ("x86_64", "amd64"):
+        numerics = {"mode": mode, "pins": runtime.PORTABLE_PINS,
+                    "xla": list(runtime.XLA_PORTABLE_FLAGS)}
+    else:  # nothing is pinned there
+        numerics = {"mode": mode}
+    return key_of(figure, name, params, source, int(threads), numerics)
 
 
 def checkpoint_dir(figure: str, name: str, params: Mapping[str, Any],

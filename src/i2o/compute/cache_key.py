@@ -144,10 +144,21 @@ def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = 
     (:func:`i2o.runtime.numerics_key`); native mode's keys are those of the entries computed
     before the modes existed (they are native). So is one computed with another torch thread
     count than 1 (:func:`torch_threads`), which gives other bits."""
+    return key_of(figure, name, params, module_source_hash(module), torch_threads(),
+                  runtime.numerics_key())
+
+
+def key_of(figure: str, name: str, params: Mapping[str, Any], source: str, threads: int = 1,
+           numerics: Mapping[str, Any] | None = None) -> str:
+    """The key :func:`key` gives for these values, whatever this process's code and
+    environment: ``source``, the hash of the computing code (:func:`module_source_hash`),
+    ``threads``, the torch thread count, and ``numerics``, the numerics' part
+    (:func:`i2o.runtime.numerics_key`); what an entry's record is checked against
+    (:func:`i2o.compute.cache_entries.recorded_key`)."""
     what: dict[str, Any] = {"figure": figure, "name": name, "params": dict(params),
-                            "source": module_source_hash(module)}
-    if (threads := torch_threads()) != 1:  # one thread's keys are those from before
+                            "source": source}
+    if threads != 1:  # one thread's keys are those from before
         what["threads"] = threads
-    if (numerics := runtime.numerics_key()) is not None:
-        what["numerics"] = numerics
+    if numerics is not None:
+        what["numerics"] = dict(numerics)
     return sha256(_canonical(what).encode())

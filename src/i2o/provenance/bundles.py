@@ -17,33 +17,50 @@ missing entries, so that no bundle leaves out entries unnoticed. ``--partial --c
 carries a sweep in progress: the checkpoints of the jobs not finished travel too, and after the
 import ``make sweep`` on the other machine resumes them where they stopped.
 
-``python -m i2o.results import FILE`` reads the whole archive and verifies it before it writes
-anything: the manifest's format and figure, every member named in the manifest and nothing else,
-regular files only, no path that leaves the cache (absolute, ``..``), every size and checksum. Each
-entry is then written into the results cache atomically (a temporary directory renamed into place,
-under the entry's lock, as :func:`i2o.compute.cache_entries.store` does); an entry already there
-with the same files is left as it is, so a second import of the same archive writes nothing. The
-report says which entries match the current code's keys (a notebook reads them) and which belong to
+``python -m i2o.results import FILE`` checks everything before it writes anything
+(:func:`import_bundle`): it streams the archive once, member by member, so that memory holds the
+manifest and one block of a member (and, while an entry is checked, its arrays) whatever the
+archive's size; checks the manifest (format,
+figure, at least one file, whole entries, the contents digest) and each member against it
+(a plain relative path inside the figure's entries, never a lock folder or a dot name, a regular
+file, not twice, listed, its size, never reading more than listed, its checksum), staging the
+bytes in a folder inside the results folder; then checks that each entry is whole and belongs
+where it lands (its ``meta.json`` records the key its folder is named by; the cache reads it).
+Only then are the staged entries renamed into place, each under its entry's lock; an entry
+already there with the same files is skipped (a second import of the same archive writes
+nothing) and a different valid one refuses the bundle, never overwritten. A refusal is one line
+naming the member and the reason (exit status 2), and leaves the cache as it was. The report
+says which entries match the current code's keys (a notebook reads them) and which belong to
 another version of the code (written, named, never used by this code).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import io
 import json
+import lzma
 import os
+import re
 import secrets
 import shutil
 import sys
 import tarfile
+import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
+
+from filelock import FileLock, Timeout
 
 from i2o import lineage, runtime
 from i2o.compute import cache_entries, door, profiles
+from i2o.compute.cache_locks import LOCKS, holding
 from i2o.digests import sha256
 from i2o.provenance import fingerprint
 
@@ -200,111 +217,475 @@ def _new_archive(path: Path, suffix: str) -> tarfile.TarFile:
     return tarfile.open(path, "w")
 
 
-def _safe(name: str) -> PurePosixPath:
+#: The largest manifest an import reads (held in memory whole; a chapter's lists a few hundred
+#: bytes per file).
+MANIFEST_LIMIT = 64 << 20
+#: Bytes copied at a time from a member into the staging folder.
+CHUNK = 1 << 20
+#: A folder of the cache a bundle may fill: an entry, ``<job>-<20 hex digits of its key>``, or
+#: that entry's checkpoints, ``<job>-<key>.ckpt``.
+FOLDER = re.compile(r"(?P<entry>(?P<name>[^/]+)-(?P<key>[0-9a-f]{20}))(?P<ckpt>\.ckpt)?")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+#: The start of the name of an import's staging folder in the results folder (a dot name, as
+#: every temporary of the cache), and the lock its import holds inside it while it runs.
+STAGING, HELD = ".import-", "held.lock"
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A file as the manifest lists it."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+def _refusal(where: str, reason: str) -> BundleError:
+    """One line: what is refused (the bundle, and the member or the manifest) and why."""
+    return BundleError(f"{where} {reason}; nothing was written".replace("\n", " "))
+
+
+def _path_problem(name: str) -> str | None:
+    """Why a bundle may not carry a file named ``name`` into the cache (``None``: it may)."""
     path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts or not path.parts or name.startswith("/"):
-        raise BundleError(f"the bundle names a path outside the cache: {name!r}")
-    return path
+    if name.startswith("/") or path.is_absolute():
+        return "is an absolute path, outside the cache"
+    if ".." in path.parts:
+        return "leaves the cache by '..', outside the cache"
+    if not path.parts or str(path) != name:
+        return "is not a plain relative path (empty, '.', '//' or a trailing '/')"
+    if LOCKS in path.parts:
+        return f"is inside a lock folder ({LOCKS}): an import never touches the cache's locks"
+    if any(part.startswith(".") for part in path.parts):
+        return "has a dot name (the cache's locks and temporaries have them, no entry's file does)"
+    return None
 
 
-def read(bundle: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The bundle's manifest and files, every check of the module docstring passed."""
+def _layout_problem(parts: tuple[str, ...], figure: str) -> str | None:
+    """Why ``parts`` is not a file of an entry of ``figure`` or of its checkpoints."""
+    if parts[0] != figure:
+        return f"is not an entry of {figure!r}"
+    if len(parts) < 3 or (match := FOLDER.fullmatch(parts[1])) is None:
+        return f"is not an entry of {figure!r} (<figure>/<job>-<20 hex digits of its key>/<file>)"
+    if match["ckpt"] is None and (len(parts) != 3 or parts[2] not in ENTRY_FILES):
+        return f"is not one of an entry's files ({', '.join(ENTRY_FILES)})"
+    return None
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _manifest(data: bytes, label: str) -> tuple[dict[str, Any], dict[str, _Listed]]:
+    """The manifest and its files by path, every check of :func:`import_bundle` on the manifest
+    passed: what the members are then checked against."""
+    where = f"{label}: {MANIFEST}"
     try:
-        with tarfile.open(bundle, "r:*") as archive:  # plain, .gz or .xz
-            members = archive.getmembers()
-            contents: dict[str, bytes] = {}
-            for member in members:
-                if not member.isfile():
-                    raise BundleError(f"the bundle holds something other than a file: "
-                                      f"{member.name!r}")
-                _safe(member.name)
-                if member.name in contents:
-                    raise BundleError(f"the bundle holds {member.name!r} twice")
-                stream = archive.extractfile(member)
-                assert stream is not None
-                contents[member.name] = stream.read()
-    except (tarfile.TarError, EOFError, OSError) as error:
-        raise BundleError(f"{bundle} is not a readable bundle (truncated or not a tar "
-                          f"archive): {error}") from error
-    if MANIFEST not in contents:
-        raise BundleError(f"{bundle} has no {MANIFEST}")
-    try:
-        manifest = json.loads(contents.pop(MANIFEST))
-    except ValueError as error:
-        raise BundleError(f"{bundle}: its manifest is not JSON: {error}") from error
+        manifest = json.loads(data)
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
+        raise _refusal(where, f"is not JSON ({error})") from error
+    if not isinstance(manifest, dict):
+        raise _refusal(where, f"is not a JSON object but {type(manifest).__name__}")
     if manifest.get("format") != FORMAT:
-        raise BundleError(f"{bundle}: bundle format {manifest.get('format')!r}, this code reads "
-                          f"{FORMAT}")
+        raise _refusal(where, f"says bundle format {manifest.get('format')!r}, this code reads "
+                              f"{FORMAT}")
     figure = manifest.get("figure")
-    if figure not in profiles.figures():
-        raise BundleError(f"{bundle}: unknown figure {figure!r}")
-    listed = {f["path"]: f for f in manifest.get("files", [])}
-    if set(listed) != set(contents):
-        extra, absent = sorted(set(contents) - set(listed)), sorted(set(listed) - set(contents))
-        raise BundleError(f"{bundle}: the files do not match the manifest (not listed: {extra}; "
-                          f"listed but absent: {absent})")
-    for path, data in contents.items():
-        parts = _safe(path).parts
-        if parts[0] != figure or len(parts) < 3:
-            raise BundleError(f"{bundle}: {path!r} is not an entry of {figure!r}")
-        if len(data) != listed[path]["size"] or sha256(data) != listed[path]["sha256"]:
-            raise BundleError(f"{bundle}: {path!r} does not match its checksum (tampered or "
-                              "damaged); nothing was written")
-    stated = manifest.get("contents_sha256")
-    if stated is not None and stated != contents_digest(listed.values()):
-        raise BundleError(f"{bundle}: its contents digest {stated[:16]}… does not match its "
-                          "files (tampered manifest); nothing was written")
-    return manifest, contents
-
-
-def _entry_groups(contents: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
-    """Files grouped by the cache folder they go to (``figure/entry``, its checkpoint apart)."""
-    groups: dict[str, dict[str, bytes]] = {}
-    for path, data in contents.items():
+    if not isinstance(figure, str) or figure not in profiles.figures():
+        raise _refusal(where, f"names an unknown figure {figure!r}")
+    if not isinstance(manifest.get("profile"), str):
+        raise _refusal(where, f"names no profile ({manifest.get('profile')!r})")
+    if not _whole(manifest.setdefault("replicate", 0)):
+        raise _refusal(where, f"names replicate {manifest['replicate']!r}, not a whole number")
+    files = manifest.get("files")
+    if not isinstance(files, list) or not files:
+        raise _refusal(where, "lists no files: an empty bundle is refused")
+    listed: dict[str, _Listed] = {}
+    for number, item in enumerate(files):
+        if not (isinstance(item, dict) and isinstance(item.get("path"), str)):
+            raise _refusal(where, f"lists as file {number} {repr(item)[:120]}, not a path with a "
+                                  "size and a SHA-256")
+        path = item["path"]
+        problem = _path_problem(path) or _layout_problem(PurePosixPath(path).parts, figure)
+        if not problem and not (_whole(item.get("size")) and isinstance(item.get("sha256"), str)
+                                and SHA256.fullmatch(item["sha256"])):
+            problem = (f"has the size {item.get('size')!r} and the SHA-256 "
+                       f"{repr(item.get('sha256'))[:80]}: not a byte count and 64 hex digits")
+        if problem:
+            raise _refusal(f"{label}: {path!r}", f"(listed in the manifest) {problem}")
+        if path in listed:
+            raise _refusal(f"{label}: {path!r}", "is listed twice in the manifest")
+        listed[path] = _Listed(path, item["size"], item["sha256"])
+    folders = {str(parent) for path in listed for parent in PurePosixPath(path).parents}
+    if clash := sorted(set(listed) & folders):
+        raise _refusal(f"{label}: {clash[0]!r}", "is listed both as a file and as a folder")
+    carried: dict[str, set[str]] = {}
+    for path in listed:
         parts = PurePosixPath(path).parts
-        groups.setdefault("/".join(parts[:2]), {})["/".join(parts[2:])] = data
-    return groups
+        if not parts[1].endswith(".ckpt"):
+            carried.setdefault(parts[1], set()).add(parts[2])
+    for folder, names in sorted(carried.items()):
+        if names != set(ENTRY_FILES):
+            raise _refusal(f"{label}: {figure + '/' + folder!r}",
+                           f"carries only {', '.join(sorted(names))} of an entry's files "
+                           f"({', '.join(ENTRY_FILES)}): not a whole entry")
+    stated = manifest.get("contents_sha256")
+    if stated is not None and stated != contents_digest(files):
+        raise _refusal(where, f"states the contents digest {str(stated)[:16]}…, which does not "
+                              "match its files (tampered manifest)")
+    return manifest, listed
 
 
-def _same(folder: Path, files: Mapping[str, bytes]) -> bool:
-    return folder.is_dir() and all((folder / name).is_file()
-                                   and (folder / name).read_bytes() == data
-                                   for name, data in files.items())
+def _kind(member: tarfile.TarInfo) -> str:
+    if member.issym():
+        return f"a symbolic link (to {member.linkname!r})"
+    if member.islnk():
+        return f"a hard link (to {member.linkname!r})"
+    if member.ischr() or member.isblk():
+        return "a device"
+    if member.isfifo():
+        return "a FIFO"
+    if member.isdir():
+        return "a folder"
+    if member.issparse():
+        return "a sparse file"
+    return f"of tar type {member.type!r}"
 
 
-def _write(folder: Path, files: Mapping[str, bytes]) -> None:
-    """``files`` into ``folder`` atomically, as the cache writes an entry
-    (:func:`i2o.compute.cache_entries.staging`); an entry already there, which differs, is
-    replaced."""
-    with cache_entries.staging(folder) as tmp:
-        for name, data in files.items():
-            target = tmp / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.rename(tmp, folder)
+#: What a damaged or truncated archive raises while it is read (gzip's and tarfile's own errors
+#: are OSError and TarError).
+_READ_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError)
 
 
-def import_bundle(bundle: Path) -> Report:
-    """Verify ``bundle`` (:func:`read`), then write its entries into the results cache; the
-    report names those that match this code's keys and those that do not."""
-    manifest, contents = read(Path(bundle))
-    figure = manifest["figure"]
+def _next(archive: tarfile.TarFile, label: str, after: str) -> tarfile.TarInfo | None:
+    """The archive's next member's header (``None`` at its end)."""
     try:
-        expected = set(_entries(figure, manifest["profile"], int(manifest.get("replicate", 0))))
+        return archive.next()
+    except _READ_ERRORS as error:
+        raise _refusal(f"{label}:", f"is damaged after {after} (truncated or not a tar archive: "
+                                    f"{error})") from error
+
+
+def _copy(source: IO[bytes], target: Path, item: _Listed, where: str) -> None:
+    """A member's bytes into ``target``, a block at a time, checked against its listing: never
+    more than the listed size is read (one byte more refuses it), then its SHA-256."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    with open(target, "xb") as out:
+        while True:
+            try:
+                block = source.read(min(CHUNK, item.size - size + 1))
+            except _READ_ERRORS as error:
+                raise _refusal(where, f"is cut short or damaged in the archive (truncated: "
+                                      f"{error})") from error
+            if not block:
+                break
+            size += len(block)
+            if size > item.size:
+                raise _refusal(where, f"holds more than the manifest's {item.size} bytes "
+                                      "(refused while reading it)")
+            digest.update(block)
+            out.write(block)
+    if size != item.size:
+        raise _refusal(where, f"holds {size} of the manifest's {item.size} bytes (truncated)")
+    if digest.hexdigest() != item.sha256:
+        raise _refusal(where, "does not match its checksum in the manifest (tampered or "
+                              "damaged)")
+
+
+def _stream_into(stream: IO[bytes], label: str,
+                 files: Path) -> tuple[dict[str, Any], dict[str, _Listed]]:
+    """Read the archive front to back, once, member by member: the manifest first (checked),
+    then each member's header checked against it before its bytes are read, and its bytes
+    copied under ``files`` (a staging folder) with their size and checksum checked; every file
+    the manifest lists must have come. Memory holds the manifest and one block."""
+    try:
+        archive = tarfile.open(fileobj=stream, mode="r|*")  # plain, .gz or .xz, streamed
+    except _READ_ERRORS as error:
+        raise _refusal(f"{label}:", f"is not a readable bundle (truncated or not a tar archive: "
+                                    f"{error})") from error
+    with archive:
+        first = _next(archive, label, "its start")
+        if first is None or first.name != MANIFEST:
+            found = "nothing" if first is None else repr(first.name)
+            raise _refusal(f"{label}:", f"starts with {found}, not {MANIFEST} (an exported bundle "
+                                        "starts with its manifest)")
+        if not first.isfile() or first.size > MANIFEST_LIMIT:
+            raise _refusal(f"{label}: {MANIFEST}", f"is {_kind(first)} of {first.size} bytes, "
+                           f"not a file of at most {MANIFEST_LIMIT} bytes")
+        source = archive.extractfile(first)
+        assert source is not None  # a regular file's
+        try:
+            data = source.read(first.size)
+        except _READ_ERRORS as error:
+            raise _refusal(f"{label}: {MANIFEST}", f"is cut short or damaged (truncated: "
+                                                   f"{error})") from error
+        manifest, listed = _manifest(data, label)
+        seen: set[str] = set()
+        after = MANIFEST
+        while (member := _next(archive, label, repr(after))) is not None:
+            name, where = member.name, f"{label}: {member.name!r}"
+            if problem := _path_problem(name):
+                raise _refusal(where, problem)
+            if not member.isfile() or member.issparse():
+                raise _refusal(where, f"is {_kind(member)}, not a regular file")
+            if name == MANIFEST or name in seen:
+                raise _refusal(where, "is in the archive twice")
+            if name not in listed:
+                raise _refusal(where, "is not listed in the manifest")
+            if member.size != listed[name].size:
+                raise _refusal(where, f"is {member.size} bytes in the archive, the manifest says "
+                                      f"{listed[name].size} (refused before reading it)")
+            source = archive.extractfile(member)
+            assert source is not None
+            _copy(source, files / name, listed[name], where)
+            seen.add(name)
+            after = name
+    if absent := [path for path in listed if path not in seen]:
+        more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+        raise _refusal(f"{label}: {absent[0]!r}", f"is listed in the manifest but absent from the "
+                                                  f"archive{more}")
+    return manifest, listed
+
+
+def _npz_problem(path: Path) -> str | None:
+    """Why ``path`` is not an array archive as :func:`numpy.savez` writes one (every array
+    stored uncompressed, so that reading it takes no more memory than its size)."""
+    try:
+        with zipfile.ZipFile(path) as arrays:
+            infos = arrays.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        return f"is not an array archive ({error})"
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+            return (f"holds {info.filename!r} compressed ({info.compress_size} bytes unpacking "
+                    f"to {info.file_size}); the cache stores its arrays uncompressed")
+    return None
+
+
+def _check_entry(staged: Path, label: str, figure: str, folder: re.Match[str]) -> None:
+    """The entry staged at ``staged`` is whole and belongs in ``folder``: its ``meta.json``
+    records the key the folder is named by (:func:`i2o.compute.cache_entries.recorded_key`) and
+    the cache reads it (checksum of its arrays, every array readable)."""
+    group = f"{figure}/{folder[0]}"
+    where = f"{label}: {group!r}"
+    meta_where = f"{label}: {group + '/' + cache_entries.META!r}"
+    try:
+        meta = json.loads((staged / cache_entries.META).read_bytes())
+    except (ValueError, RecursionError) as error:
+        raise _refusal(meta_where, f"is not JSON ({error})") from error
+    if not isinstance(meta, dict):
+        raise _refusal(meta_where, f"is not a JSON object but {type(meta).__name__}")
+    try:
+        claimed = cache_entries.recorded_key(meta)[:20]
+    except (ValueError, RecursionError) as error:
+        raise _refusal(meta_where, f"does not record the entry's key: {error}") from error
+    if (meta["figure"], meta["name"]) != (figure, folder["name"]):
+        raise _refusal(where, f"holds the job {meta['figure'] + '/' + meta['name']!r} (its "
+                              f"{cache_entries.META}), not {figure + '/' + folder['name']!r}: "
+                              "it does not belong there")
+    if claimed != folder["key"]:
+        raise _refusal(where, f"is named by the key {folder['key']} but its "
+                              f"{cache_entries.META} records the key {claimed}: it does not "
+                              "belong there")
+    if sha256(staged / cache_entries.ARRAYS) != meta.get("sha256"):
+        raise _refusal(where, f"is not a whole entry: its {cache_entries.ARRAYS} does not match "
+                              f"the SHA-256 its {cache_entries.META} records")
+    if problem := _npz_problem(staged / cache_entries.ARRAYS):
+        raise _refusal(f"{label}: {group + '/' + cache_entries.ARRAYS!r}", problem)
+    try:
+        cache_entries.load(staged)
+    except cache_entries.CorruptEntry as error:
+        reason = str(error).replace(f"{staged}: ", "")
+        raise _refusal(where, f"is not a whole entry: {reason}") from error
+
+
+def _files_of(folder: Path) -> dict[str, Path]:
+    return {path.relative_to(folder).as_posix(): path for path in sorted(folder.rglob("*"))
+            if path.is_file() or path.is_symlink()}
+
+
+def _same(target: Path, staged: Path) -> bool:
+    """Whether the cache folder ``target`` holds exactly the files staged, byte for byte."""
+    theirs, ours = _files_of(target), _files_of(staged)
+    return theirs.keys() == ours.keys() and all(
+        not theirs[name].is_symlink() and sha256(theirs[name]) == sha256(ours[name])
+        for name in ours)
+
+
+def _state(target: Path, staged: Path, where: str) -> str:
+    """What importing ``staged`` into ``target`` does: ``new`` (nothing there, or an empty
+    checkpoint folder), ``present`` (the same files there: nothing to write) or ``replace`` (a
+    corrupted entry there, which the cache would discard on its next read); a different valid
+    entry, or other checkpoints, are refused."""
+    if not target.is_symlink() and not target.exists():
+        return "new"
+    if target.is_symlink() or not target.is_dir():
+        raise _refusal(where, "is in the cache as something other than a folder: not "
+                              "overwritten")
+    if _same(target, staged):
+        return "present"
+    if target.name.endswith(".ckpt"):
+        if not any(target.iterdir()):
+            return "new"  # as checkpoint_dir leaves it before a job's first checkpoint
+        raise _refusal(where, "differs from the checkpoints already in the cache: not "
+                              "overwritten (remove them to replace them)")
+    try:
+        cache_entries.load(target)
+    except cache_entries.CorruptEntry:
+        return "replace"
+    raise _refusal(where, "differs from the valid entry already in the cache under its key: not "
+                          "overwritten (remove that entry to replace it)")
+
+
+def _move_in(moves: list[tuple[str, Path, str]], root: Path, aside: Path) -> list[str]:
+    """Rename each staged folder into the cache, under its entry's lock (as every writer of the
+    cache holds it), the state of its target checked again under the lock; the folders already
+    there are returned. Should one fail, those moved in are moved out again (and a corrupted
+    entry replaced is put back) before the error goes on."""
+    present, done = [], []
+    try:
+        for group, staged, where in moves:
+            target = root / group
+            target.parent.mkdir(exist_ok=True)
+            with holding(target, group):
+                state = _state(target, staged, where)  # another process may have written it
+                if state == "present":
+                    present.append(group)
+                    continue
+                old = None
+                if state == "replace":
+                    old = aside / group
+                    old.parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(target, old)
+                try:
+                    os.rename(staged, target)
+                except BaseException:
+                    if old is not None:
+                        os.rename(old, target)
+                    raise
+                done.append((group, staged, old))
+    except BaseException:
+        for group, staged, old in reversed(done):
+            with holding(root / group, group), contextlib.suppress(OSError):
+                os.rename(root / group, staged)
+                if old is not None:
+                    os.rename(old, root / group)
+        raise
+    return present
+
+
+def _sweep_stale_staging(root: Path, ours: Path) -> None:
+    """Remove the staging folders of imports killed before they ended (their lock is free)."""
+    for folder in root.glob(f"{STAGING}*"):
+        if folder == ours or not (folder / HELD).is_file():
+            continue
+        lock = FileLock(str(folder / HELD))
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            continue  # its import is running
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            lock.release()
+
+
+def _expected(manifest: Mapping[str, Any]) -> set[str]:
+    """The folder names of the bundle's chapter's entries under this code's keys (none when
+    this code has no such profile or replicate)."""
+    try:
+        return set(_entries(manifest["figure"], manifest["profile"], manifest["replicate"]))
     except profiles.ParameterError:
-        expected = set()
+        return set()
+
+
+def _topmost_missing(path: Path) -> Path | None:
+    top = None
+    while not path.exists() and path != path.parent:
+        top, path = path, path.parent
+    return top
+
+
+def import_bundle(bundle: Path | IO[bytes]) -> Report:
+    """Check every member of ``bundle`` (a path, or a binary file read once front to back), then
+    move its entries into the results cache; the report names those that match this code's keys
+    and those that do not.
+
+    The archive is streamed: the manifest comes first and is checked (format, a known figure,
+    at least one file, every path an entry's file or checkpoint of that figure, no lock folder
+    or dot name, no path twice, whole entries, the contents digest); each member's header is
+    checked before its bytes are read (a plain relative path in the cache, a regular file, not
+    seen before, listed, of the listed size), its bytes are copied a block at a time into a
+    staging folder inside the results folder (``.import-…``, same file system) and checked
+    (never more than the listed size is read; SHA-256); every listed file must come. Each
+    entry staged must then be whole and belong where it lands: its ``meta.json`` records the
+    key its folder is named by (:func:`i2o.compute.cache_entries.recorded_key`), its arrays are
+    stored uncompressed and the cache reads them (checksum, every array). Checkpoints travel
+    only with their entry or for an entry of this code's chapter (a key that can be checked).
+    An entry already in the cache with the same files is skipped; a different valid one, or
+    other checkpoints, refuse the bundle (nothing is overwritten); a corrupted one, which the
+    cache would discard, is replaced. Only when all of that passed is each staged folder renamed
+    into place under its entry's lock (those moved are moved out again if one fails). A
+    refusal is a :class:`BundleError` of one line naming the member and the reason; whatever
+    fails, the cache is as it was and the staging folder is removed."""
+    if not isinstance(bundle, str | os.PathLike):
+        return _import(bundle, getattr(bundle, "name", "the bundle"))
+    try:
+        stream = open(bundle, "rb")  # noqa: SIM115  closed below
+    except OSError as error:
+        raise BundleError(f"{bundle} cannot be read: {error.strerror}") from error
+    with stream:
+        return _import(stream, str(bundle))
+
+
+def _import(stream: IO[bytes], label: str) -> Report:
     root = cache_entries.results_dir()
+    made = _topmost_missing(root)
+    staging, held, finished = None, None, False
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=root))
+        held = FileLock(str(staging / HELD))  # while held, no other import removes the folder
+        held.acquire()
+        files = staging / "files"
+        manifest, listed = _stream_into(stream, label, files)
+        figure = manifest["figure"]
+        expected = _expected(manifest)
+        folders = sorted({PurePosixPath(path).parts[1] for path in listed})
+        entries = {name for name in folders if not name.endswith(".ckpt")}
+        moves = []
+        for name in folders:
+            match = FOLDER.fullmatch(name)
+            assert match is not None  # _manifest checked every path
+            where = f"{label}: {figure + '/' + name!r}"
+            staged = files / figure / name
+            if match["ckpt"] is None:
+                _check_entry(staged, label, figure, match)
+            elif match["entry"] not in entries | expected:
+                raise _refusal(where, "holds the checkpoints of an entry neither in the bundle "
+                                      "nor of this code's chapter: their key cannot be checked")
+            moves.append((f"{figure}/{name}", staged, where))
+        states = {group: _state(root / group, staged, where) for group, staged, where in moves}
+        _sweep_stale_staging(root, staging)
+        present = set(_move_in([move for move in moves if states[move[0]] != "present"], root,
+                               staging / "aside"))
+        present |= {group for group, state in states.items() if state == "present"}
+        finished = True
+    finally:
+        if held is not None:
+            held.release()
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if not finished and made is not None:  # the results folder this import made
+            for folder in [root, *root.parents]:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                if folder == made:
+                    break
     report = Report(figure, contents_digest(manifest["files"]))
-    for group, files in sorted(_entry_groups(contents).items()):
-        folder = root / group
+    for group, _, _ in moves:
         name = PurePosixPath(group).name
-        if _same(folder, files):
-            report.present.append(name)
-        else:
-            _write(folder, files)
-            report.written.append(name)
+        (report.present if group in present else report.written).append(name)
         if not name.endswith(".ckpt"):
             (report.current if name in expected else report.other).append(name)
     return report
@@ -348,14 +729,20 @@ def import_main(argv: list[str] | None = None) -> int:
     """``python -m i2o.results import``."""
     parser = argparse.ArgumentParser(
         prog="python -m i2o.results import",
-        description="Verify a bundle, then write its entries into the results cache "
-                    "(I2O_RESULTS_DIR); nothing is written when a check fails.")
+        description="Check a bundle member by member against its manifest and each entry "
+                    "against its key, then move its entries into the results cache "
+                    "(I2O_RESULTS_DIR); when a check fails, one line says which member and why "
+                    "and nothing is written.")
     parser.add_argument("bundle", type=Path)
     args = parser.parse_args(argv)
     try:
         report = import_bundle(args.bundle)
     except BundleError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as error:  # a results folder that cannot be written, …
+        print(f"error: {args.bundle} was not imported, the cache is as it was: "
+              f"{error}".replace("\n", " "), file=sys.stderr)
         return 2
     print(report.describe())
     return 0
