@@ -23,8 +23,9 @@ PYTEST_ARGS ?=
 DATA_DIR   ?=
 # `make data` fetches these data sets (empty: all of them), e.g. DATASETS=shakespeare.
 DATASETS   ?=
+# Passed as given (Make's abspath would split a path with spaces); i2o makes it absolute.
 ifneq ($(strip $(DATA_DIR)),)
-export I2O_DATA_DIR := $(abspath $(DATA_DIR))
+export I2O_DATA_DIR := $(DATA_DIR)
 endif
 # Two cores: one thread per process unless told otherwise.
 export OMP_NUM_THREADS ?= 1

@@ -56,7 +56,8 @@ def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
     closure = import_graph.closure("i2o.job")
     assert {"i2o.job", "i2o.results", "i2o.runtime", "i2o.compute.import_graph"} <= set(closure)
     assert "i2o.chapters.meta.maml" not in closure and "i2o.compute.sweep" not in closure
-    assert import_graph.closure("i2o.job", stop=frozenset({"i2o.results"})) == ("i2o.job",)
+    assert import_graph.closure("i2o.job", stop=frozenset(
+        {"i2o.results", "i2o.compute.cache_entries"})) == ("i2o.job",)
 
 
 def test_a_job_depends_on_what_computes_it_not_on_the_cache_machinery():
@@ -174,3 +175,60 @@ def test_a_larger_evaluation_set_reuses_a_finished_training(cache, data_dir, mon
     assert list(second["history"]["seconds"]) == list(first["history"]["seconds"])
     assert second["test"]["metrics"]["neg_psnr"].shape[0] == 6
     assert (second["test"]["metrics"]["neg_psnr"][:4] == first["test"]["metrics"]["neg_psnr"]).all()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Resuming(Job):
+    """A job that resumes from a torch checkpoint, or a meta (``.npz``) one with ``npz``."""
+
+    figure: ClassVar[str] = "toy"
+    npz: bool = False
+    fail_after_loading: bool = False
+
+    @property
+    def name(self) -> str:
+        return "resuming"
+
+    def compute(self, progress=None):
+        directory = self.checkpoints()
+        if self.npz:
+            import numpy as np
+
+            from i2o.chapters.meta import checkpoint
+
+            state = checkpoint.load(directory, {"w": np.zeros(2)})
+        else:
+            from i2o.train.checkpoint import load_checkpoint
+
+            state = load_checkpoint(directory)
+        if self.fail_after_loading:
+            raise RuntimeError("the job's own failure")
+        return {"resumed": state is not None}
+
+
+@pytest.mark.parametrize("npz, filename", [(False, "last.pt"), (True, "state.npz")])
+def test_a_damaged_checkpoint_is_named_set_aside_and_the_job_computed_without_it(
+        cache, capsys, npz, filename):
+    job = _Resuming(npz=npz)
+    damaged = job.checkpoints() / filename
+    damaged.write_bytes(b"PK\x03\x04 not a whole archive")
+    assert job.run() == {"resumed": False}
+    said = capsys.readouterr().err
+    assert str(damaged) in said and "cannot be read" in said and "computing without it" in said
+    assert not damaged.exists()
+    (moved,) = (cache / "_damaged" / "toy" / job.checkpoints().name).glob(f"{filename}.*")
+    assert moved.read_bytes() == b"PK\x03\x04 not a whole archive"
+    assert job.run() == {"resumed": False}  # stored: read back, nothing said
+    assert capsys.readouterr().err == ""
+
+
+def test_an_error_outside_the_checkpoint_readers_is_raised_and_moves_nothing(cache):
+    job = _Resuming(fail_after_loading=True)
+    (job.checkpoints() / "last.pt").write_bytes(b"garbage")
+    with pytest.raises(Exception) as raised:  # the damaged file is set aside first…
+        job.run()
+    assert "the job's own failure" in str(raised.value)  # …then the job's own error surfaces
+    healthy = _Resuming(fail_after_loading=True, npz=True)
+    with pytest.raises(RuntimeError, match="own failure"):
+        healthy.run()
+    assert not (cache / "_damaged" / "toy" / healthy.checkpoints().name).exists()

@@ -125,6 +125,18 @@ def test_one_line_shows_the_first_few_and_a_count(tmp_path, monkeypatch):
     assert len(line) < 700
 
 
+def test_one_line_names_a_missing_class_folder(tmp_path, monkeypatch):
+    import shutil
+
+    folder = _checked_folder(tmp_path / "data")
+    shutil.rmtree(folder / "train" / "frog")
+    monkeypatch.setenv("I2O_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("I2O_CACHE_DIR", str(tmp_path / "cache"))
+    line = preflight.check(["stability"], download=False)["stability"]
+    assert "\n" not in line and "not found" not in line, line
+    assert "class folder frog is missing from" in line and str(folder / "train") in line
+
+
 def test_fetch_cli_prints_the_bad_files(damaged, capsys):
     assert fetch.main(["cifar10", "--no-download"]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -97,6 +97,24 @@ def test_a_re_execution_says_what_moved_and_an_unchanged_run_says_nothing(monkey
                                                if k != "sources"})
 
 
+def test_a_failure_whose_cause_is_gone_leaves_the_page_to_the_up_to_date_notebook(
+        monkeypatch, capsys):
+    """A run refused after a good execution (``DATA_DIR=/bad``) records why the page is not
+    built; the corrected run finds the notebook up to date and the page is that notebook again."""
+
+    def copy_notebook(source, output, parameters, **options):
+        Path(output).write_text(Path(source).read_text())
+
+    monkeypatch.setitem(sys.modules, "papermill",
+                        types.SimpleNamespace(execute_notebook=copy_notebook))
+    execute.run("affine", "smoke")
+    execute.record_failure("affine", "FileNotFoundError: no CIFAR-10 under /bad")
+    assert execute.failure_path("affine").exists()
+    execute.run("affine", "smoke")
+    assert "up to date" in capsys.readouterr().out
+    assert not execute.failure_path("affine").exists()
+
+
 @pytest.mark.book
 def test_a_second_build_finds_every_stamp_unchanged(built_book):
     """After a build (every chapter at smoke), a new process, as the next `make book` is, computes

@@ -17,11 +17,53 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from i2o import results
+from i2o.compute import cache_entries
+
+#: The functions that read a training checkpoint back, by module: an error raised inside one of
+#: them is a damaged file (each holds the file it reads in its local ``path``).
+CHECKPOINT_READERS = {"i2o.train.checkpoint": "load_checkpoint",
+                      "i2o.chapters.meta.checkpoint": "load",
+                      "i2o.chapters.meta.mechanism_probe": "load_probes"}
+#: Where damaged checkpoints go, under the results folder: ``_damaged/<figure>/``.
+DAMAGED_FOLDER = "_damaged"
+
+
+def damaged_checkpoint(error: BaseException) -> Path | None:
+    """The checkpoint file whose reading raised ``error`` (the innermost of
+    :data:`CHECKPOINT_READERS` in its traceback), or ``None`` when no reader raised it."""
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        frame = trace.tb_frame
+        reader = CHECKPOINT_READERS.get(frame.f_globals.get("__name__", ""))
+        if reader == frame.f_code.co_name and isinstance(frame.f_locals.get("path"), Path):
+            found = frame.f_locals["path"]
+        trace = trace.tb_next
+    return found
+
+
+def set_aside(path: Path, figure: str) -> Path:
+    """Move the file ``path`` to ``<results>/_damaged/<figure>/<its folder>/<name>.<UTC time>``
+    (kept for whoever wants to look at it, out of every reader's way); its new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = (cache_entries.results_dir() / DAMAGED_FOLDER / figure / path.parent.name
+              / f"{path.name}.{stamp}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    return target
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else "no message"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,9 +98,29 @@ class Job(abc.ABC):
         return dataclasses.asdict(self)
 
     def run(self, progress: bool | None = None) -> dict[str, Any]:
-        """The stored result, computed first if missing (:func:`i2o.results.cached`)."""
+        """The stored result, computed first if missing (:func:`i2o.results.cached`).
+
+        A checkpoint that cannot be read back (a truncated or flipped file: the error is raised
+        inside one of :data:`CHECKPOINT_READERS`) is named in one line on stderr, moved out of
+        the way (:func:`set_aside`) and the job computed again without it, so that a damaged file
+        does not fail every rerun."""
         return results.cached(self.figure, self.name, self.key(),
-                              lambda: self.compute(progress), module=self.module)
+                              lambda: self._compute_past_damage(progress), module=self.module)
+
+    def _compute_past_damage(self, progress: bool | None) -> Mapping[str, Any]:
+        set_aside_already: set[Path] = set()
+        while True:
+            try:
+                return self.compute(progress)
+            except Exception as error:
+                damaged = damaged_checkpoint(error)
+                if damaged is None or damaged in set_aside_already:
+                    raise
+                set_aside_already.add(damaged)
+                moved = set_aside(damaged, self.figure)
+                print(f"{self.figure}/{self.name}: the checkpoint {damaged} cannot be read "
+                      f"({type(error).__name__}: {_first_line(error)}); moved to {moved}, "
+                      f"computing without it", file=sys.stderr, flush=True)
 
     def is_cached(self) -> bool:
         return results.lookup(self.figure, self.name, self.key(), module=self.module) is not None

@@ -70,10 +70,14 @@ def run(figure: str, profile: str = "quick", overrides: dict[str, Any] | None = 
         if same and waited and target.stat().st_mtime >= asked:
             print(f"[i2o] {figure}: executed meanwhile by the run waited for, with the same "
                   f"parameters; using it ({target})")
+            failure_path(figure).unlink(missing_ok=True)
             return target
         if same and not force:
             print(f"[i2o] {figure}: up to date ({target.relative_to(locations.build_dir())}, "
                   f"profile {profile}); --force to re-execute")
+            # a failure recorded since (bad data, a refused value) was of a run that replaced
+            # nothing: this run found its cause gone, and the page is this notebook again
+            failure_path(figure).unlink(missing_ok=True)
             return target
         if not same and recorded.get("stamp"):
             print(f"[i2o] {figure}: its stamp changed since its last execution: "

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ import submitit
 import submitit.helpers
 
 from i2o import lineage, runtime
-from i2o.compute import cache_entries, door, profiles, schedule
+from i2o.compute import cache_entries, door, profiles, schedule, worker_watch
 from i2o.compute.door import Task
 from i2o.job import Job
 from i2o.progress import Eta, Progress, TaskBoard
@@ -53,8 +54,12 @@ def run_one(task: Task, env: dict[str, str]) -> str:
     jobs in order; returns the task's name (:func:`task_name`).
 
     The environment is restored afterwards, so a task run in the caller's process (the debug
-    executor) leaves no numerics pins behind for the processes the caller spawns later.
+    executor) leaves no numerics pins behind for the processes the caller spawns later. A local
+    task is given its sweep's identity (:mod:`i2o.compute.worker_watch`) and ends when the sweep
+    is gone.
     """
+    if worker_watch.ENV in env:  # a local task ends with the sweep that started it
+        worker_watch.watch(env[worker_watch.ENV])
     with runtime.environment(env):
         runtime.jax_single_thread()
         runtime.set_threads()
@@ -199,6 +204,8 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
             common["slurm_additional_parameters"] = dict(slurm_args)
     ex.update_parameters(**common)
     env = {**_environment(), "I2O_THREADS": str(cpus)}  # --cpus wins over the Makefile's 1
+    if executor == "local":  # SLURM's jobs outlive the submitting shell by design
+        env[worker_watch.ENV] = worker_watch.identity()
     with runtime.environment(env):  # submitit's workers (subprocesses, sbatch) start with it
         done = _submit(ex, figure, todo, executor, max_parallel, env, keep_going,
                        expected_seconds, title)
@@ -302,6 +309,23 @@ def _finish(job, figure: str, task: Task, keep_going: bool,
         return None
 
 
+@contextmanager
+def _cancelling(running: list[Any], figure: str) -> Iterator[None]:
+    """On leaving by an exception (a failed task, Ctrl-C, SIGTERM made an exception by
+    :func:`i2o.compute.sweep_command.main`), cancel the local jobs still running (submitit's
+    controller interrupts its task, then kills it), so that none is left computing alone."""
+    try:
+        yield
+    except BaseException:
+        for job in list(running):
+            try:
+                job.cancel(check=False)
+                _log(figure, f"cancelled job {job.job_id}")
+            except Exception:  # a job already gone needs no cancelling
+                pass
+        raise
+
+
 def _sliding_window(ex, figure: str, todo: Sequence[Task],
                     env: dict[str, str], max_parallel: int,
                     gpu_ids: list[int] | None = None, keep_going: bool = False,
@@ -323,8 +347,8 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
     if board is None:
         board = TaskBoard([task_label(task) for task in todo], [len(task) for task in todo],
                           f"{figure} sweep")
-    with board:  # its last line, also when a task's error or an interruption ends the loop
-        while pending or running:
+    with board, _cancelling(running, figure):  # its last line and no worker left behind,
+        while pending or running:              # also when an error or interruption ends the loop
             while pending and len(running) < max_parallel and (free or not gpu_ids):
                 index, task = pending.pop(0)
                 gpu = None

@@ -51,6 +51,8 @@ def one_line(name: str, error: BaseException) -> str:
     of them and the command that checks or repairs it (:meth:`DataCorruptError.summary`). The
     loaders' full messages, with every path, are for their own tracebacks."""
 
+    if isinstance(error, DataNotFoundError) and "class folder" in str(error):
+        return f"{name}: {str(error).strip().splitlines()[0]}"  # the copy is there, a part not
     if isinstance(error, DataNotFoundError):
         cause = error.__cause__
         tried = (f" (download failed: {type(cause).__name__}: {str(cause).splitlines()[0]})"
