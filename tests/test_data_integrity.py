@@ -153,3 +153,84 @@ def test_one_altered_character_of_the_real_corpus_is_caught(tmp_path, data_dir):
     path.write_bytes(bytes(text))
     with pytest.raises(DataCorruptError, match="is not the Tiny Shakespeare text"):
         shakespeare.load_shakespeare(path.parent.parent, download=False)
+
+
+# -- the decoded arrays in the cache (i2o.data.decoded) ----------------------------------------
+
+@pytest.fixture
+def both_splits(tmp_path, cache, monkeypatch):
+    """Both splits as checked image folders (one manifest), ``I2O_DATA_DIR`` pointing at them,
+    and a count of the decodes."""
+    import os
+
+    from i2o.data import decoded
+
+    root = tmp_path / "data"
+    _image_folder(root, "train")
+    train_manifest = (root / "cifar10.sha256").read_text()
+    _image_folder(root, "test")
+    (root / "cifar10.sha256").write_text(train_manifest + (root / "cifar10.sha256").read_text())
+    monkeypatch.setenv("I2O_DATA_DIR", str(root))
+    decodes = []
+    original = cifar._decode_image_folder
+    monkeypatch.setattr(cifar, "_decode_image_folder",
+                        lambda *a, **k: decodes.append(1) or original(*a, **k))
+
+    def images(split):
+        return decoded.array_files(decoded.source(split)[0], split)[0]
+
+    def age(path):  # as if decoded by an earlier process
+        os.utime(path, (path.stat().st_mtime - 60, path.stat().st_mtime - 60))
+
+    return images, age, decodes
+
+
+def test_decoded_arrays_get_their_digest_when_decoded_and_pass_unchanged(both_splits):
+    from i2o.data import fetch
+
+    images, age, decodes = both_splits
+    said = fetch.ensure("cifar10", download=False)
+    assert "decoded arrays checked against their SHA-256" in said and "decoded again" not in said
+    assert len(decodes) == 2  # each split decoded once, not again to check it
+    sidecar = images("train").with_name(images("train").name + ".sha256")
+    assert sidecar.read_text().strip() == hashlib.sha256(images("train").read_bytes()).hexdigest()
+    age(images("train"))
+    assert "decoded again" not in fetch.ensure("cifar10", download=False) and len(decodes) == 2
+
+
+def test_a_flipped_byte_in_the_decoded_arrays_is_found_and_decoded_again(both_splits):
+    from i2o.data import fetch
+
+    images, age, decodes = both_splits
+    fetch.ensure("cifar10", download=False)
+    good = np.load(images("test"))
+    data = bytearray(images("test").read_bytes())
+    data[-5] ^= 0xFF  # a pixel: the array still loads, with other values
+    images("test").write_bytes(bytes(data))
+    age(images("test"))
+    assert not np.array_equal(np.load(images("test")), good)
+    said = fetch.ensure("cifar10", download=False)
+    assert f"the decoded test arrays {images('test').name}" in said
+    assert "did not match their SHA-256" in said and "\n" not in said
+    assert np.array_equal(np.load(images("test")), good)
+    assert np.array_equal(load_cifar10("test", download=False).images, good)
+
+
+def test_arrays_decoded_before_digests_existed_are_checked_by_a_fresh_decode(both_splits):
+    from i2o.data import fetch
+
+    images, age, decodes = both_splits
+    fetch.ensure("cifar10", download=False)
+    good = np.load(images("train"))
+    for split in ("train", "test"):
+        images(split).with_name(images(split).name + ".sha256").unlink()
+        age(images(split))
+        age(images(split).with_name(images(split).name.replace("images", "labels")))
+    assert "decoded again" not in fetch.ensure("cifar10", download=False)  # same bytes as decoded
+    assert images("train").with_name(images("train").name + ".sha256").exists()
+    (images("train").with_name(images("train").name + ".sha256")).unlink()
+    np.save(images("train"), np.zeros_like(good))
+    age(images("train"))
+    said = fetch.ensure("cifar10", download=False)
+    assert "the decoded train arrays" in said
+    assert np.array_equal(np.load(images("train")), good)
