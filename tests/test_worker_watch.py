@@ -120,3 +120,26 @@ def test_local_tasks_and_only_they_are_told_their_sweep(monkeypatch, executor, w
     assert (worker_watch.ENV in told[0]) is watched
     if watched:
         assert told[0][worker_watch.ENV] == worker_watch.identity()
+
+
+def test_a_task_that_did_not_finish_is_reported_in_one_line(monkeypatch, capsys):
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    from i2o.compute import sweep_command
+
+    for error in (FailedJobError("Job (task=0) failed\nTraceback …\nValueError: boom"),
+                  UncompletedJobError("Job 1234 (task: 0) with path x\nhas not produced any "
+                                      "output (state: INTERRUPTED)")):
+        def failing(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr(sweep_command.sweep, "sweep", failing)
+        assert sweep_command.main(["affine", "--profile", "smoke"]) == 1
+        said = capsys.readouterr().err.strip()
+        assert "\n" not in said and said.startswith("error: a task of affine did not finish")
+        assert ("ValueError: boom" if isinstance(error, FailedJobError)
+                else "ended without a result, state INTERRUPTED: killed") in said
+    monkeypatch.setattr(sweep_command.sweep, "sweep",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug of ours")))
+    with pytest.raises(RuntimeError, match="a bug of ours"):
+        sweep_command.main(["affine", "--profile", "smoke"])

@@ -13,6 +13,7 @@ Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu -
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 from typing import Any
@@ -78,7 +79,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra sbatch option, e.g. --slurm-arg qos=qos_gpu-t3 (repeatable)")
     parser.add_argument("--dry-run", action="store_true", help="list the jobs, submit nothing")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminated)  # an exception, so running workers are cancelled
+    previous = signal.signal(signal.SIGTERM, _terminated)  # an exception: workers cancelled
+    try:
+        return _run(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         inputs.check_environment()
         o = read_options(args)
@@ -88,11 +96,31 @@ def main(argv: list[str] | None = None) -> int:
     except (profiles.ParameterError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except RuntimeError as error:  # submitit's UncompletedJobError: a task failed or was killed
+        if type(error).__module__.split(".")[0] != "submitit":
+            raise
+        print(f"error: a task of {args.figure} did not finish ({_reason(error)}); the other "
+              f"running jobs were cancelled; logs: {sweep.log_path(args.figure).parent}",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: the running jobs were cancelled; their checkpoints are kept and a "
               "rerun resumes from them", file=sys.stderr)
         return 130
     return 0
+
+
+def _reason(error: BaseException) -> str:
+    """A submitit error in a few words: a failed task's own error (its message's last line), or,
+    for a task that produced no result (killed, out of memory), its state."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if type(error).__name__ == "FailedJobError":
+        return f"{type(error).__name__}: {lines[-1] if lines else 'no message'}"
+    state = re.search(r"has not produced any output \(state: ([^)]*)\)", str(error))
+    if state:
+        return (f"its process ended without a result, state {state.group(1)}: killed, or out "
+                "of memory")
+    return f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
 
 
 def _terminated(signum: int, frame: object) -> None:
