@@ -21,7 +21,7 @@ from i2o.compute import door
 JOBS = {
     "stability": ["ift-N18-seed0", "unrolled-N18-seed0"],
     "deq_gaps": ["language", "inverse-deq"],
-    "meta": None,  # the first two models of the list
+    "meta": ["eval-maml-N1-online-seed0", "eval-imaml-N4-lam8-set1-seed1"],  # MAML and iMAML
     "separation": None,
 }
 RUN_JOBS = """
