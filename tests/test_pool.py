@@ -159,6 +159,24 @@ def test_the_pool_runs_the_longest_first_by_recorded_cost(monkeypatch):
     assert lone == [pool.Estimate(pool.DEFAULT_JOB_SECONDS, False, None)]
 
 
+def test_jobs_of_one_name_with_other_parameters_are_costed_apart(monkeypatch, tmp_path):
+    """Three seeds of one language model share a name: each keeps its own record, in the
+    cache, in ``published/job-costs.json`` and in the estimates (they collapsed to one record
+    per name before, so two of three were forecast at another job's cost)."""
+    published = tmp_path / "job-costs.json"
+    monkeypatch.setattr(job_costs, "path", lambda: published)
+    short, long = toy(1), toy(1, test_iters=13)
+    assert short.name == long.name and short.key() != long.key()
+    _record(short, 10.0)
+    _record(long, 300.0, key="1" * 20)
+    assert [e.seconds for e in pool.estimate_jobs([short, long])] == [10.0, 300.0]
+    assert cache_costs.recorded_cost("toy", long.name, long.key()).seconds == 300.0
+    assert job_costs.publish([short, long])[1] == 2
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(tmp_path / "fresh-clone-results"))
+    found = pool.estimate_jobs([long, short])
+    assert [(e.seconds, e.published) for e in found] == [(300.0, True), (10.0, True)]
+
+
 def test_a_fresh_clone_orders_and_forecasts_by_the_published_costs(monkeypatch, tmp_path):
     """``make book RECORD=1`` publishes what the cache recorded; a cache that records nothing
     (a fresh clone) estimates each job by its published cost (same name and parameters), its

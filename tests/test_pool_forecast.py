@@ -361,7 +361,7 @@ def measure(workers: int) -> Measured:
     assert not done.failed and done.workers == workers
     planned = plan.plan_chapter(chapter, "quick")  # a fake chapter: no parameters
     assert sum(task.estimated for task in planned.tasks) == 0  # every cost recorded
-    costs = cache_costs.recorded_costs("nap", {job.name: job.key() for job in chapter.jobs()})
+    costs = cache_costs.recorded_costs("nap", [(job.name, job.key()) for job in chapter.jobs()])
     return Measured(workers, wall, plan.forecast([planned], workers).jobs_seconds,
                     sum(cost.seconds for cost in costs.values()),
                     sum(cost.cpu_seconds for cost in costs.values()), cpu, others)

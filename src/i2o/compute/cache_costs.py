@@ -2,8 +2,9 @@
 
 :func:`i2o.results.cached` measures the wall and CPU seconds of ``compute()`` and the process's
 peak memory, and stores them under :data:`COST`; :func:`recorded_costs` reads the most recent
-record of each job name under any key, for the book's job pool (:mod:`i2o.compute.pool`) and the
-forecast (``python -m i2o.results plan``, :mod:`i2o.compute.plan`).
+record of each job (its name and parameters, :func:`cost_key`) under any key, for the book's job
+pool (:mod:`i2o.compute.pool`) and the forecast (``python -m i2o.results plan``,
+:mod:`i2o.compute.plan`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from i2o.compute.cache_entries import META, results_dir
+from i2o.digests import sha256
 
 #: The field of an entry's ``meta.json`` that holds what computing it cost (:class:`JobCost`).
 COST = "cost"
@@ -75,16 +77,30 @@ def comparable_params(params: Mapping[str, Any]) -> Any:
     return json.loads(json.dumps(dict(params), default=repr))
 
 
-def recorded_costs(figure: str, params: Mapping[str, Mapping[str, Any]] | None = None
+def params_digest(params: Mapping[str, Any]) -> str:
+    """First 16 hex digits of the SHA-256 of a job's key parameters in the form ``meta.json``
+    stores them (:func:`comparable_params`)."""
+    stored = json.dumps(comparable_params(params), sort_keys=True)
+    return sha256(stored.encode())[:16]
+
+
+def cost_key(name: str, params: Mapping[str, Any]) -> str:
+    """``<job name> <parameters digest>``: what a cost is recorded under, one per job. Jobs of
+    one name with other parameters (the language model's seeds, another profile's run) are
+    other jobs; a changed cache key (a code change) keeps the name and parameters, so the
+    record still counts."""
+    return f"{name} {params_digest(params)}"
+
+
+def recorded_costs(figure: str,
+                   wanted: Iterable[tuple[str, Mapping[str, Any]]] | None = None
                    ) -> dict[str, JobCost]:
-    """The most recent recorded cost of every job name in ``figure``'s cache folder, under any
-    key (entries are ``<name>-<20 hex digits>``; a changed key, after a code change, keeps the
-    name). With ``params`` (name → the job's key parameters), a name's records count only where
-    the entry's recorded parameters equal those (so that another profile's run of the same name
-    is not taken for this one's); names not in ``params`` are then left out."""
+    """The most recent recorded cost of every job in ``figure``'s cache folder, under any key,
+    by :func:`cost_key` (entries are ``<name>-<20 hex digits>``; their ``meta.json`` records
+    the parameters). With ``wanted`` (``(name, key parameters)`` of each job asked for), only
+    those jobs' records are returned."""
     folder = results_dir() / figure
-    wanted = None if params is None else {name: comparable_params(p)
-                                          for name, p in params.items()}
+    asked = None if wanted is None else {cost_key(name, params) for name, params in wanted}
     found: dict[str, tuple[tuple[str, float], JobCost]] = {}
     if not folder.is_dir():
         return {}
@@ -92,24 +108,28 @@ def recorded_costs(figure: str, params: Mapping[str, Mapping[str, Any]] | None =
         match = _ENTRY_NAME.fullmatch(entry.name)
         if match is None or not entry.is_dir():
             continue
-        name = match["name"]
-        if wanted is not None and name not in wanted:
+        if asked is not None and not any(key.startswith(match["name"] + " ") for key in asked):
             continue
         read = _cost_of(entry)
-        if read is None or (wanted is not None and read[1] != wanted[name]):
+        if read is None:
+            continue
+        key = cost_key(match["name"], read[1])
+        if asked is not None and key not in asked:
             continue
         cost = read[0]
         order = (cost.created, (entry / META).stat().st_mtime)
-        if name not in found or order > found[name][0]:
-            found[name] = (order, cost)
-    return {name: cost for name, (_, cost) in found.items()}
+        if key not in found or order > found[key][0]:
+            found[key] = (order, cost)
+    return {key: cost for key, (_, cost) in found.items()}
 
 
 def recorded_cost(figure: str, name: str, params: Mapping[str, Any] | None = None
                   ) -> JobCost | None:
-    """The most recent recorded cost of the job ``name`` in ``figure``'s cache folder, under any
-    key (:func:`recorded_costs`); with ``params``, only an entry computed with those parameters
-    counts. ``None`` when no entry of that name records a cost."""
-    if params is None:
-        return recorded_costs(figure).get(name)
-    return recorded_costs(figure, {name: params}).get(name)
+    """The most recent recorded cost of the job ``name`` with ``params`` in ``figure``'s cache
+    folder, under any key (:func:`recorded_costs`); without ``params``, of any job of that name.
+    ``None`` when no such entry records a cost."""
+    if params is not None:
+        return recorded_costs(figure, [(name, params)]).get(cost_key(name, params))
+    mine = [cost for key, cost in recorded_costs(figure).items()
+            if key.rsplit(" ", 1)[0] == name]
+    return max(mine, key=lambda cost: cost.created, default=None)

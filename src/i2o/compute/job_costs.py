@@ -8,8 +8,8 @@ job of its first build would be expected to cost the same
 (:data:`i2o.compute.pool.DEFAULT_JOB_SECONDS`), the order of its pool would be arbitrary and its
 forecast wrong by hours. ``published/job-costs.json`` holds, per chapter, one record per job name
 and parameters: the wall time, CPU time and peak memory of the job, the CPU it ran on, and the
-digest of its key parameters (:func:`params_digest`), so that a record counts only for a job with
-the same parameters (another profile's run of the same name is another record).
+digest of its key parameters (:func:`i2o.compute.cache_costs.cost_key`), so that a record counts
+only for a job with the same parameters (another profile's run of the same name is another record).
 
 - :func:`publish` (``make book RECORD=1``, at the end of the build) writes the records of every
   job of the chapters run that the results cache holds, replacing earlier records of the same job
@@ -24,13 +24,12 @@ A published cost was measured on another machine, so it orders and forecasts; it
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from i2o import lineage, locations
 from i2o.compute import cache_costs
-from i2o.digests import sha256
 from i2o.job import Job
 
 FILE = "job-costs.json"
@@ -40,16 +39,10 @@ def path() -> Path:
     return locations.repo_root() / "published" / FILE
 
 
-def params_digest(params: Mapping[str, Any]) -> str:
-    """First 16 hex digits of the SHA-256 of a job's key parameters, as ``meta.json`` stores
-    them (:func:`i2o.compute.cache_costs.recorded_costs` compares the same form)."""
-    stored = json.dumps(cache_costs.comparable_params(params), sort_keys=True)
-    return sha256(stored.encode())[:16]
-
-
 def record_key(job: Job) -> str:
-    """``<job name> <parameters digest>``: one record per job and parameters."""
-    return f"{job.name} {params_digest(job.key())}"
+    """``<job name> <parameters digest>``: one record per job
+    (:func:`i2o.compute.cache_costs.cost_key`)."""
+    return cache_costs.cost_key(job.name, job.key())
 
 
 def read(at: Path | None = None) -> dict[str, Any]:
@@ -79,14 +72,14 @@ def collect(jobs: Sequence[Job]) -> dict[str, dict[str, dict[str, Any]]]:
     """The records of ``jobs`` whose cost the results cache holds, by chapter and record key,
     each with the CPU that measured it (this machine: the cache's entries were computed here or
     imported, and an import keeps the exporting machine's ``meta.json``, whose CPU is read)."""
-    by_figure: dict[str, dict[str, Job]] = {}
+    by_figure: dict[str, list[Job]] = {}
     for job in jobs:
-        by_figure.setdefault(job.figure, {})[job.name] = job
+        by_figure.setdefault(job.figure, []).append(job)
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for figure, named in by_figure.items():
-        costs = cache_costs.recorded_costs(figure, {name: job.key() for name, job in named.items()})
-        for name, cost in costs.items():
-            out.setdefault(figure, {})[record_key(named[name])] = {
+    for figure, mine in by_figure.items():
+        costs = cache_costs.recorded_costs(figure, [(job.name, job.key()) for job in mine])
+        for key, cost in costs.items():
+            out.setdefault(figure, {})[key] = {
                 "seconds": round(cost.seconds, 2), "cpu_seconds": round(cost.cpu_seconds, 2),
                 "peak_rss_mb": None if cost.peak_rss_mb is None else round(cost.peak_rss_mb, 1),
                 "created": cost.created, "cpu": lineage.machine_facts().get("cpu")}

@@ -120,7 +120,7 @@ def notebook_seconds(chapter: door.Chapter, jobs: Sequence[Job]) -> float | None
     start = end - seconds
     recorded: dict[str, cache_costs.JobCost] = {}
     for job in jobs:
-        recorded.update(cache_costs.recorded_costs(job.figure, {job.name: job.key()}))
+        recorded.update(cache_costs.recorded_costs(job.figure, [(job.name, job.key())]))
     during = []
     for cost in recorded.values():
         try:

@@ -112,15 +112,15 @@ def estimate_jobs(jobs: Sequence[Job], chapter_jobs: Sequence[Job] | None = None
     else
     :data:`DEFAULT_JOB_SECONDS`."""
     among = list(chapter_jobs if chapter_jobs is not None else jobs)
-    wanted: dict[str, dict[str, dict]] = {}
+    wanted: dict[str, list[tuple[str, dict]]] = {}
     for job in [*among, *jobs]:
-        wanted.setdefault(job.figure, {})[job.name] = job.key()
-    records = {figure: cache_costs.recorded_costs(figure, names)
-               for figure, names in wanted.items()}
+        wanted.setdefault(job.figure, []).append((job.name, job.key()))
+    records = {figure: cache_costs.recorded_costs(figure, mine)
+               for figure, mine in wanted.items()}
     elsewhere = job_costs.lookup([*among, *jobs])
 
     def record(job: Job) -> cache_costs.JobCost | None:
-        return records[job.figure].get(job.name)
+        return records[job.figure].get(cache_costs.cost_key(job.name, job.key()))
 
     known = [cost.seconds for job, published in zip(among, elsewhere[:len(among)], strict=True)
              if (cost := record(job) or published) is not None]
