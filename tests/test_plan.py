@@ -92,17 +92,44 @@ def test_plan_prints_the_makespan_for_1_2_and_8_cores(monkeypatch, capsys, toy_c
         _record(job, seconds)  # b2 has none: its chapter's median, 30 s
     chapters = {"toy": _chapter("toy", a), "toy-b": _chapter("toy-b", b)}
     monkeypatch.setattr(door, "enter", lambda figure, profile, **given: chapters[figure])
+    monkeypatch.setattr(plan.timing_records, "read_timings", lambda: [])
     assert commands.main(["plan", "toy", "toy-b", "--profile", "quick",
                          "--cores", "1", "2", "8"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "5 jobs in 5 tasks, 1 without a recorded cost" in out[0]
     assert "unknown, counted 0, for toy, toy-b" in out[0]
     # 100 60 40 30 30: one core 260 s; two: 100+30 | 60+40+30 = 130 s; eight: the longest, 100 s
-    assert re.match(r"\s+1 core : +4\.3 min = jobs 4\.3 min \+ notebooks 0\.0 s; bounded by "
-                    r"toy: residuals-seed1 \(100 s\); 1 of 5 jobs estimated", out[1]), out[1]
-    assert re.match(r"\s+2 cores: +2\.2 min = jobs 2\.2 min", out[2]), out[2]
-    assert re.match(r"\s+8 cores: +100 s = jobs 100 s", out[3]), out[3]
-    assert len(out) == 4 and not toy_computations  # a forecast computes nothing
+    # the bound: the longest task (100 s) or the compute (260 s) over the cores
+    assert re.match(r"\s+1 core : +4\.3 min = jobs 4\.3 min \+ notebooks 0\.0 s; at least "
+                    r"4\.3 min \(the longest task, toy: residuals-seed1 100 s, or the compute, "
+                    r"4\.3 min, over 1; then the notebooks\); 1 of 5 jobs estimated",
+                    out[1]), out[1]
+    assert re.match(r"\s+2 cores: +2\.2 min = jobs 2\.2 min .*at least 2\.2 min", out[2]), out[2]
+    assert re.match(r"\s+8 cores: +100 s = jobs 100 s .*at least 100 s", out[3]), out[3]
+    assert out[4].startswith("no whole book in published/timings.json records its forecast")
+    assert len(out) == 5 and not toy_computations  # a forecast computes nothing
+
+
+def test_the_bound_is_the_longest_task_or_the_compute_over_the_cores(monkeypatch):
+    monkeypatch.setattr(plan, "TASK_START_SECONDS", 0.0)
+    tasks = tuple(pool.PoolTask("toy", (toy(i),), s, 0, None)
+                  for i, s in enumerate((90.0, 50.0, 50.0, 50.0)))
+    chapters = [plan.ChapterPlan("toy", tasks, 10.0)]
+    two, eight = plan.forecast(chapters, 2), plan.forecast(chapters, 8)
+    assert two.compute_seconds == 240.0 and two.bound_seconds == 130.0  # 240 / 2 + 10
+    assert two.seconds == 150.0 >= two.bound_seconds  # 90+50 | 50+50: the schedule is not
+    assert eight.bound_seconds == 100.0 == eight.seconds  # the longest task bounds it
+
+
+def test_the_forecasts_error_is_read_from_each_recorded_whole_book():
+    """A whole book recorded with the forecast made at its start gives a line with its error;
+    a chapter's record, or a book without a forecast (older records), gives none."""
+    book = {**_timing("book", 2400.0), "cpu": "AMD EPYC", "workers": 2, "commit": "abc",
+            "forecast_seconds": 3000.0}
+    lines = plan.forecast_errors([book, {**book, "forecast_seconds": None},
+                                  {**book, "chapter": "toy"}])
+    assert lines == ["  2026-11-28 AMD EPYC (2 processes, quick, commit abc): forecast 50.0 min, "
+                     "measured 40.0 min, error +25 %"]
 
 
 def test_the_notebook_time_leaves_out_the_jobs_it_computed(monkeypatch, tmp_path):

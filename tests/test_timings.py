@@ -110,6 +110,7 @@ def test_idle_holds_on_a_quiet_machine_fails_on_a_busy_one_and_is_undecided_with
     ({"seconds": None}, "a timing needs 'seconds' (wall) or 'cpu_seconds'"),
     ({"pool_jobs": 5, "jobs_computed": 2}, "'pool_jobs' (5) exceeds 'jobs_computed' (2)"),
     ({"chapter": "nonesuch"}, "field 'chapter' must be one of"),
+    ({"forecast_seconds": -5.0}, "field 'forecast_seconds' must be the wall seconds"),
 ])
 def test_a_bad_record_is_refused_and_the_file_left_as_it_was(kept, bad, says):
     path = timing_records.record(entry())
@@ -134,6 +135,32 @@ def test_a_record_missing_a_field_or_a_broken_file_is_refused(kept):
     (kept / timing_records.TIMINGS_FILE).write_text(json.dumps([entry(cache="cold")]))
     with pytest.raises(timing_records.RecordError, match="timings.json record 0: field 'cache'"):
         timing_records.read_timings()
+
+
+def test_a_record_older_than_the_forecast_field_reads_with_a_null_forecast(kept):
+    """``forecast_seconds`` came later: a record without it is read (null), one with it keeps
+    it; the field is written in every new record."""
+    old, new = entry(), entry(forecast_seconds=612.0)
+    assert "forecast_seconds" not in old
+    kept.mkdir(parents=True)
+    (kept / timing_records.TIMINGS_FILE).write_text(json.dumps([old, new]))
+    assert [r["forecast_seconds"] for r in timing_records.read_timings()] == [None, 612.0]
+    assert timings.timing("meta", "quick", seconds=1.0, cache="empty",
+                          jobs_computed=0)["forecast_seconds"] is None
+
+
+def test_a_whole_book_from_an_empty_cache_records_the_forecast_made_at_its_start(monkeypatch):
+    """:meth:`TimedRun.book` carries the start's forecast only for a whole book from an empty
+    cache (the forecast is for an empty cache); a warm run records none."""
+    monkeypatch.setattr(profiles, "figures", lambda: ["affine", "meta"])
+    executed = [timings.timing(f, "quick", seconds=10.0, cache="empty", jobs_computed=3,
+                               workers=2) for f in ("affine", "meta")]
+    empty = {f: timings.JobCount(3, 3) for f in ("affine", "meta")}
+    run = timings.TimedRun("quick", 0.1, 0.0, empty, {}, forecast_seconds=2345.6)
+    assert run.book(executed, 2)["forecast_seconds"] == 2345.6
+    warm = timings.TimedRun("quick", 0.1, 0.0, {**empty, "meta": timings.JobCount(1, 3)}, {},
+                            forecast_seconds=2345.6)
+    assert warm.book(executed, 2)["forecast_seconds"] is None
 
 
 def test_the_numerics_table_shows_each_steps_latest_ratio_against_the_goal():

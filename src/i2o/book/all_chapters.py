@@ -12,7 +12,7 @@ from i2o import locations
 from i2o.book import execute, stamps
 from i2o.book.execute import first_error_line, record_failure
 from i2o.book.stamps import executed_path, recorded_stamp
-from i2o.compute import door, job_costs, pool, profiles, timings
+from i2o.compute import door, job_costs, plan, pool, profiles, timings
 from i2o.data import preflight
 
 
@@ -52,7 +52,11 @@ def run_all(profile: str = "quick", force: bool = False, workers: int | None = N
         print(f"[i2o] {figure}: not started: {reason}", flush=True)
         record_failure(figure, reason)
     runnable = [figure for figure in figures if figure not in failures]
+    forecast = forecast_seconds([chapters[figure] for figure in runnable], profile, workers) \
+        if record_timing else None
     timer = start_timer([chapters[figure] for figure in runnable], profile, record_timing)
+    if timer is not None:
+        timer.forecast_seconds = forecast
     try:
         done = pool.run([chapters[figure] for figure in runnable
                          if force or not stamps.up_to_date(figure, chapters[figure].params)],
@@ -80,6 +84,23 @@ def run_all(profile: str = "quick", force: bool = False, workers: int | None = N
         _append_timings(timer, executed, done, failures)
         _publish_job_costs([chapters[figure] for figure in runnable])
     return failures
+
+
+def forecast_seconds(chapters: list[door.Chapter], profile: str,
+                     workers: int | None) -> float | None:
+    """What ``python -m i2o.results plan --cores W`` forecasts for ``chapters`` from an empty
+    cache, W the pool's processes (``workers``, else the cores this process may use), said in
+    one line; ``None`` (said) when it cannot be made."""
+    cores = workers or pool.affinity_cores()
+    try:
+        result = plan.forecast([plan.plan_chapter(chapter, profile) for chapter in chapters],
+                               cores)
+    except Exception as error:  # the build goes on: only the forecast is lost, and said so
+        print(f"[i2o] forecast: not made ({first_error_line(error)})", flush=True)
+        return None
+    print(f"[i2o] forecast (python -m i2o.results plan, from an empty cache): "
+          f"{plan.line(result).strip()}", flush=True)
+    return result.seconds
 
 
 def _publish_job_costs(chapters: list[door.Chapter]) -> None:

@@ -63,6 +63,15 @@ class Forecast:
     longest: pool.PoolTask | None  # the task that bounds the makespan from below
     jobs: int
     estimated: int  # jobs without a recorded cost
+    compute_seconds: float = 0.0  # the tasks' times summed (process starts included)
+    longest_seconds: float = 0.0  # the longest task's time (its process's start included)
+
+    @property
+    def bound_seconds(self) -> float:
+        """No schedule on :attr:`cores` cores is shorter: the longest task, or the compute
+        spread evenly over the cores, whichever is longer, then the notebooks."""
+        return max(self.longest_seconds, self.compute_seconds / self.cores) \
+            + self.notebooks_seconds
 
     @property
     def seconds(self) -> float:
@@ -77,8 +86,10 @@ def forecast(chapters: Sequence[ChapterPlan], cores: int,
     run one after the other, after the jobs)."""
     start = TASK_START_SECONDS if start_seconds is None else start_seconds
     tasks = [task for chapter in chapters for task in chapter.tasks]
-    schedule = lpt([task_seconds(task.seconds, start) for task in tasks], cores)
-    return Forecast(cores=cores, jobs_seconds=schedule.makespan,
+    times = [task_seconds(task.seconds, start) for task in tasks]
+    schedule = lpt(times, cores)
+    return Forecast(cores=cores, jobs_seconds=schedule.makespan, compute_seconds=sum(times),
+                    longest_seconds=max(times, default=0.0),
                     notebooks_seconds=sum(c.notebook_seconds or 0.0 for c in chapters),
                     longest=max(tasks, key=lambda task: task.seconds, default=None),
                     jobs=sum(len(task.task) for task in tasks),
@@ -247,13 +258,33 @@ def describe(plans: Sequence[ChapterPlan], profile: str) -> str:
 
 
 def line(result: Forecast) -> str:
-    """One forecast as a line."""
-    bound = ("no job" if result.longest is None else
-             f"{result.longest.name} ({duration(result.longest.seconds)})")
+    """One forecast as a line: the schedule's wall time, the bound no schedule beats (the
+    longest task or the compute over the cores, then the notebooks) and the compute."""
+    longest = ("no job" if result.longest is None else
+               f"{result.longest.name} {duration(result.longest.seconds)}")
     return (f"{result.cores:>4} core{'s' if result.cores != 1 else ' '}: "
             f"{duration(result.seconds):>9} = jobs {duration(result.jobs_seconds)} + notebooks "
-            f"{duration(result.notebooks_seconds)}; bounded by {bound}; "
+            f"{duration(result.notebooks_seconds)}; at least {duration(result.bound_seconds)} "
+            f"(the longest task, {longest}, or the compute, "
+            f"{duration(result.compute_seconds)}, over {result.cores}; then the notebooks); "
             f"{result.estimated} of {result.jobs} jobs estimated")
+
+
+def forecast_errors(records: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """One line per whole book recorded in ``published/timings.json`` (default) with the
+    forecast made at its start: when, where, the forecast, the measured wall time and the
+    forecast's error relative to the measurement."""
+    found = []
+    for record in timing_records.read_timings() if records is None else records:
+        forecast, seconds = record.get("forecast_seconds"), record.get("seconds")
+        if record.get("chapter") != timing_records.WHOLE_BOOK or not forecast or not seconds:
+            continue
+        error = 100 * (forecast - seconds) / seconds
+        found.append(f"  {(record.get('date') or '')[:10]} {record.get('cpu')} "
+                     f"({record.get('workers')} processes, {record.get('profile')}, commit "
+                     f"{record.get('commit')}): forecast {duration(forecast)}, measured "
+                     f"{duration(seconds)}, error {error:+.0f} %")
+    return found
 
 
 def count_argument(text: str) -> int:
@@ -297,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     print(describe(plans, args.profile))
     for cores in args.cores:
         print(line(forecast(plans, cores)))
+    errors = forecast_errors()
+    print("whole books recorded with their forecast (published/timings.json):"
+          if errors else "no whole book in published/timings.json records its forecast yet "
+          "(make book RECORD=1 records it)")
+    for said in errors:
+        print(said)
     return 1 if failed else 0
 
 

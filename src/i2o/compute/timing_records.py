@@ -11,8 +11,9 @@ rewritten (:func:`record`):
   ``warm`` with ``jobs_computed``), the machine (CPU model and vendor, :func:`i2o.lineage.
   machine_facts`), the commit, the worker processes, the 1-minute load averages when the command
   started (before any of its processes) and when the notebook (or run) ended, whether the
-  machine was otherwise idle (:func:`i2o.compute.timings.is_idle`), the date, the replicate and
-  a free ``note``.
+  machine was otherwise idle (:func:`i2o.compute.timings.is_idle`), the date, the replicate, a
+  free ``note`` and, for a whole book from an empty cache, the wall time forecast at its start
+  (``forecast_seconds``, :mod:`i2o.compute.plan`; absent in records older than the field).
 - ``numerics-costs.json`` (:data:`NUMERICS_FILE`): records of kind ``numerics``
   (:data:`NUMERICS_FIELDS`), one per measured step and run of ``benchmarks/bench_numerics.py``:
   the portable mode's time over the native mode's (``ratio``) and each pin's share
@@ -56,6 +57,7 @@ class Field:
     nullable: bool
     means: str
     valid: Callable[[Any], bool] = lambda value: True
+    optional: bool = False  # absent from records written before the field existed: null
 
 
 def _at_least(bound: float) -> Callable[[Any], bool]:
@@ -107,6 +109,9 @@ TIMING_FIELDS = (
     Field("workers", (int,), True, "an integer ≥ 1", _at_least(1)),
     *_MACHINE,
     Field("note", (str,), False, "text (may be empty)"),
+    Field("forecast_seconds", _NUMBER, True, "the wall seconds python -m i2o.results plan "
+          "forecast for the run at its start (a whole book from an empty cache), ≥ 0",
+          _at_least(0), optional=True),
 )
 NUMERICS_FIELDS = (
     Field("kind", (str,), False, f"{NUMERICS_KIND!r}", lambda value: value == NUMERICS_KIND),
@@ -134,6 +139,8 @@ def _check(record: Any, fields: Sequence[Field], where: str) -> dict[str, Any]:
     if unknown := [name for name in record if name not in names]:
         raise RecordError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; a record "
                           f"has exactly {', '.join(names)}")
+    optional = {field.name for field in fields if field.optional}
+    record = {**{name: None for name in optional}, **record}
     if missing := [name for name in names if name not in record]:
         raise RecordError(f"{where}: missing field(s) {', '.join(map(repr, missing))} (null "
                           "where not known)")

@@ -51,7 +51,7 @@ def timing(chapter: str, profile: str, *, seconds: float | None, cache: str,
            jobs_computed: int | None, replicate: int | None = None, pool_jobs: int | None = None,
            workers: int | None = None, load_start: float | None = None,
            load_end: float | None = None, own: int = 1, cpu_seconds: float | None = None,
-           note: str = "") -> dict[str, Any]:
+           note: str = "", forecast_seconds: float | None = None) -> dict[str, Any]:
     """A timing record of this machine now: its CPU (:func:`i2o.lineage.machine_facts`), the
     commit (:func:`i2o.lineage.git_sha`), the date, and whether it was idle
     (:func:`is_idle` with ``own`` processes of the run)."""
@@ -63,7 +63,8 @@ def timing(chapter: str, profile: str, *, seconds: float | None, cache: str,
         "pool_jobs": pool_jobs, "workers": workers, "cpu": facts["cpu"],
         "vendor": facts["vendor"], "cores": facts["cores"], "commit": lineage.git_sha(),
         "load_start": load_start, "load_end": load_end,
-        "idle": is_idle(load_start, load_end, own), "date": lineage.now_iso(), "note": note})
+        "idle": is_idle(load_start, load_end, own), "date": lineage.now_iso(), "note": note,
+        "forecast_seconds": None if forecast_seconds is None else round(forecast_seconds, 1)})
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class TimedRun:
     started: float
     before: dict[str, JobCount]
     chapters: dict[str, Chapter]
+    forecast_seconds: float | None = None  # the plan's wall time for the run, at its start
 
     def notebook(self, figure: str, seconds: float, load_end: float | None,
                  pool_jobs: int = 0, pool_workers: int = 0, note: str = "") -> dict[str, Any]:
@@ -118,7 +120,8 @@ class TimedRun:
     def book(self, executed: Sequence[dict[str, Any]], pool_workers: int) -> dict[str, Any]:
         """The record of a whole ``make book`` from :func:`start` (after the data check, before
         the job pool) to now, the HTML build left out: ``empty`` when every chapter of the
-        manifest started with none of its jobs cached and was executed."""
+        manifest started with none of its jobs cached and was executed; then with the forecast
+        made at the start (:attr:`forecast_seconds`), which is for an empty cache."""
         done = {entry["chapter"] for entry in executed}
         whole = set(profiles.figures()) <= done and all(
             self.before[figure].cache == "empty" for figure in done)
@@ -132,6 +135,7 @@ class TimedRun:
                       pool_jobs=sum(entry["pool_jobs"] or 0 for entry in executed),
                       workers=pool_workers or None, load_start=self.load_start,
                       load_end=load_end, own=max([pool_workers, *owns, 1]),
+                      forecast_seconds=self.forecast_seconds if whole else None,
                       note="make book: the job pool and the notebooks, not the data check or "
                            f"the HTML build; chapters executed: {', '.join(sorted(done))}")
 
