@@ -149,6 +149,13 @@ def test_a_record_older_than_the_forecast_field_reads_with_a_null_forecast(kept)
                           jobs_computed=0)["forecast_seconds"] is None
 
 
+def test_the_table_shows_a_recorded_forecast_and_its_error():
+    book = entry(chapter=timing_records.WHOLE_BOOK, seconds=2400.0, forecast_seconds=3000.0)
+    (row,) = [line for line in timing_tables.table(records=[book]).splitlines()
+              if line.startswith("| whole book")]
+    assert "forecast at its start 50.0 min (3,000 s), +25 %" in row
+
+
 def test_a_whole_book_from_an_empty_cache_records_the_forecast_made_at_its_start(monkeypatch):
     """:meth:`TimedRun.book` carries the start's forecast only for a whole book from an empty
     cache (the forecast is for an empty cache); a warm run records none."""

@@ -54,6 +54,10 @@ def _wall(entry: Mapping[str, Any]) -> str:
                  f"pool (row {WHOLE_BOOK})")
     if entry["replicate"]:
         said += f"; replicate {entry['replicate']}"
+    if entry["forecast_seconds"] and entry["seconds"]:
+        error = 100 * (entry["forecast_seconds"] - entry["seconds"]) / entry["seconds"]
+        said += (f"; forecast at its start {_minutes(entry['forecast_seconds'])}, "
+                 f"{error:+.0f} %")
     return said
 
 
