@@ -111,6 +111,22 @@ def test_a_sweep_that_ends_normally_cancels_nothing(tmp_path, monkeypatch):
     assert not running[0].cancelled
 
 
+def test_a_process_started_by_the_sweep_writes_its_stderr_to_the_log_not_the_terminal(
+        tmp_path, capfd):
+    """Submitit's local controller prints a traceback when its job is cancelled: it is started
+    with the sweep's stderr pointed at ``controllers.log``, and the sweep's own stderr is back
+    as it was once the process has started."""
+    log = tmp_path / "logs" / sweep.CONTROLLER_LOG
+    with sweep._stderr_to(log):
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import sys; sys.stderr.write('Traceback: cancelled')"])
+    child.wait()
+    print("the sweep's own line", file=sys.stderr)
+    said = capfd.readouterr().err
+    assert "Traceback" not in said and "the sweep's own line" in said
+    assert log.read_text() == "Traceback: cancelled"
+
+
 @pytest.mark.parametrize("executor, watched", [("local", True), ("debug", False)])
 def test_local_tasks_and_only_they_are_told_their_sweep(monkeypatch, executor, watched):
     told: list[dict] = []

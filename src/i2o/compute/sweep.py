@@ -31,6 +31,7 @@ preemption SLURM requeues them and they resume from their training checkpoints.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -326,6 +327,28 @@ def _cancelling(running: list[Any], figure: str) -> Iterator[None]:
         raise
 
 
+#: Where the local controllers' own messages go (in the sweep's log folder), not the terminal.
+CONTROLLER_LOG = "controllers.log"
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 pointed at ``path`` while a process is started, which inherits it.
+    Submitit's local controller (one process per job, between the sweep and its task) prints a
+    ``KeyboardInterrupt`` traceback to its stderr when its job is cancelled: on Ctrl-C or SIGTERM
+    the sweep's one line would drown in them. The task's own output has its own log files."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "a") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _sliding_window(ex, figure: str, todo: Sequence[Task],
                     env: dict[str, str], max_parallel: int,
                     gpu_ids: list[int] | None = None, keep_going: bool = False,
@@ -355,7 +378,8 @@ def _sliding_window(ex, figure: str, todo: Sequence[Task],
                 if gpu_ids:
                     gpu = free.pop(0)
                     ex.update_parameters(gpus_per_node=1, local_visible_gpus=[gpu])
-                submitted = ex.submit(ResumableJob(), task, env)
+                with _stderr_to(log_path(figure).with_name(CONTROLLER_LOG)):
+                    submitted = ex.submit(ResumableJob(), task, env)
                 running.append(submitted)
                 submitted_task[id(submitted)] = (index, task)
                 board.started(index)
