@@ -8,8 +8,16 @@ edit to one of them recomputes the entry and an edit to an unrelated chapter or 
 The cache's own plumbing (:data:`CACHE_MACHINERY`) stores and finds results without computing
 them, so it is left out, as are the modules that change no number (:data:`INERT`). An import
 through a package's face (``from i2o.deq import solve``) reaches the submodule that defines the
-name, not everything the face re-exports. What is hashed is each module's code without its
-comments and docstrings (:func:`code_of`). Without ``module`` it is the whole package.
+name, not everything the face re-exports.
+
+The hash is of content, not of where it lives (:func:`module_source_hash`): each module of the
+closure counts by its code without comments and docstrings, its ``i2o`` imports reduced to the
+names they bind (:func:`content_of`), and by which module's content each of those names comes
+from. No file path and no module name enters it, so moving a module to another room, or renaming
+one, recomputes nothing, while an edit to any code of the closure, or an import rebound to other
+code, does. Keys computed before this (file paths and import lines in the hash) are moved to
+these by ``python -m i2o.results rekey`` (:mod:`i2o.provenance.rekey`). Without ``module`` the hash
+is of the whole package (:func:`source_hash`, with paths).
 """
 
 from __future__ import annotations
@@ -57,25 +65,59 @@ def code_of(path: Path) -> bytes:
     return _code_of(str(path), stat.st_mtime_ns, stat.st_size)
 
 
-@functools.lru_cache(maxsize=1024)
-def _code_of(path: str, mtime_ns: int, size: int) -> bytes:
+def content_of(path: Path, inside: bool = True) -> bytes:
+    """:func:`code_of`, with each import of i2o code reduced to the names it binds:
+    ``from i2o.deq.broyden import broyden as solver`` and ``from .broyden import broyden as
+    solver`` both read ``import solver``, so that the text says nothing of where the imported
+    code lives (which code each name binds is hashed beside it, :func:`module_source_hash`).
+    ``inside``: the file is a module of i2o, whose relative imports are i2o's; other imports
+    are kept as written."""
+    stat = path.stat()
+    return _code_of(str(path), stat.st_mtime_ns, stat.st_size, imports=True, inside=inside)
+
+
+def _is_i2o(node: ast.Import | ast.ImportFrom, inside: bool) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return (node.level > 0 and inside) or (node.module or "").split(".")[0] == "i2o"
+    return any(alias.name.split(".")[0] == "i2o" for alias in node.names)
+
+
+def _bound(alias: ast.alias) -> str:
+    return alias.asname or alias.name.split(".")[0]
+
+
+@functools.lru_cache(maxsize=2048)
+def _code_of(path: str, mtime_ns: int, size: int, imports: bool = False,
+             inside: bool = True) -> bytes:
     source = Path(path).read_text()
     lines = source.splitlines(keepends=True)
 
     def column(row: int, utf8_offset: int) -> int:  # the syntax tree counts UTF-8 bytes
         return len(lines[row - 1].encode()[:utf8_offset].decode(errors="ignore"))
 
-    cuts = [(node.lineno, column(node.lineno, node.col_offset), node.end_lineno,
-             column(node.end_lineno, node.end_col_offset))
-            for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str) and node.end_lineno is not None
-            and node.end_col_offset is not None]
-    cuts += [(*token.start, *token.end)
-             for token in tokenize.generate_tokens(io.StringIO(source).readline)
-             if token.type == tokenize.COMMENT]
-    for first, start, last, end in sorted(cuts, reverse=True):
-        lines[first - 1:last] = [lines[first - 1][:start] + lines[last - 1][end:]]
+    def span(node: ast.stmt) -> tuple[int, int, int, int]:
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        return (node.lineno, column(node.lineno, node.col_offset), node.end_lineno,
+                column(node.end_lineno, node.end_col_offset))
+
+    tree = ast.parse(source)
+    edits = [(*span(node), "") for node in ast.walk(tree)
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+             and isinstance(node.value.value, str)]
+    rewritten = [] if not imports else [
+        (*span(node), "import " + ", ".join(
+            _bound(alias) if isinstance(node, ast.Import) else alias.asname or alias.name
+            for alias in node.names))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) and _is_i2o(node, inside)]
+    within = [(first, last) for first, _, last, _, _ in rewritten]
+    edits += rewritten + [
+        (*token.start, *token.end, "")
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT  # a comment inside a rewritten import goes with it
+        and not any(first <= token.start[0] <= last for first, last in within)]
+    for first, start, last, end, text in sorted(edits, reverse=True):
+        lines[first - 1:last] = [lines[first - 1][:start] + text + lines[last - 1][end:]]
     kept = (line.rstrip() for line in "".join(lines).splitlines())
     return "\n".join(line for line in kept if line).encode()
 
@@ -105,23 +147,52 @@ def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR) -> tuple[st
 
 
 def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR) -> str:
-    """:func:`source_hash` of the code of ``module``'s :func:`dependencies` (of the whole
-    package when ``None``; ``root``: a copy of the package, in tests). A module outside i2o (a
-    researcher's own job, a test) is hashed with the dependencies of the i2o modules it
-    imports."""
+    """The hash of the code a result computed by ``module`` depends on, by content: of every
+    module of its :func:`dependencies`, the SHA-256 of its :func:`content_of`, with, for each
+    i2o name it binds by an import, that name and the content's SHA-256 of the module defining
+    it (an inert or cache module: ``"inert"``); and which of them is ``module``. No path or
+    module name enters it: moving or renaming a module changes no key. ``root``: a copy of the
+    package (tests). A module outside i2o (a researcher's own job, a test) is hashed by its own
+    file and the dependencies of the i2o modules it imports. ``None``: the whole package
+    (:func:`source_hash`)."""
     if module is None:
         return source_hash(root=root, code_only=True)
     if module in import_graph.modules(root):
-        return source_hash(dependencies(module, root), root, code_only=True)
+        top = content_of(import_graph.path_of(module, root))
+        return _closure_hash(top, import_graph.used_bindings(module, root),
+                             dependencies(module, root), root)
+    path = _outside_source(module)
+    bindings = import_graph.bindings_in(path, root=root)
+    reached = import_graph.reach({target for _, target, _ in bindings}, root,
+                                 CACHE_MACHINERY | INERT)
+    return _closure_hash(content_of(path, inside=False), bindings, reached, root)
+
+
+def _outside_source(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ValueError(f"module {module!r}: no Python source to hash")
-    path = Path(spec.origin)
-    digest = hashlib.sha256(code_of(path))
-    imported = import_graph.imports_in(path, root=root)
-    digest.update(source_hash(import_graph.reach(imported, root, CACHE_MACHINERY | INERT), root,
-                              code_only=True).encode())
-    return digest.hexdigest()
+    return Path(spec.origin)
+
+
+def _closure_hash(top: bytes, top_bindings: list[tuple[str, str, bool]],
+                  closure: Iterable[str], root: Path) -> str:
+    own = {module: sha256(content_of(import_graph.path_of(module, root)))
+           for module in closure}
+
+    def label(target: str) -> str:
+        return own.get(target, "inert")  # not followed: cache machinery or inert
+
+    def edges(bindings: list[tuple[str, str, bool]]) -> list[list[Any]]:
+        return sorted([bound, label(target), sorted(
+            label(exported) for exported in
+            (import_graph.face_exports(target, root).values() if whole else ()))]
+            for bound, target, whole in bindings)
+
+    nodes = sorted([own[module], edges(import_graph.used_bindings(module, root))]
+                   for module in own)
+    return sha256(_canonical({"module": [sha256(top), edges(top_bindings)],
+                              "closure": nodes}).encode())
 
 
 def torch_threads() -> int:

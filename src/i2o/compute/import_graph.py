@@ -18,7 +18,7 @@ checks the graph's layers.
 from __future__ import annotations
 
 import ast
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the i2o package, above this room
@@ -114,6 +114,13 @@ def _origin(node: ast.ImportFrom, package: str) -> str:
 def _bindings(path: Path, package: str, root: Path) -> list[tuple[str, str, bool]]:
     """Each i2o name the file binds by an import: (bound name, the module that defines it,
     whether the binding is a whole package)."""
+    stat = path.stat()
+    return list(_bindings_read(path, stat.st_mtime_ns, stat.st_size, package, root))
+
+
+@lru_cache(maxsize=4096)
+def _bindings_read(path: Path, mtime_ns: int, size: int, package: str, root: Path
+                   ) -> tuple[tuple[str, str, bool], ...]:
     known = modules(root)
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -131,18 +138,36 @@ def _bindings(path: Path, package: str, root: Path) -> list[tuple[str, str, bool
                 elif origin in known:
                     target, whole = _face_bindings(origin, root).get(alias.name, (origin, False))
                     found.append((bound, target, whole))
-    return found
+    return tuple(found)
+
+
+def used_bindings(module: str, root: Path = PACKAGE_DIR) -> list[tuple[str, str, bool]]:
+    """The i2o names ``module`` binds by an import and its code uses (a face: only those its own
+    code reads), each as (bound name, the module that defines it, whether it is a whole
+    package): the edges of :func:`imports_of`, with the names they bind."""
+    path = path_of(module, root)
+    return _used(path, _package_of(module, path), root, _is_face(path))
+
+
+def bindings_in(path: Path, package: str = "", root: Path = PACKAGE_DIR
+                ) -> list[tuple[str, str, bool]]:
+    """:func:`used_bindings` of the Python file ``path`` (:func:`imports_in`)."""
+    return _used(path, package, root, face=False)
+
+
+def _used(path: Path, package: str, root: Path, face: bool) -> list[tuple[str, str, bool]]:
+    bindings = _bindings(path, package, root)
+    if face:
+        used = _names_read(path)
+        bindings = [binding for binding in bindings if binding[0] in used]
+    return bindings
 
 
 def _edges(path: Path, package: str, root: Path, face: bool) -> set[str]:
     """The modules the bindings of ``path`` reach; in a face, only the bindings its own code
     reads (the rest are re-exports, followed by whoever imports them)."""
-    bindings = _bindings(path, package, root)
-    if face:
-        used = _names_read(path)
-        bindings = [binding for binding in bindings if binding[0] in used]
     found: set[str] = set()
-    for _, target, whole_package in bindings:
+    for _, target, whole_package in _used(path, package, root, face):
         found.add(target)
         if whole_package:
             found |= set(face_exports(target, root).values())
@@ -151,12 +176,18 @@ def _edges(path: Path, package: str, root: Path, face: bool) -> set[str]:
 
 def _names_read(path: Path) -> set[str]:
     """The names the file's code reads, outside ``__all__``."""
+    stat = path.stat()
+    return set(_names_read_at(path, stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=1024)
+def _names_read_at(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     tree = ast.parse(path.read_text())
     skip = {id(node) for statement in tree.body if isinstance(statement, ast.Assign)
             and any(isinstance(target, ast.Name) and target.id == "__all__"
                     for target in statement.targets) for node in ast.walk(statement)}
-    return {node.id for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and id(node) not in skip}
+    return frozenset(node.id for node in ast.walk(tree)
+                     if isinstance(node, ast.Name) and id(node) not in skip)
 
 
 @cache

@@ -5,6 +5,8 @@ commands that say where a result came from and move it between machines.
 - ``deps``: the modules each job class's cache key covers (:mod:`.dependencies`);
 - ``export``: a chapter's cached results as one bundle, manifest and checksums (:mod:`.bundles`);
 - ``import``: a bundle verified, then written into the cache (:mod:`.bundles`);
+- ``rekey``: the results cache and the published digests moved to content keys
+  (:mod:`.rekey`);
 - ``plan``: the wall time of the book's jobs on K cores, from recorded costs
   (:mod:`i2o.compute.plan`).
 """
@@ -16,12 +18,12 @@ from collections.abc import Callable
 
 from i2o import inputs
 from i2o.compute import plan
-from i2o.provenance import bundles, dependencies, fingerprint
+from i2o.provenance import bundles, dependencies, fingerprint, rekey
 
 #: Each command, with the function that runs it on the rest of the command line.
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "fingerprint": fingerprint.main, "deps": dependencies.main, "export": bundles.export_main,
-    "import": bundles.import_main, "plan": plan.main}
+    "import": bundles.import_main, "plan": plan.main, "rekey": rekey.main}
 
 USAGE = f"usage: python -m i2o.results {{{','.join(COMMANDS)}}} ..."
 
@@ -35,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
               "  deps         the modules each job class's cache key covers\n"
               "  export       a chapter's cached results as one bundle (manifest, checksums)\n"
               "  import       a bundle verified, then written into the cache\n"
-              "  plan         the wall time of the book's jobs on K cores, from recorded costs\n\n"
+              "  plan         the wall time of the book's jobs on K cores, from recorded costs\n"
+              "  rekey        the results cache and published digests moved to content keys\n\n"
               "python -m i2o.results COMMAND --help describes each.")
         return 0
     if not argv or argv[0] not in COMMANDS:

@@ -81,18 +81,24 @@ def _parameters_digest(job: Job) -> str:
     return sha256(text.encode())[:10]
 
 
-def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
-    """Each cache entry of ``figure``'s jobs for ``params`` at its current key, by a label that
-    does not depend on the code: the job's name, followed by a digest of its parameters
-    (``name[0123456789]``) where several jobs share the name."""
+def chapter_jobs(figure: str, params: profiles.Params) -> dict[str, Job]:
+    """Each job whose entry ``figure`` reads for ``params``, by a label that does not depend on
+    the code: the job's name, followed by a digest of its parameters (``name[0123456789]``)
+    where several jobs share the name."""
     jobs: dict[tuple[str, str], Job] = {}
     for listed in door.entered(params).jobs():
         for job in entry_jobs(listed):
             jobs.setdefault((job.name, _parameters_digest(job)), job)
     shared = Counter(name for name, _ in jobs)
-    return {(name if shared[name] == 1 else f"{name}[{digest}]"):
-            cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+    return {(name if shared[name] == 1 else f"{name}[{digest}]"): job
             for (name, digest), job in jobs.items()}
+
+
+def chapter_entries(figure: str, params: profiles.Params) -> dict[str, Path]:
+    """Each cache entry of ``figure``'s jobs for ``params`` at its current key, by the labels of
+    :func:`chapter_jobs`."""
+    return {label: cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+            for label, job in chapter_jobs(figure, params).items()}
 
 
 def computed_on(path: Path) -> dict[str, Any]:

@@ -1,0 +1,194 @@
+"""Keys by content (:func:`i2o.compute.cache_key.module_source_hash`) and the move of a cache and
+of the published digests from located keys to them (:mod:`i2o.provenance.rekey`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+from toy_jobs import toy
+
+from i2o.book import published
+from i2o.compute import cache_entries, cache_key, import_graph, profiles
+from i2o.provenance import fingerprint, rekey
+
+PACKAGE = import_graph.PACKAGE_DIR
+STABILITY = "i2o.chapters.stability.jobs"
+
+
+def _copy(tmp_path: Path, name: str = "i2o") -> Path:
+    root = tmp_path / name / "i2o"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for name, source in {"__init__.py": "", **files}.items():
+        path = root / "i2o" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return root / "i2o"
+
+
+def test_moving_the_broyden_solver_to_another_room_changes_no_key_and_a_byte_of_it_does(
+        tmp_path):
+    """The solver moves from ``deq/`` to a new room ``solvers/``; its importer and its own
+    relative imports are rewritten to the new place. The content key of a stability job is the
+    same, its located key (what keys held before) is not; one changed byte of the moved solver
+    changes the content key."""
+    before_root, after_root = _copy(tmp_path, "before"), _copy(tmp_path, "after")
+    moved = after_root / "solvers" / "broyden.py"
+    moved.parent.mkdir()
+    (moved.parent / "__init__.py").write_text('"""Solvers."""\n')
+    text = (after_root / "deq" / "broyden.py").read_text()
+    assert "from .history import" in text and "from .spec import" in text
+    moved.write_text(text.replace("from .", "from i2o.deq."))
+    (after_root / "deq" / "broyden.py").unlink()
+    solve = after_root / "deq" / "solve.py"
+    assert "from .broyden import broyden" in solve.read_text()
+    solve.write_text(solve.read_text().replace("from .broyden import broyden",
+                                               "from i2o.solvers.broyden import broyden"))
+    assert "i2o.solvers.broyden" in cache_key.dependencies(STABILITY, after_root)
+    assert "i2o.deq.broyden" in cache_key.dependencies(STABILITY, before_root)
+
+    content = cache_key.module_source_hash(STABILITY, before_root)
+    assert cache_key.module_source_hash(STABILITY, after_root) == content
+    assert rekey.located_source_hash(STABILITY, after_root) != \
+        rekey.located_source_hash(STABILITY, before_root)
+    assert "spec.max_iter - 1" in moved.read_text()
+    moved.write_text(moved.read_text().replace("spec.max_iter - 1", "spec.max_iter - 2", 1))
+    assert cache_key.module_source_hash(STABILITY, after_root) != content
+
+
+def test_an_import_rebound_to_other_code_changes_the_key_and_a_rename_of_a_module_does_not(
+        tmp_path):
+    """A module named like none of the cache machinery (``cache_key.CACHE_MACHINERY``, whose
+    closure is not followed) binds ``f`` first from one module and then from another."""
+    files = {"low_one.py": "def f():\n    return 1\n", "low_two.py": "def f():\n    return 2\n",
+             "work.py": "from i2o.low_one import f\nfrom i2o import low_two\n"
+                       "VALUE = f() + low_two.f()\n"}
+    first = _package(tmp_path / "a", files)
+    rebound = _package(tmp_path / "b", {
+        **files, "work.py": files["work.py"].replace("low_one import f", "low_two import f")})
+    renamed = _package(tmp_path / "c", {
+        "other_one.py": files["low_one.py"], "low_two.py": files["low_two.py"],
+        "work.py": files["work.py"].replace("i2o.low_one", "i2o.other_one")})
+    key = cache_key.module_source_hash("i2o.work", first)
+    assert cache_key.module_source_hash("i2o.work", rebound) != key
+    assert cache_key.module_source_hash("i2o.work", renamed) == key
+    assert rekey.located_source_hash("i2o.work", renamed) != \
+        rekey.located_source_hash("i2o.work", first)
+
+
+def test_content_of_reduces_i2o_imports_to_their_names_and_keeps_the_others(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import numpy as np\nfrom i2o.deq.broyden import (broyden,  # solver\n"
+                    "    make_stack as stack)\nfrom .spec import SolverSpec\n\n\n"
+                    "def f():\n    import i2o.deq.solve\n    return np\n")
+    assert cache_key.content_of(path).decode().splitlines() == [
+        "import numpy as np", "import broyden, stack", "import SolverSpec", "def f():",
+        "    import i2o", "    return np"]
+    assert cache_key.content_of(path, inside=False).decode().splitlines()[2] == \
+        "from .spec import SolverSpec"
+    assert "from i2o.deq.broyden" in cache_key.code_of(path).decode()
+
+
+def _no_jobs(figures):
+    return iter(())
+
+
+def test_rekey_moves_a_valid_entry_and_its_checkpoints_and_leaves_other_codes(
+        tmp_path, monkeypatch, toy_computations):
+    results = tmp_path / "results"
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
+    job, other = toy(1), toy(2)
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
+        job.run()
+        other.run()
+        old_entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+        old_checkpoints = job.checkpoints()
+    assert not job.is_cached()  # located keys are not content keys
+    other_entry = next(p for p in (results / "toy").iterdir()
+                       if p.name.startswith(other.name) and not p.name.endswith(".ckpt"))
+    stale_meta = json.loads((other_entry / "meta.json").read_text())
+    stale_meta["source"] = "0" * 64  # computed by some other code
+    (other_entry / "meta.json").write_text(json.dumps(stale_meta))
+    print_before = fingerprint.entry_fingerprint(old_entry)
+
+    report = rekey.rekey(results, jobs=_no_jobs)
+    assert (report.moved, report.other_code, report.current, report.checkpoints) == (1, 1, 0, 1)
+    assert job.is_cached() and not other.is_cached() and other_entry.exists()
+    new_entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+    assert not old_entry.exists() and not old_checkpoints.exists()
+    assert fingerprint.entry_fingerprint(new_entry) == print_before
+    assert cache_entries.recorded_key(json.loads((new_entry / "meta.json").read_text())) \
+        .startswith(new_entry.name.rsplit("-", 1)[1])
+    job.run()
+    assert toy_computations["toy/residuals-seed1"] == 1  # read, not computed again
+    again = rekey.rekey(results, jobs=_no_jobs)
+    assert (again.moved, again.current, again.other_code) == (0, 1, 1)
+
+
+def test_rekey_finishes_a_move_interrupted_after_the_record_was_rewritten(
+        tmp_path, monkeypatch, toy_computations):
+    results = tmp_path / "results"
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
+    job = toy(4)
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
+        job.run()
+        entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["source"] = cache_key.module_source_hash(job.module)  # rewritten, then interrupted
+    (entry / "meta.json").write_text(json.dumps(meta))
+    assert not job.is_cached()
+    assert rekey.rekey(results, jobs=_no_jobs).moved == 1
+    assert job.is_cached() and toy_computations["toy/residuals-seed4"] == 1
+
+
+def test_rekey_verify_recomputes_a_moved_entry_and_compares_its_fingerprint(
+        tmp_path, monkeypatch, toy_computations):
+    results = tmp_path / "results"
+    monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
+    job = toy(5)
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
+        job.run()
+    moved = rekey.rekey(results, jobs=_no_jobs).moved_to
+    assert rekey.verify(moved, 1, jobs=lambda figures: iter([job])) == [
+        (f"toy/{moved[0].name}", True)]
+    assert toy_computations["toy/residuals-seed5"] == 2  # computed again, in a scratch folder
+    target = moved[0] / "arrays.npz"
+    flat = dict(np.load(target))
+    flat["residuals"] = flat["residuals"] + 1.0
+    np.savez(target, **flat)
+    assert rekey.verify(moved, 1, jobs=lambda figures: iter([job]))[0][1] is False
+
+
+def test_rekey_rewrites_the_published_digests_current_under_located_keys_and_not_stale_ones(
+        tmp_path):
+    figure, profile = "affine", "smoke"
+    params = profiles.resolve(figure, profile, replicate=0)
+    claims = f"{profiles.entry(figure)['package']}.claims"
+    located_keys = rekey._entry_names_digest(figure, params, rekey.located_source_hash)
+    summary = {"profile": profile, "chapters": {},
+               "digests": {figure: {"keys": {"0": located_keys, "1": "f" * 64},
+                                    "claims_code": rekey.located_source_hash(claims)}}}
+    (tmp_path / f"numbers-{profile}.json").write_text(json.dumps(summary))
+    (tmp_path / "timings.json").write_text("[]")  # a published file without digests
+    said = rekey.rekey_published(tmp_path)
+    assert said == [f"numbers-{profile}.json {figure}: claims code rekeyed, keys r0 rekeyed, "
+                    "keys r1 stale, left"]
+    digests = json.loads((tmp_path / f"numbers-{profile}.json").read_text())["digests"][figure]
+    assert digests["keys"] == {"0": published.keys_digest(figure, profile, 0), "1": "f" * 64}
+    assert digests["claims_code"] == published.claims_code_digest(figure)
+    assert rekey.rekey_published(tmp_path) == [
+        f"numbers-{profile}.json {figure}: keys r1 stale, left"]
+
+
+def test_the_rekey_command_refuses_a_negative_sample_before_touching_the_cache(capsys):
+    assert rekey.main(["--verify", "-1"]) == 2
+    assert "--verify must be ≥ 0; got -1" in capsys.readouterr().err
