@@ -37,7 +37,7 @@ def test_every_manifest_figure_has_its_notebook_in_the_toc():
 def test_every_notebook_is_in_the_manifest():
     listed = {profiles.entry(f)["notebook"] for f in profiles.figures()}
     on_disk = {str(p.relative_to(REPO)) for p in (REPO / "book").glob("*.ipynb")}
-    assert on_disk == listed, f"notebooks not in figures.yaml: {sorted(on_disk - listed)}"
+    assert on_disk == listed, f"notebooks not in the manifest: {sorted(on_disk - listed)}"
 
 
 def test_source_notebooks_are_clean_and_parametrized():

@@ -200,17 +200,18 @@ def test_profile_figure_and_a_repeated_name_are_not_overrides():
 
 def test_the_manifest_states_its_keys_and_ranges():
     def entry(schema):
-        return {"notebook": "n", "package": "p", "title": "t", "outputs": [],
+        return {"notebook": "n", "package": "p", "position": 1, "title": "t", "outputs": [],
                 "parameters": {"replicate": {"type": "int", "min": 0, "max": 9}, "n": schema},
                 "profiles": {p: {"replicate": 0, "n": [1]} for p in profiles.PROFILES}}
 
-    profiles._check_entry("toy", entry({"type": "int_list", "min": 0, "max": 5}))
+    profiles._check_entry("toy", entry({"type": "int_list", "min": 0, "max": 5}),
+                          "toy/chapter.yaml")
     with pytest.raises(ValueError, match=r"toy.n has unknown key\(s\) \['distict'\]"):
         profiles._check_entry("toy", entry({"type": "int_list", "min": 0, "max": 5,
-                                            "distict": True}))
+                                            "distict": True}), "toy/chapter.yaml")
     for schema in ({"type": "int_list", "max": 5}, {"type": "float_list", "min": 0}):
         with pytest.raises(ValueError, match="toy.n states no range"):
-            profiles._check_entry("toy", entry(schema))
+            profiles._check_entry("toy", entry(schema), "toy/chapter.yaml")
 
 
 # -- the environment ---------------------------------------------------------------------------

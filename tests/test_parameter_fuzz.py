@@ -1,6 +1,7 @@
 """A parameter fuzz generated from the manifest: every figure, every parameter, every fault.
 
-For each parameter of each figure in ``figures.yaml`` the fuzz tries a value of the wrong type,
+For each parameter of each figure in the manifest (each ``chapter.yaml``) the fuzz tries a
+value of the wrong type,
 values outside its range (below ``min``, above ``max``, not among ``choices``, an element out of
 range in a list), an empty list where a non-empty list goes, a non-finite number where a number
 goes, and a misspelt name; and, per chapter, one value its own rules between parameters refuse

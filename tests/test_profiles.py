@@ -1,3 +1,6 @@
+import re
+import shutil
+
 import pytest
 
 from i2o.compute import profiles
@@ -84,3 +87,45 @@ def test_an_empty_list_only_where_the_schema_allows_it():
     assert validate_value("meta", "seeds", [], {**schema, "empty": True}) == []
     with pytest.raises(ParameterError, match=r"\(or an empty list\)"):
         validate_value("meta", "seeds", [-1], {**schema, "empty": True})
+
+
+def _chapter(chapters, folder: str, text: str) -> None:
+    (chapters / folder).mkdir(parents=True, exist_ok=True)
+    (chapters / folder / profiles.MANIFEST_NAME).write_text(text)
+
+
+def test_the_manifest_is_read_from_each_chapters_package_in_the_books_order(tmp_path):
+    """Each chapter's ``chapter.yaml`` is its manifest entry; the chapters are sorted by their
+    ``position``; a file naming another package than its folder, a figure twice, two figures or
+    no position is refused, naming the file."""
+    import yaml
+
+    real = yaml.safe_load((profiles.CHAPTERS_DIR / "affine" / "chapter.yaml").read_text())
+    entry = real["affine"]
+
+    def write(root, folder, figure, position, package=None):
+        _chapter(root, folder, yaml.safe_dump({figure: {
+            **entry, "position": position, "package": package or f"i2o.chapters.{folder}"}}))
+
+    write(tmp_path, "zeta", "zeta", 1)
+    write(tmp_path, "alpha", "alpha", 2)
+    assert list(profiles._load(str(tmp_path))) == ["zeta", "alpha"]
+    assert list(profiles.load_manifest()) == profiles.figures()
+    assert profiles.figures()[:2] == ["affine", "stability"]
+    cases = {
+        "wrong": (lambda root: write(root, "wrong", "wrong", 3, package="i2o.chapters.other"),
+                  "wrong/chapter.yaml: package is 'i2o.chapters.other', not the folder's"),
+        "twice": (lambda root: write(root, "twice", "alpha", 3),
+                  "twice/chapter.yaml: figure 'alpha' is also in alpha/chapter.yaml"),
+        "two": (lambda root: _chapter(root, "two", "a: {}\nb: {}\n"),
+                "two/chapter.yaml: a chapter's manifest holds one figure; found ['a', 'b']"),
+        "unplaced": (lambda root: _chapter(root, "unplaced", yaml.safe_dump({"unplaced": {
+            k: v for k, v in entry.items() if k != "position"}})),
+            "unplaced/chapter.yaml: figure 'unplaced' has no 'position'"),
+    }
+    for name, (make, message) in cases.items():
+        root = tmp_path / f"case-{name}"
+        shutil.copytree(tmp_path / "alpha", root / "alpha")
+        make(root)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            profiles._load(str(root))

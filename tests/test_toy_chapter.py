@@ -1,7 +1,8 @@
 """The toy chapter (``tests/toy_chapter``) end to end, in a copy of the package.
 
-The copy is ``src/i2o`` with the toy chapter added as ``i2o.chapters.toy`` and its manifest
-entry appended to ``figures.yaml``, as a contributor adds a chapter. One subprocess whose
+The copy is ``src/i2o`` with the toy chapter added as ``i2o.chapters.toy`` (its manifest entry,
+``chapter.yaml``, with it), as a contributor adds a chapter: no file outside the chapter's
+package and its notebook is touched. One subprocess whose
 ``PYTHONPATH`` is the copy runs ``tests/toy_end_to_end.py``: door → pool (2 workers) → cache →
 claims → prose → notebook → bundle export and import → publish → fingerprint, every cache and
 build folder under ``tmp_path``; this test compares what it observed with what is expected.
@@ -32,16 +33,14 @@ FAILS = ("Iterating longer at test time than at training does not help: the iter
 
 
 def package_with_toy(root: Path) -> Path:
-    """A copy of ``src/i2o`` under ``root/src`` with the toy chapter and its manifest entry,
-    and the toy notebook at ``root/book``; returns ``root/src``."""
+    """A copy of ``src/i2o`` under ``root/src`` with the toy chapter's package (manifest entry
+    included) and the toy notebook at ``root/book``; returns ``root/src``."""
     source = root / "src"
     package = source / "i2o"
     shutil.copytree(TESTS.parent / "src" / "i2o", package,
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(TOY, package / "chapters" / "toy",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.yaml", "*.ipynb"))
-    manifest = package / "compute" / "figures.yaml"
-    manifest.write_text(manifest.read_text() + "\n" + (TOY / "figures.yaml").read_text())
+                    ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
     compileall.compile_dir(package, quiet=1)  # once here, not in each of its processes
     (root / "book").mkdir()
     shutil.copy(TOY / "toy.ipynb", root / "book" / "toy.ipynb")

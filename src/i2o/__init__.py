@@ -6,9 +6,9 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
 - chapters, one package per notebook (:mod:`i2o.chapters`): ``affine`` (Figures 1, G.3),
   ``stability`` (Figure 5), ``deq_gaps`` (Figures 2, G.1, G.2, G.4), ``meta`` (Figures 3, 4),
   ``separation`` (the companion paper), ``diagnose`` (Test your own DEQ);
-- the machinery, which knows the chapters only through the manifest
-  (``compute/figures.yaml``), in four rooms, each ``__init__`` its part of this map; the lower two
-  import neither the upper two nor a chapter:
+- the machinery, which knows the chapters only through the manifest (each chapter's
+  ``chapter.yaml``), in four rooms, each ``__init__`` its part of this map; the lower two import
+  neither the upper two nor a chapter:
 
   - :mod:`i2o.compute` — enter, compute, cache: the manifest and parameter validation
     (:mod:`~i2o.compute.profiles`), one door into every chapter (:mod:`~i2o.compute.door`), the
@@ -24,7 +24,8 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
     claim, the prose, and the paper's sentences mapped to the rows;
   - :mod:`i2o.provenance` — where a result came from: fingerprints, the modules a key covers,
     bundles between machines, golden fingerprints, kernel probes, ``numbers.json`` and its
-    comparison, replicates (``python -m i2o.results COMMAND`` runs its commands);
+    comparison, replicates, the move of a cache to content keys (``python -m i2o.results
+    COMMAND`` runs its commands);
   - :mod:`i2o.book` — notebooks executed and the HTML built (``python -m i2o.book``), the staged
     pages, what was measured elsewhere, the claims page, the figure style;
 

@@ -82,9 +82,9 @@ class Spec:
 
     @classmethod
     def from_schema(cls, name: str, schema: Mapping[str, Any]) -> Spec:
-        """The spec of a manifest parameter (``figures.yaml``): its ``type``, ``min``, ``max``,
-        ``choices``, ``empty``, ``distinct`` (default: true for a list named ``…seeds``),
-        ``fraction`` and ``help``."""
+        """The spec of a manifest parameter (a chapter's ``chapter.yaml``): its ``type``,
+        ``min``, ``max``, ``choices``, ``empty``, ``distinct`` (default: true for a list named
+        ``…seeds``), ``fraction`` and ``help``."""
         kind = schema["type"]
         distinct = schema.get("distinct", kind == "int_list" and name.endswith("seeds"))
         choices = schema.get("choices")

@@ -11,7 +11,7 @@ iterations, does running it for ``test_iters`` instead lower the relative residu
 - :mod:`.prose`   the conclusion written from the verdict;
 - :mod:`.figures` the figure.
 
-``figures.yaml`` holds its manifest entry, ``toy.ipynb`` its notebook. Its modules import each
+``chapter.yaml`` holds its manifest entry, ``toy.ipynb`` its notebook. Its modules import each
 other relatively, so that the folder runs as ``i2o.chapters.<name>`` once copied there.
 """
 

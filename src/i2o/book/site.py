@@ -350,7 +350,7 @@ def figures_page(staged: Path, notebooks: Mapping[str, Path]) -> Path:
              "Then a thumbnail, the notebook (a link to its chapter), the profile this build ran "
              "it with, "
              "and the verdicts of that chapter's claims. Generated from "
-             "`src/i2o/compute/figures.yaml` and the executed notebooks.",
+             "`src/i2o/chapters/<name>/chapter.yaml` and the executed notebooks.",
              "", "```{list-table}", ":header-rows: 1", ":class: i2o-figures", ""]
     for row in [header, *rows]:
         lines.append(f"* - {row[0]}")

@@ -3,7 +3,8 @@
 Every chapter package has the same faces, with the same signatures (``tests/test_layout.py``
 checks their annotations):
 
-- ``__init__.py``: ``FIGURE`` (its key in ``figures.yaml``), a docstring naming the paper's figures;
+- ``__init__.py``: ``FIGURE`` (its key in ``chapter.yaml``, its manifest entry), a docstring
+  naming the paper's figures;
 - ``runs.py``: what is computed. ``check_params(params: Params) -> None`` raises
   :class:`i2o.compute.profiles.ParameterError` through :func:`i2o.compute.profiles.require`; it is
   called by

@@ -1,6 +1,6 @@
 """Enter, compute, cache: how a chapter's results come to exist.
 
-- :mod:`.profiles` — the manifest ``figures.yaml`` (beside it) and parameter validation;
+- :mod:`.profiles` — the manifest (each chapter's ``chapter.yaml``) and parameter validation;
 - :mod:`.door` — one door into every chapter: its manifest entry opened with parameters checked;
 - :mod:`.chapter` — the base of every chapter's results (parameters, cost, provenance);
 - :mod:`.import_graph` — the import graph read from the source: what a job's key covers and

@@ -1,8 +1,30 @@
 """The figure manifest and the validation of a notebook's parameters.
 
-``figures.yaml`` (beside this file) is the one table saying, for every figure of the book: its
-notebook, its outputs, the schema of its parameters and their values in each profile (``smoke``,
-``quick``, ``paper``). The Makefile, the tests and the notebooks all read it through this module.
+Each chapter's package holds its own manifest entry, ``chapters/<name>/chapter.yaml``; together
+they are the table saying, for every figure of the book: its notebook, its outputs, the schema of
+its parameters and their values in each profile (``smoke``, ``quick``, ``paper``). The Makefile,
+the tests and the notebooks all read it through this module (:func:`load_manifest`), and adding
+a chapter touches no file of this room. An entry::
+
+    <figure>:
+      notebook: book/<name>.ipynb    executed by `make fig-<figure>` / `python -m i2o.book run`
+      package:  i2o.chapters.<name>  its code (the folder holding this file); `<package>.runs
+                                     .jobs(params)` lists its jobs (found by name: the
+                                     machinery imports no chapter)
+      position: 3                    where it stands in the book (chapters sorted by it)
+      title:    shown in listings
+      outputs:  names of the figures it writes to _build/figures/<name>.{png,pdf}
+      data:     data sets it reads (i2o.data.fetch.DATASETS; checked before any notebook runs)
+      parameters: {name: {type: int|float|bool|str|int_list|float_list, min, max, choices,
+                  help}}; numbers and lists of numbers state min and max (inclusive); optional:
+                  empty: true (an empty list or string is allowed), distinct (no value repeated
+                  in a list; default true for a list named ...seeds), fraction: true (said as 0.9
+                  for 90 %), reason (why a margin is what it is)
+      profiles: {smoke: {...}, quick: {...}, paper: {...}}   every parameter, in every profile
+
+Every figure has ``replicate`` (0 in every profile): the chapter passes each of its seeds through
+:func:`i2o.replicates.seed`, so replicate r > 0 redraws every random choice (``make robustness``
+runs the chapters at several replicates).
 
 A notebook's ``parameters`` cell declares ``profile = "quick"`` and every other parameter as
 ``None`` ("the profile's value"); papermill may override any of them. :func:`resolve_namespace`
@@ -26,7 +48,9 @@ from i2o import inputs, lineage
 from i2o.inputs import ParameterError as ParameterError  # where every caller finds it
 
 PROFILES = ("smoke", "quick", "paper")
-MANIFEST_PATH = Path(__file__).with_name("figures.yaml")
+#: Where the chapters' packages are, each with its manifest entry (:data:`MANIFEST_NAME`).
+CHAPTERS_DIR = Path(__file__).resolve().parents[1] / "chapters"
+MANIFEST_NAME = "chapter.yaml"
 _TYPES = ("int", "float", "bool", "str", "int_list", "float_list")
 #: The keys a parameter's schema may have (``reason``: why a margin is what it is).
 _SCHEMA_KEYS = {"type", "min", "max", "choices", "empty", "distinct", "fraction", "help", "reason"}
@@ -46,18 +70,38 @@ PROVENANCE_RECORD = "i2o-provenance"
 PROVENANCE_MIME = "application/papermill.record/application/vnd.i2o.provenance+json"
 
 
+def manifest_paths(chapters: Path = CHAPTERS_DIR) -> list[Path]:
+    """The manifest entry of every chapter's package under ``chapters``."""
+    return sorted(chapters.glob(f"*/{MANIFEST_NAME}"))
+
+
 @functools.cache
-def _load(path: str) -> dict[str, Any]:
-    with open(path) as stream:
-        manifest = yaml.safe_load(stream) or {}
-    for figure, entry in manifest.items():
-        _check_entry(figure, entry)
-    return manifest
+def _load(chapters: str) -> dict[str, Any]:
+    found: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path in manifest_paths(Path(chapters)):
+        with open(path) as stream:
+            entries = yaml.safe_load(stream) or {}
+        where = f"{path.parent.name}/{MANIFEST_NAME}"
+        if not isinstance(entries, dict) or len(entries) != 1:
+            raise ValueError(f"{where}: a chapter's manifest holds one figure; found "
+                             f"{list(entries) if isinstance(entries, dict) else entries!r}")
+        ((figure, entry),) = entries.items()
+        if figure in found:
+            raise ValueError(f"{where}: figure {figure!r} is also in "
+                             f"{found[figure][0].parent.name}/{MANIFEST_NAME}")
+        _check_entry(figure, entry, where)
+        if entry["package"] != f"i2o.chapters.{path.parent.name}":
+            raise ValueError(f"{where}: package is {entry['package']!r}, not the folder's "
+                             f"i2o.chapters.{path.parent.name}")
+        found[figure] = (path, entry)
+    ordered = sorted(found.items(), key=lambda item: (item[1][1]["position"], item[0]))
+    return {figure: entry for figure, (_, entry) in ordered}
 
 
 def load_manifest() -> dict[str, Any]:
-    """The parsed manifest: ``{figure: {notebook, package, title, outputs, parameters, …}}``."""
-    return _load(str(MANIFEST_PATH))
+    """The parsed manifest, every chapter's entry in the book's order (``position``):
+    ``{figure: {notebook, package, position, title, outputs, parameters, …}}``."""
+    return _load(str(CHAPTERS_DIR))
 
 
 def figures() -> list[str]:
@@ -71,31 +115,35 @@ def entry(figure: str) -> dict[str, Any]:
     return manifest[figure]
 
 
-def _check_entry(figure: str, entry: Mapping[str, Any]) -> None:
-    for key in ("notebook", "package", "title", "outputs", "parameters", "profiles"):
+def _check_entry(figure: str, entry: Mapping[str, Any], where: str) -> None:
+    for key in ("notebook", "package", "position", "title", "outputs", "parameters",
+                "profiles"):
         if key not in entry:
-            raise ValueError(f"figures.yaml: figure {figure!r} has no {key!r}")
+            raise ValueError(f"{where}: figure {figure!r} has no {key!r}")
+    if not isinstance(entry["position"], int) or isinstance(entry["position"], bool):
+        raise ValueError(f"{where}: figure {figure!r} has position {entry['position']!r}; "
+                         "a whole number (the chapters are sorted by it)")
     if "replicate" not in entry["parameters"]:
-        raise ValueError(f"figures.yaml: figure {figure!r} has no 'replicate' parameter "
+        raise ValueError(f"{where}: figure {figure!r} has no 'replicate' parameter "
                          "(every chapter redraws its random choices by it: i2o.replicates)")
     for name, schema in entry["parameters"].items():
         if schema.get("type") not in _TYPES:
-            raise ValueError(f"figures.yaml: {figure}.{name} has type {schema.get('type')!r}; "
+            raise ValueError(f"{where}: {figure}.{name} has type {schema.get('type')!r}; "
                              f"allowed: {', '.join(_TYPES)}")
         if unknown := sorted(set(schema) - _SCHEMA_KEYS):
-            raise ValueError(f"figures.yaml: {figure}.{name} has unknown key(s) {unknown}; "
+            raise ValueError(f"{where}: {figure}.{name} has unknown key(s) {unknown}; "
                              f"allowed: {', '.join(sorted(_SCHEMA_KEYS))}")
         if schema["type"] not in ("str", "bool") and not {"min", "max"} <= set(schema):
-            raise ValueError(f"figures.yaml: {figure}.{name} states no range: a number or a "
+            raise ValueError(f"{where}: {figure}.{name} states no range: a number or a "
                              "list of numbers needs both min and max")
     for profile in PROFILES:
         values = entry["profiles"].get(profile)
         if values is None:
-            raise ValueError(f"figures.yaml: figure {figure!r} has no profile {profile!r}")
+            raise ValueError(f"{where}: figure {figure!r} has no profile {profile!r}")
         missing = set(entry["parameters"]) - set(values)
         extra = set(values) - set(entry["parameters"])
         if missing or extra:
-            raise ValueError(f"figures.yaml: {figure}.{profile} misses {sorted(missing)} "
+            raise ValueError(f"{where}: {figure}.{profile} misses {sorted(missing)} "
                              f"or has unknown {sorted(extra)}")
         for name, value in values.items():
             validate_value(figure, name, value, entry["parameters"][name])

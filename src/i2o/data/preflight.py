@@ -1,7 +1,7 @@
 """Before any notebook or benchmark runs: is every data set it reads there (fetched and verified)?
 
-Each figure of the manifest lists the data sets it reads (``data:`` in ``figures.yaml``; none for
-the theory and meta-learning chapters). :func:`check` makes each needed data set ready once
+Each figure of the manifest lists the data sets it reads (``data:`` in its ``chapter.yaml``;
+none for the theory and meta-learning chapters). :func:`check` makes each needed data set ready once
 (:func:`i2o.data.fetch.ensure_all`: found or downloaded, checksums verified, one process at a
 time) and returns, per figure, ``None`` when it can run or a one-line reason naming the data set
 and the variable to set (``I2O_DATA_DIR``, or ``DATA_DIR`` with make) when it cannot.
@@ -24,7 +24,7 @@ def needs(figure: str) -> list[str]:
     names = list(profiles.entry(figure).get("data") or [])
     unknown = [name for name in names if name not in DATASETS]
     if unknown:
-        raise ValueError(f"figures.yaml: {figure}.data names unknown data set(s) {unknown}; "
+        raise ValueError(f"{figure}: chapter.yaml: data names unknown data set(s) {unknown}; "
                          f"the data sets are: {', '.join(DATASETS)}")
     return names
 

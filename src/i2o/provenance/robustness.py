@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", nargs="+", type=_parse_int,
                         default=list(DEFAULT_REPLICATES), help="replicates to run (default 0 1 2)")
     parser.add_argument("--figures", nargs="+", default=None,
-                        help="chapters (default: every chapter of figures.yaml)")
+                        help="chapters (default: every chapter of the manifest)")
     parser.add_argument("--workers", type=_parse_int, default=1,
                         help="notebooks run at once (default 1)")
     parser.add_argument("--summary-only", action="store_true",

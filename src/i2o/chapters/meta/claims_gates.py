@@ -40,7 +40,7 @@ class Thresholds:
 
 
 def thresholds_of(p: Params, floor: dict[str, float]) -> Thresholds:
-    """The gates' values of a parameter set ``p`` (the ``meta`` entry of figures.yaml)."""
+    """The gates' values of a parameter set ``p`` (the ``meta`` chapter.yaml)."""
     return Thresholds(min_outer_steps=p["min_outer_steps_to_decide"],
                       fig4_min_outer_steps=p["fig4_min_outer_steps_to_decide"],
                       baseline_mse=floor["task_agnostic"],

@@ -109,7 +109,7 @@ def _imaml(p: Params, outer_steps: int, n_meta_batches: int | None, seed: int) -
 
 
 def figure3_models(p: Params) -> list[Model]:
-    """The Figure 3 models of a parameter set ``p`` (see the ``meta`` entry of figures.yaml)."""
+    """The Figure 3 models of a parameter set ``p`` (see the ``meta`` chapter.yaml)."""
     return ([_maml(p, n, p["normalization"]) for n in p["maml_inner_steps"]]
             + [_imaml(p, p["imaml_outer_steps"], None, replicates.seed(p["seed"], p["replicate"]))])
 
