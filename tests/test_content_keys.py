@@ -174,15 +174,18 @@ def test_rekey_rewrites_the_published_digests_current_under_located_keys_and_not
     params = profiles.resolve(figure, profile, replicate=0)
     claims = f"{profiles.entry(figure)['package']}.claims"
     located_keys = rekey._entry_names_digest(figure, params, rekey.located_source_hash)
-    summary = {"profile": profile, "chapters": {},
+    summary = {"profile": profile, "chapters": {"affine": {"value": "N ≤ 60"}},
                "digests": {figure: {"keys": {"0": located_keys, "1": "f" * 64},
                                     "claims_code": rekey.located_source_hash(claims)}}}
-    (tmp_path / f"numbers-{profile}.json").write_text(json.dumps(summary))
+    (tmp_path / f"numbers-{profile}.json").write_text(
+        json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     (tmp_path / "timings.json").write_text("[]")  # a published file without digests
     said = rekey.rekey_published(tmp_path)
     assert said == [f"numbers-{profile}.json {figure}: claims code rekeyed, keys r0 rekeyed, "
                     "keys r1 stale, left"]
-    digests = json.loads((tmp_path / f"numbers-{profile}.json").read_text())["digests"][figure]
+    text = (tmp_path / f"numbers-{profile}.json").read_text()
+    assert "N ≤ 60" in text and text.index('"profile"') < text.index('"chapters"')  # as written
+    digests = json.loads(text)["digests"][figure]
     assert digests["keys"] == {"0": published.keys_digest(figure, profile, 0), "1": "f" * 64}
     assert digests["claims_code"] == published.claims_code_digest(figure)
     assert rekey.rekey_published(tmp_path) == [

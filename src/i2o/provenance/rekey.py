@@ -107,9 +107,13 @@ def entries(root: Path) -> Iterator[Path]:
                 yield entry
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _json(data: Any, sort_keys: bool = False) -> str:
+    return json.dumps(data, indent=1, sort_keys=sort_keys, ensure_ascii=False) + "\n"
+
+
+def _write_json(path: Path, data: Any, sort_keys: bool = False) -> None:
     tmp = path.with_name(f".{path.name}.rekey")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.write_text(_json(data, sort_keys))
     os.replace(tmp, path)
 
 
@@ -260,7 +264,8 @@ def rekey_published(folder: Path) -> list[str]:
     keys; one line per chapter and summary saying what was done."""
     said = []
     for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("digests"), dict) \
                 or "profile" not in data:
             continue
@@ -284,8 +289,8 @@ def rekey_published(folder: Path) -> list[str]:
                 elif recorded != _entry_names_digest(figure, params, lambda m: _hashes(m)[1]):
                     states.append(f"keys r{replicate} stale, left")
             said.append(f"{path.name} {figure}: {', '.join(states) or 'already content keys'}")
-        if changed:
-            _write_json(path, data)
+        if changed:  # written as it was: keys sorted or in their order
+            _write_json(path, data, sort_keys=text == _json(json.loads(text), sort_keys=True))
     return said
 
 
