@@ -12,12 +12,12 @@ profile (replicates 0–9), moves with it. An entry recorded by other code is le
 (no key of this code reaches it). Rerunning is safe: an entry already at its content key is
 counted as such, and one whose record was rewritten before an interruption is renamed.
 
-With ``--verify K``, the K cheapest moved entries that a chapter's job names (by recorded cost)
-are computed again into a temporary results folder and their fingerprints compared with the
-moved ones (:func:`i2o.provenance.fingerprint.entry_fingerprint`). The published summaries'
-digests (``published/*.json``: the chapter's entry names at each replicate and its claims code,
-:mod:`i2o.book.published`) that were current under located keys are rewritten to content keys;
-stale ones stay stale.
+With ``--verify K``, the K cheapest moved entries of each chapter that its jobs name (by
+recorded cost) are computed again into a temporary results folder and their fingerprints
+compared with the moved ones (:func:`i2o.provenance.fingerprint.entry_fingerprint`). The
+published summaries' digests (``published/*.json``: the chapter's entry names at each replicate
+and its claims code, :mod:`i2o.book.published`) that were current under located keys are
+rewritten to content keys; stale ones stay stale.
 
 Run it when no sweep or book is computing into the same cache.
 """
@@ -207,9 +207,9 @@ def rekey(root: Path | None = None, jobs: Callable[[list[str]], Iterator[Job]] =
 
 def verify(moved: list[Path], count: int, jobs: Callable[[list[str]], Iterator[Job]] = listed_jobs
            ) -> list[tuple[str, bool]]:
-    """Compute the ``count`` cheapest moved entries a listed job names again, in a temporary
-    results folder; (entry, same fingerprint) for each (a moved entry whose arrays fail their
-    checksum is not the same)."""
+    """Compute the ``count`` cheapest moved entries of each chapter that a listed job names again,
+    in a temporary results folder; (entry, same fingerprint) for each (a moved entry whose arrays
+    fail their checksum is not the same)."""
     if not moved or count <= 0:
         return []
     wanted = {path.name: path for path in moved}
@@ -223,7 +223,9 @@ def verify(moved: list[Path], count: int, jobs: Callable[[list[str]], Iterator[J
         recorded = json.loads((wanted[name] / cache_entries.META).read_text())
         return float(recorded.get("cost", {}).get("seconds", float("inf")))
 
-    chosen = sorted(by_name, key=cost)[:count]
+    chosen = [name for figure in sorted({by_name[name].figure for name in by_name})
+              for name in sorted((n for n in by_name if by_name[n].figure == figure),
+                                 key=cost)[:count]]
     found = []
     before = os.environ.get("I2O_RESULTS_DIR")
     with tempfile.TemporaryDirectory(prefix="i2o-rekey-") as scratch:
@@ -302,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                     "located keys (code with its paths) to content keys; entries recorded by "
                     "other code are left.")
     parser.add_argument("--verify", type=int, default=0, metavar="K",
-                        help="compute the K cheapest moved entries again and compare fingerprints")
+                        help="compute the K cheapest moved entries of each chapter again and "
+                             "compare fingerprints")
     parser.add_argument("--published", type=Path, default=None,
                         help="the published summaries' folder (default: published/ of the repo)")
     args = parser.parse_args(argv)
