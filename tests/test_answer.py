@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from i2o.chapters.deq_gaps.paper_claims import CLAIMS
 from i2o.verdicts.answer import answer, answer_parts, counts
 from i2o.verdicts.claims import Claims
 from i2o.verdicts.decision import Decision
@@ -9,7 +10,7 @@ from i2o.verdicts.paper_claims import claim_of
 
 
 def _table(verdicts: dict[str, bool | None]) -> Claims:
-    table = Claims("deq_gaps", "quick")
+    table = Claims("deq_gaps", "quick", paper=CLAIMS)
     for id, holds in verdicts.items():
         table.decide(f"row {id}", Decision(holds, "why"), "measured", id=id)
     return table
@@ -23,8 +24,9 @@ def test_counts_name_each_verdict_present_in_order():
 
 def test_the_answer_tallies_the_papers_claims_apart_from_the_books_own_checks():
     paper = "classification_test_no_gain"
-    assert claim_of("deq_gaps", paper) is not None and not claim_of("deq_gaps", paper).book_own
-    assert claim_of("deq_gaps", "classification_near").book_own
+    found = claim_of("deq_gaps", paper, CLAIMS)
+    assert found is not None and not found.book_own
+    assert claim_of("deq_gaps", "classification_near", CLAIMS).book_own
     text = answer(_table({paper: True, "language_test_no_gain": None,
                           "classification_near": False}))
     assert "tested by 2 rows: 1 holds, 1 undecided" in text
@@ -37,6 +39,13 @@ def test_the_answer_tallies_the_papers_claims_apart_from_the_books_own_checks():
                                        "classification_near": False}))
     assert "- " not in box and "tested by 2 rows" in box
     assert listed == quoted[0] and text == f"{box}\n\n{listed}"
+
+
+def test_a_table_without_the_chapters_claims_counts_every_row_as_the_books_own():
+    table = _table({"classification_test_no_gain": True})
+    table.paper = ()
+    assert "the paper's claims are tested by 0 rows" in answer(table)
+    assert "tested by 1 row: 1 holds" in answer(table, CLAIMS)
 
 
 def test_the_answer_changes_with_the_verdicts():

@@ -18,8 +18,9 @@ from i2o.book.claims_evidence import BuildRun, ChapterEvidence
 from i2o.compute import profiles
 from i2o.verdicts import paper_claims
 from i2o.verdicts.claims import Claims
-from i2o.verdicts.paper_claims import CLAIMS, PaperClaim, rows
+from i2o.verdicts.paper_claims import PaperClaim, Reading, rows
 
+CLAIMS = claims_page.registry()
 REPO = locations.repo_root()
 PAPERS = REPO.parent / "shared" / "papers"
 #: rows of the registry not yet in a published summary (a row announced before its run publishes)
@@ -89,8 +90,34 @@ def test_the_registry_is_well_formed():
     for chapter, row_id in [("stability", "equally_stable"), ("deq_gaps", "overparam"),
                             ("meta", "noise/usable-meta-gradient"),
                             ("deq_gaps", "deq_residual"), ("stability", "fit")]:
-        claim = paper_claims.claim_of(chapter, row_id)
+        claim = paper_claims.claim_of(chapter, row_id, CLAIMS)
         assert claim is not None and claim.id in own, (chapter, row_id)
+
+
+def test_each_chapter_declares_only_its_own_rows_and_reads_only_claims_it_tests():
+    import importlib
+
+    for figure in profiles.figures():
+        declared = importlib.import_module(f"{profiles.entry(figure)['package']}.paper_claims")
+        assert {p.chapter for claim in declared.CLAIMS for p in claim.rows} == {figure}, figure
+        shared = set(paper_claims.SHARED_READINGS)
+        assert set(declared.READINGS) <= {c.id for c in declared.CLAIMS} - shared, figure
+
+
+def test_the_merge_joins_a_shared_claims_rows_and_refuses_two_wordings_or_two_readings():
+    shared = paper_claims.FEWER_HURT
+    one = (shared.on(rows("stability", "a")), PaperClaim("x", "q", "w", rows("stability", "x")))
+    two = (shared.on(rows("deq_gaps", "b")),)
+    joined = paper_claims.merged([one, two])
+    assert [c.id for c in joined] == [shared.id, "x"]
+    assert joined[0].tests("stability", "a") and joined[0].tests("deq_gaps", "b")
+    reworded = (PaperClaim(shared.id, "other words", shared.where, rows("meta", "c")),)
+    with pytest.raises(ValueError, match="declared twice with different words"):
+        paper_claims.merged([one, reworded])
+    reading = Reading("a", "s", "g", "f", "abc1234")
+    assert paper_claims.merged_readings([{"x": reading}, {"x": reading}]) == {"x": reading}
+    with pytest.raises(ValueError, match="two readings"):
+        paper_claims.merged_readings([{"x": reading}, {"x": Reading("b", "s", "g", "f", "a")}])
 
 
 def test_unmapped_names_the_rows_no_claim_tests():
@@ -343,8 +370,7 @@ def test_a_verdict_that_did_not_hold_says_why_in_one_line_and_the_page_counts_th
 def test_every_reading_names_a_claim_and_a_commit_of_this_history():
     import subprocess
 
-    from i2o.verdicts.reading_registry import READINGS
-
+    READINGS = claims_page.readings()
     ids = {claim.id for claim in CLAIMS}
     assert set(READINGS) <= ids, set(READINGS) - ids
     page = claims_page.readings_table()

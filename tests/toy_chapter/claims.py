@@ -15,7 +15,7 @@ import numpy as np
 from i2o.verdicts import deciding, intervals, margins
 from i2o.verdicts.claims import Claims
 
-from . import FIGURE
+from . import FIGURE, paper_claims
 from .runs import ToyResults
 
 #: the smallest gain in relative residual that counts as "helps"
@@ -40,7 +40,7 @@ def numbers(results: ToyResults) -> dict[str, Any]:
 def claims(results: ToyResults) -> Claims:
     """The claims table: one row, with the run that would decide it when undecided."""
     p = results.params
-    table = Claims(FIGURE, p.profile)
+    table = Claims(FIGURE, p.profile, paper=paper_claims.CLAIMS)
     ci = intervals.interval(gains(results), over="seeds")
     table.decide(f"Iterating {p['test_iters']} times instead of {p['train_iters']} lowers the "
                  f"relative residual by more than {MARGIN:g}", margins.above(ci, MARGIN),

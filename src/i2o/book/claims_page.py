@@ -1,7 +1,8 @@
 """The page "The paper's claims at a glance" (``book/claims.md``), written when the book is staged.
 
-One table row per claim of the paper (:data:`i2o.verdicts.paper_claims.CLAIMS`), and per claim the
-book adds, spanning the chapter rows that test it; for each chapter row:
+One table row per claim of the paper (:func:`registry`: each chapter's ``paper_claims.CLAIMS``,
+merged in the book's order), and per claim the book adds, spanning the chapter rows that test
+it; for each chapter row:
 
 - its verdict at profile ``quick``: from this build's executed chapter (``_build/claims/
   <figure>.json``) when the build ran it at ``quick``; otherwise replicate 0 of the robustness
@@ -28,10 +29,12 @@ executed, every verdict comes from ``published/``, each marked so.
 from __future__ import annotations
 
 import html
+import importlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from i2o.book import site
 from i2o.book.claims_evidence import (
@@ -43,10 +46,9 @@ from i2o.book.claims_evidence import (
     Verdict,
     collect,
 )
-from i2o.compute import door, plan
+from i2o.compute import door, plan, profiles
 from i2o.verdicts import paper_claims
-from i2o.verdicts.paper_claims import PaperClaim
-from i2o.verdicts.reading_registry import READINGS
+from i2o.verdicts.paper_claims import PaperClaim, Reading
 
 PAGE = "book/claims.md"
 #: The Reproduce page, whose table of chapter costs (between :data:`COSTS_START` and
@@ -58,6 +60,32 @@ _COLOURS = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#9a6700"}
 _GLOB = re.compile(r"[*?\[]")
 _TOP = "vertical-align:top"  # a cell spanning rows starts beside the first of them
 _GROUP = "border-top:2px solid #8c959f"
+
+
+def _declared(figure: str) -> ModuleType | None:
+    """The chapter's ``paper_claims`` module (the manifest's ``package``), ``None`` when it
+    declares none (its rows are then listed as rows of no claim)."""
+    name = f"{profiles.entry(figure)['package']}.paper_claims"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        if missing.name != name:
+            raise
+        return None
+
+
+def registry() -> tuple[PaperClaim, ...]:
+    """Every chapter's claims (``paper_claims.CLAIMS``), merged in the book's order
+    (:func:`i2o.verdicts.paper_claims.merged`)."""
+    found = (_declared(figure) for figure in profiles.figures())
+    return paper_claims.merged(module.CLAIMS for module in found if module is not None)
+
+
+def readings() -> dict[str, Reading]:
+    """Every chapter's readings (``paper_claims.READINGS``) and the shared claims' readings."""
+    found = (_declared(figure) for figure in profiles.figures())
+    return paper_claims.merged_readings(
+        [paper_claims.SHARED_READINGS, *(m.READINGS for m in found if m is not None)])
 
 
 def _e(text: str) -> str:
@@ -260,14 +288,15 @@ SECTIONS = (
 )
 
 
-def readings_table(registry: Sequence[PaperClaim] = paper_claims.CLAIMS) -> str:
+def readings_table(claims: Sequence[PaperClaim] | None = None) -> str:
     """"How the book reads each claim": one row per claim with a written reading
-    (:data:`i2o.verdicts.reading_registry.READINGS`), in the registry's order."""
+    (:func:`readings`), in the order of ``claims`` (default: :func:`registry`)."""
     rows = ["<table class='i2o-claims-page'><thead><tr><th>Sentence (where)</th>"
             "<th>Reading</th><th>Statistic</th><th>Guards</th><th>Decided by (fixed in)</th>"
             "</tr></thead><tbody>"]
-    for claim in registry:
-        found = READINGS.get(claim.id)
+    written = readings()
+    for claim in registry() if claims is None else claims:
+        found = written.get(claim.id)
         if found is None:
             continue
         said = claim.quote or claim.statement
@@ -297,12 +326,14 @@ def sources(chapters: Mapping[str, ChapterEvidence]) -> list[str]:
 
 
 def body(chapters: Mapping[str, ChapterEvidence],
-         registry: Sequence[PaperClaim] = paper_claims.CLAIMS,
+         claims: Sequence[PaperClaim] | None = None,
          provenance: Sequence[str] = (), whole_book: str = "") -> str:
-    """The generated part of the page (MyST Markdown with raw HTML tables). ``provenance``: a
+    """The generated part of the page (MyST Markdown with raw HTML tables). ``claims``: the
+    registry (default: :func:`registry`); ``provenance``: a
     line per published file the verdicts were read from (:func:`provenance_lines`);
     ``whole_book``: the line of the whole book's cost (:func:`empty_cache_costs`)."""
-    lines = [tally(registry, chapters), "", *([whole_book, ""] if whole_book else []),
+    registered = registry() if claims is None else claims
+    lines = [tally(registered, chapters), "", *([whole_book, ""] if whole_book else []),
              "## Where the verdicts come from", "",
              *sources(chapters), *provenance, "",
              "A verdict marked *this build* was computed by this build's executed chapter, "
@@ -316,11 +347,11 @@ def body(chapters: Mapping[str, ChapterEvidence],
              "the Reproduce page gives the whole book's measured times. Hover over a verdict "
              "for its measured value; an undecided or failed verdict says why beneath it.", ""]
     for title, chosen in SECTIONS:
-        picked = [claim for claim in registry if chosen(claim)]
+        picked = [claim for claim in registered if chosen(claim)]
         if picked:
             lines += [f"## {title}", "", "```{raw} html", table(picked, chapters), "```", ""]
     left = [f"- `{figure}`: `{row_id}` — {chapters[figure].texts[row_id]}"
-            for figure, row_id in unregistered(chapters, registry)]
+            for figure, row_id in unregistered(chapters, registered)]
     left += [f"- `{figure}` (a row without an id): {text}"
              for figure, found in chapters.items() for text in found.unnamed]
     lines += ["## How the book reads each claim", "",
@@ -329,7 +360,7 @@ def body(chapters: Mapping[str, ChapterEvidence],
               "gate closes a row only where it bears on validity, the regime is the paper's, "
               "fixed before it decides). The commit is the one that fixed the reading; "
               "`git log` shows it predates the verdicts computed after it.", "",
-              "```{raw} html", readings_table(registry), "```", ""]
+              "```{raw} html", readings_table(registered), "```", ""]
     lines += ["## Rows of no claim above", ""]
     lines += left or ["None: every claim row of the chapters is tested by a claim above "
                       "(`i2o.verdicts.paper_claims`)."]

@@ -26,6 +26,13 @@ checks their annotations):
   :mod:`i2o.verdicts.gates`;
 - ``prose.py``: ``paragraphs(claims: Claims, section: str) -> list[str]``, the conclusions, shown by
   :func:`i2o.verdicts.prose.conclusions`;
+- ``paper_claims.py``: ``CLAIMS``, the claims of the paper (and the book's own) its rows test,
+  each with the paper's words and the row ids (:class:`i2o.verdicts.paper_claims.PaperClaim`;
+  its share of a claim several chapters test through :meth:`~i2o.verdicts.paper_claims.
+  PaperClaim.on`), and ``READINGS``, how the book reads the claims it declares; ``claims.py``
+  gives ``CLAIMS`` to its table (the chapter's answer) and the claims page merges every
+  chapter's (:func:`i2o.book.claims_page.registry`);
+- ``chapter.yaml``: its manifest entry (:mod:`i2o.compute.profiles`);
 - chapter-private modules beside them.
 
 Imports run one way: chapters → book machinery (``book``, ``profiles``, ``job``, ``results``,

@@ -16,8 +16,9 @@
   claim; :mod:`.prose` — conclusions written from claims;
 - :mod:`.readings` — READING.md's five principles as predicates (a direction, "no benefit",
   the intervals a power gate may read, the regime's generalisation gate);
-- :mod:`.paper_claims` — each sentence of the paper mapped to the rows that test it;
-  :mod:`.reading_registry` — how the book reads each of them, and the commit that fixed it.
+- :mod:`.paper_claims` — how a chapter maps a sentence of the paper to the rows that test it and
+  says how the book reads it (each chapter's ``paper_claims`` declares its own), the claims
+  several chapters test, and their merge.
 
 No cache key covers a module of this room (``tests/test_keys.py``), and nothing here imports
 :mod:`i2o.book`, :mod:`i2o.provenance` or a chapter (``tests/test_layout.py``).

@@ -1,11 +1,11 @@
 """A chapter's answer, for the top of its page: what its run says about each claim of the paper.
 
-Generated from the chapter's claims table and the registry of the paper's claims
-(:data:`i2o.verdicts.paper_claims.CLAIMS`): a tally of the rows, then one line per claim of the
-paper the chapter tests, with the verdicts of its rows, then the same tally for the book's own
-checks. :meth:`i2o.verdicts.claims.Claims.report` glues it as ``<figure>-answer``, so that the
-chapter's first cell can show, above everything it computes, what it found (the glue is
-resolved when the page is built, after the notebook ran).
+Generated from the chapter's claims table and the claims of the paper its rows test (the
+chapter's ``paper_claims.CLAIMS``, which its table carries: ``Claims.paper``): a tally of the
+rows, then one line per claim of the paper the chapter tests, with the verdicts of its rows,
+then the same tally for the book's own checks. :meth:`i2o.verdicts.claims.Claims.report` glues
+it as ``<figure>-answer``, so that the chapter's first cell can show, above everything it
+computes, what it found (the glue is resolved when the page is built, after the notebook ran).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from i2o.verdicts.paper_claims import CLAIMS, PaperClaim, claim_of
+from i2o.verdicts.paper_claims import PaperClaim, claim_of
 
 
 class Row(Protocol):
@@ -30,6 +30,7 @@ class Table(Protocol):
     figure: str
     profile: str
     rows: list
+    paper: tuple[PaperClaim, ...]
 
 #: The glue name of a chapter's answer (:data:`i2o.provenance.numbers.ANSWER_SUFFIX` keeps it out
 #: of the chapter's numbers).
@@ -59,14 +60,18 @@ def _short(quote: str) -> str:
 LIST_GLUE = "{figure}-claims-answer"
 
 
-def answer(claims: Table, registry: Sequence[PaperClaim] = CLAIMS) -> str:
-    """The Markdown of the chapter's answer (module docstring): the tally, then the list."""
+def answer(claims: Table, registry: Sequence[PaperClaim] | None = None) -> str:
+    """The Markdown of the chapter's answer (module docstring): the tally, then the list;
+    ``registry``: the claims to read the rows by (default: the table's own, ``claims.paper``)."""
     return "\n\n".join(part for part in answer_parts(claims, registry) if part)
 
 
-def answer_parts(claims: Table, registry: Sequence[PaperClaim] = CLAIMS) -> tuple[str, str]:
+def answer_parts(claims: Table, registry: Sequence[PaperClaim] | None = None
+                 ) -> tuple[str, str]:
     """The chapter's answer in two parts, the tally for the box at the top of its page and the
     list of the paper's claims it tests (one line each, with their verdicts) shown under it."""
+    if registry is None:
+        registry = claims.paper
     by_claim: dict[str, list[Row]] = {}
     claimed: dict[str, PaperClaim] = {}
     own: list[Row] = []

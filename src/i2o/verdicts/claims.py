@@ -25,6 +25,7 @@ from typing import Any
 
 from i2o import locations
 from i2o.verdicts.decision import Decision, Facts
+from i2o.verdicts.paper_claims import PaperClaim
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Claims:
     facts: dict[str, object] = field(default_factory=dict)
     #: row id → the run that would decide that undecided row (:mod:`i2o.verdicts.deciding`)
     remedies: dict[str, Any] = field(default_factory=dict)
+    #: the claims of the paper the chapter's rows test (its ``paper_claims.CLAIMS``), for its
+    #: answer (:mod:`i2o.verdicts.answer`)
+    paper: tuple[PaperClaim, ...] = field(default=(), repr=False)
 
     def decide(self, claim: str, decision: Decision, value: str,
                margin: str = "", decided_by: str = "", id: str = "", section: str = ""

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o.chapters.affine import FIGURE
+from i2o.chapters.affine import FIGURE, paper_claims
 from i2o.chapters.affine.runs import AffineResults
 from i2o.chapters.affine.sweeps import lower_bound_summary
 from i2o.compute.profiles import Params
@@ -149,7 +149,7 @@ def claims(results: AffineResults) -> Claims:
     the chapter's tolerances through :func:`i2o.verdicts.gates.compare`, its minimum counts of seeds
     and draws through :func:`i2o.verdicts.gates.enough` (the rows carry no check text)."""
     p = results.params
-    table = Claims(FIGURE, p.profile)
+    table = Claims(FIGURE, p.profile, paper=paper_claims.CLAIMS)
     _add_checked_statements(table, p, results.checks, results.left)
     _add_figure1_right(table, p, results.right)
     _add_nonnormal_corollary2(table, p, results.cor2)

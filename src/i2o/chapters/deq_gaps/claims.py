@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o.chapters.deq_gaps import FIGURE
+from i2o.chapters.deq_gaps import FIGURE, paper_claims
 from i2o.chapters.deq_gaps.curves import GapCurve
 from i2o.chapters.deq_gaps.runs import GapsResults
 from i2o.chapters.deq_gaps.tasks import TASKS, FitScore
@@ -340,12 +340,12 @@ def task_claims(table: Claims, task: str, results: Sequence[Mapping[str, Any]],
                  verdicts.near.reason, margin=False)],
         prefix=f"{task}_", section=task)
     margin = split_margin(task, chosen_curves, "test", fraction, train_iters)
-    reached, shown = reference_check(task, [results[i] for i in chosen], chosen_curves, margin,
-                                     train_iters)
+    converged_solve, shown = reference_check(task, [results[i] for i in chosen], chosen_curves,
+                                             margin, train_iters)
     table.decide(
         f"Book's own (gates nothing), {name}: a solve run to convergence (relative residual "
         "≤ 1e-4) improves on N by less than δ on test data", gates.gated(
-            [gates.combine(gate, beaten)], reached), shown, margin.text,
+            [gates.combine(gate, beaten)], converged_solve), shown, margin.text,
         id=f"{task}_reference", section=task)
 
 
@@ -373,7 +373,8 @@ def claims_table(params: Mapping[str, Any], results: Mapping[str, Any],
     """The chapter's claims table, its rows recorded with ids (for :mod:`.prose`). ``curves``:
     split (``test``, ``train``, ``train_loss``) → task → every model's curves; ``train_iters``:
     task → its N."""
-    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
+    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))),
+                   paper=paper_claims.CLAIMS)
     models = {}
     for task in TASKS:
         found = results[task]

@@ -4,7 +4,7 @@ gated by the fit criterion ``fit_accuracy`` measured on its own training images 
 
 from __future__ import annotations
 
-from i2o.chapters.diagnose import FIGURE, MODELS
+from i2o.chapters.diagnose import FIGURE, MODELS, paper_claims
 from i2o.chapters.diagnose.runs import DiagnoseResults
 from i2o.verdicts import deciding
 from i2o.verdicts.claims import Claims
@@ -18,7 +18,7 @@ def claims(results: DiagnoseResults) -> Claims:
     """The table of both models' verdicts, each row recorded as ``<model>_<row>`` in the section
     ``<model>``; the facts hold each model's recommended ``N'`` (``recommended``: model → N') for
     the prose."""
-    table = Claims(FIGURE, str(results.params.profile))
+    table = Claims(FIGURE, str(results.params.profile), paper=paper_claims.CLAIMS)
     for model in MODELS:
         own = results.diagnoses[model].claims(FIGURE, table.profile, prefix=f"{model}_",
                                               section=model)

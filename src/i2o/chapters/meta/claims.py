@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism
+from i2o.chapters.meta import FIGURE, evaluate, gradient_noise, mechanism, paper_claims
 from i2o.chapters.meta.claims_figure3 import (
     above_floor,
     above_floor_claim,
@@ -97,7 +97,7 @@ def claims(results: MetaResults) -> Claims:
     (:mod:`.prose`)."""
     params = results.params
     limits = thresholds_of(params, results.floor)
-    table = Claims(FIGURE, params.profile)
+    table = Claims(FIGURE, params.profile, paper=paper_claims.CLAIMS)
     sections: dict[str, list[str]] = {section: [] for section in SECTIONS}
 
     def record(section: str, id: str, claim: str, decision: Decision) -> None:

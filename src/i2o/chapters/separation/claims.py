@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from i2o.chapters.separation import paper_claims
 from i2o.chapters.separation.claims_bias import (
     argmin_claim,
     density_claim,
@@ -148,7 +149,7 @@ def claims(results: SeparationResults) -> Claims:
     undecided in smoke names the quick profile, which decides it, unless its facts say how many
     seeds would (then it names that run: :func:`i2o.verdicts.deciding.name_remedies`, not
     costed)."""
-    table = Claims("separation", results.params.profile)
+    table = Claims("separation", results.params.profile, paper=paper_claims.CLAIMS)
     smoke = results.params.profile == "smoke"
     for row_id, statement, decision in _rows(results.params, results):
         table.decide(statement, decision, "", id=row_id, section=row_id.split("/", 1)[0],

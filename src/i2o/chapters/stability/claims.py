@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o.chapters.stability import FIGURE
+from i2o.chapters.stability import FIGURE, paper_claims
 from i2o.chapters.stability.runs import StabilityResults
 from i2o.verdicts import converged, deciding, gates, intervals, margins, readings, rows
 from i2o.verdicts.claims import Claims
@@ -362,7 +362,8 @@ def claims_table(params: Mapping[str, Any], runs: Mapping[str, Sequence[Mapping[
 
     ``runs`` maps each arm to its seeds' job results at the training N ``train_iters[0]``.
     """
-    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))))
+    table = Claims(FIGURE, str(getattr(params, "profile", params.get("profile", ""))),
+                   paper=paper_claims.CLAIMS)
     on = decided_on(params, runs)
     _regime_rows(table, params, on)
     _comparison_rows(table, params, on)
