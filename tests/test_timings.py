@@ -150,10 +150,16 @@ def test_a_record_older_than_the_forecast_field_reads_with_a_null_forecast(kept)
 
 
 def test_the_table_shows_a_recorded_forecast_and_its_error():
-    book = entry(chapter=timing_records.WHOLE_BOOK, seconds=2400.0, forecast_seconds=3000.0)
+    book = entry(chapter=timing_records.WHOLE_BOOK, seconds=2400.0, forecast_seconds=3000.0,
+                 pool_jobs=365, jobs_computed=365)
     (row,) = [line for line in timing_tables.table(records=[book]).splitlines()
               if line.startswith("| whole book")]
-    assert "forecast at its start 50.0 min (3,000 s), +25 %" in row
+    assert "forecast at its start 50.0 min (3,000 s), +25 % (over the measured time)" in row
+    assert "365 jobs computed in its pool" in row and "the notebook alone" not in row
+    short = entry(chapter=timing_records.WHOLE_BOOK, seconds=4000.0, forecast_seconds=3000.0)
+    (row,) = [line for line in timing_tables.table(records=[short]).splitlines()
+              if line.startswith("| whole book")]
+    assert "-25 % (under the measured time)" in row
 
 
 def test_a_whole_book_from_an_empty_cache_records_the_forecast_made_at_its_start(monkeypatch):

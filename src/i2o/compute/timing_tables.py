@@ -49,7 +49,9 @@ def _wall(entry: Mapping[str, Any]) -> str:
         hours = entry["cpu_seconds"] / 3600
         cpu = f"{hours:.1f} CPU-hours" if hours >= 1 else f"{entry['cpu_seconds']:,.0f} CPU-s"
         said += f"; {cpu} of jobs"
-    if entry["pool_jobs"]:
+    if entry["pool_jobs"] and entry["chapter"] == WHOLE_BOOK:
+        said += f"; {entry['pool_jobs']} jobs computed in its pool"
+    elif entry["pool_jobs"]:
         said += (f"; the notebook alone: {entry['pool_jobs']} of its jobs ran in the book's "
                  f"pool (row {WHOLE_BOOK})")
     if entry["replicate"]:
@@ -57,7 +59,7 @@ def _wall(entry: Mapping[str, Any]) -> str:
     if entry["forecast_seconds"] and entry["seconds"]:
         error = 100 * (entry["forecast_seconds"] - entry["seconds"]) / entry["seconds"]
         said += (f"; forecast at its start {_minutes(entry['forecast_seconds'])}, "
-                 f"{error:+.0f} %")
+                 f"{error:+.0f} % ({'over' if error > 0 else 'under'} the measured time)")
     return said
 
 
