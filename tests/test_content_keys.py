@@ -195,3 +195,22 @@ def test_rekey_rewrites_the_published_digests_current_under_located_keys_and_not
 def test_the_rekey_command_refuses_a_negative_sample_before_touching_the_cache(capsys):
     assert rekey.main(["--verify", "-1"]) == 2
     assert "--verify must be ≥ 0; got -1" in capsys.readouterr().err
+
+
+def test_the_verdict_code_digest_does_not_follow_the_pool_and_follows_the_rule(tmp_path):
+    """A code edit of the pool (which decides where jobs run, never their numbers) leaves the
+    digest of a chapter's claims code (as :func:`i2o.book.published.claims_code_digest` takes
+    it) unchanged, though the claims module reaches the pool through ``compute.chapter``; one of
+    the book's rule changes it."""
+    before, after = _copy(tmp_path, "before"), _copy(tmp_path, "after")
+    claims = "i2o.chapters.stability.claims"
+    assert "i2o.compute.pool" in cache_key.dependencies(claims, before)
+    digest = cache_key.module_source_hash(claims, before, also_stop=cache_key.SCHEDULING)
+    pool = after / "compute" / "pool.py"
+    pool.write_text(pool.read_text() + "\nEDITED = 1\n")
+    assert cache_key.module_source_hash(claims, after, also_stop=cache_key.SCHEDULING) == digest
+    assert cache_key.module_source_hash(claims, after) != cache_key.module_source_hash(
+        claims, before)
+    rule = after / "verdicts" / "rule.py"
+    rule.write_text(rule.read_text() + "\nEDITED = 1\n")
+    assert cache_key.module_source_hash(claims, after, also_stop=cache_key.SCHEDULING) != digest

@@ -70,8 +70,10 @@ def keys_digest(figure: str, profile: str, replicate: int) -> str:
 
 def claims_code_digest(figure: str) -> str:
     """The hash of ``figure``'s claims module and its import closure (comments and docstrings
-    left out, as for a cache key)."""
-    return cache_key.module_source_hash(f"{profiles.entry(figure)['package']}.claims")
+    left out, as for a cache key), without the modules that only schedule jobs
+    (:data:`i2o.compute.cache_key.SCHEDULING`)."""
+    return cache_key.module_source_hash(f"{profiles.entry(figure)['package']}.claims",
+                                        also_stop=cache_key.SCHEDULING)
 
 
 def chapter_digests(figure: str, profile: str, replicates: Sequence[int]) -> dict[str, Any]:

@@ -137,34 +137,44 @@ CACHE_MACHINERY = frozenset({
 #: rewording a progress bar recomputes nothing. They import no computing module, only each other
 #: and the numerics they report (:mod:`i2o.runtime`; ``tests/test_keys.py``).
 INERT = frozenset({"i2o.locations", "i2o.progress", "i2o.lineage", "i2o.allocator"})
+#: Modules that decide where and when jobs run, never their numbers (the same fingerprints with
+#: one and two pool processes: ``tests/test_pool_fingerprints.py``, ``tests/test_determinism.py``).
+#: No job imports them; the digest of a chapter's verdict code
+#: (:func:`i2o.book.published.claims_code_digest`) does not follow them either, so that an edit to
+#: the pool leaves published verdicts current.
+SCHEDULING = frozenset({"i2o.compute.pool", "i2o.compute.sweep", "i2o.compute.schedule",
+                        "i2o.compute.job_costs", "i2o.compute.worker_watch"})
 
 
-def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR) -> tuple[str, ...]:
+def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR,
+                 also_stop: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The i2o modules a result computed by ``module`` depends on: its import closure, without
-    the cache machinery (:data:`CACHE_MACHINERY`) and the modules that change no number
-    (:data:`INERT`); ``root``: a copy of the package (tests)."""
-    return import_graph.closure(module, root, stop=CACHE_MACHINERY | INERT)
+    the cache machinery (:data:`CACHE_MACHINERY`), the modules that change no number
+    (:data:`INERT`) and ``also_stop``; ``root``: a copy of the package (tests)."""
+    return import_graph.closure(module, root, stop=CACHE_MACHINERY | INERT | also_stop)
 
 
-def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR) -> str:
+def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR,
+                       also_stop: frozenset[str] = frozenset()) -> str:
     """The hash of the code a result computed by ``module`` depends on, by content: of every
     module of its :func:`dependencies`, the SHA-256 of its :func:`content_of`, with, for each
     i2o name it binds by an import, that name and the content's SHA-256 of the module defining
     it (an inert or cache module: ``"inert"``); and which of them is ``module``. No path or
     module name enters it: moving or renaming a module changes no key. ``root``: a copy of the
-    package (tests). A module outside i2o (a researcher's own job, a test) is hashed by its own
-    file and the dependencies of the i2o modules it imports. ``None``: the whole package
+    package (tests); ``also_stop``: modules not followed either (:data:`SCHEDULING`, for verdict
+    code). A module outside i2o (a researcher's own job, a test) is hashed by its own file and
+    the dependencies of the i2o modules it imports. ``None``: the whole package
     (:func:`source_hash`)."""
     if module is None:
         return source_hash(root=root, code_only=True)
     if module in import_graph.modules(root):
         top = content_of(import_graph.path_of(module, root))
         return _closure_hash(top, import_graph.used_bindings(module, root),
-                             dependencies(module, root), root)
+                             dependencies(module, root, also_stop), root)
     path = _outside_source(module)
     bindings = import_graph.bindings_in(path, root=root)
     reached = import_graph.reach({target for _, target, _ in bindings}, root,
-                                 CACHE_MACHINERY | INERT)
+                                 CACHE_MACHINERY | INERT | also_stop)
     return _closure_hash(content_of(path, inside=False), bindings, reached, root)
 
 

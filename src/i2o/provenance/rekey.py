@@ -273,8 +273,8 @@ def rekey_published(folder: Path) -> list[str]:
             continue
         changed = False
         for figure, digests in data["digests"].items():
-            claims = f"{profiles.entry(figure)['package']}.claims"
-            located, content = _hashes(claims)
+            located = _hashes(f"{profiles.entry(figure)['package']}.claims")[0]
+            content = published.claims_code_digest(figure)
             states = []
             if digests.get("claims_code") == located:
                 digests["claims_code"], changed = content, True
