@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from test_keys import _package
 from toy_jobs import toy
 
 from i2o.book import published
@@ -22,14 +23,6 @@ def _copy(tmp_path: Path, name: str = "i2o") -> Path:
     root = tmp_path / name / "i2o"
     shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
     return root
-
-
-def _package(root: Path, files: dict[str, str]) -> Path:
-    for name, source in {"__init__.py": "", **files}.items():
-        path = root / "i2o" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source)
-    return root / "i2o"
 
 
 def test_moving_the_broyden_solver_to_another_room_changes_no_key_and_a_byte_of_it_does(
@@ -132,15 +125,22 @@ def test_rekey_moves_a_valid_entry_and_its_checkpoints_and_leaves_other_codes(
     assert (again.moved, again.current, again.other_code) == (0, 1, 1)
 
 
-def test_rekey_finishes_a_move_interrupted_after_the_record_was_rewritten(
-        tmp_path, monkeypatch, toy_computations):
+def _computed_under_located_keys(tmp_path, monkeypatch, seed):
+    """A toy job run into a fresh results folder with the keys of located code (before content
+    keys): (the results folder, the job, its entry there)."""
     results = tmp_path / "results"
     monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
-    job = toy(4)
+    job = toy(seed)
     with monkeypatch.context() as patched:
         patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
         job.run()
         entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
+    return results, job, entry
+
+
+def test_rekey_finishes_a_move_interrupted_after_the_record_was_rewritten(
+        tmp_path, monkeypatch, toy_computations):
+    results, job, entry = _computed_under_located_keys(tmp_path, monkeypatch, 4)
     meta = json.loads((entry / "meta.json").read_text())
     meta["source"] = cache_key.module_source_hash(job.module)  # rewritten, then interrupted
     (entry / "meta.json").write_text(json.dumps(meta))
@@ -151,12 +151,7 @@ def test_rekey_finishes_a_move_interrupted_after_the_record_was_rewritten(
 
 def test_rekey_verify_recomputes_a_moved_entry_and_compares_its_fingerprint(
         tmp_path, monkeypatch, toy_computations):
-    results = tmp_path / "results"
-    monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
-    job = toy(5)
-    with monkeypatch.context() as patched:
-        patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
-        job.run()
+    results, job, _ = _computed_under_located_keys(tmp_path, monkeypatch, 5)
     moved = rekey.rekey(results, jobs=_no_jobs).moved_to
     assert rekey.verify(moved, 1, jobs=lambda figures: iter([job])) == [
         (f"toy/{moved[0].name}", True)]

@@ -171,14 +171,16 @@ def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR
         top = content_of(import_graph.path_of(module, root))
         return _closure_hash(top, import_graph.used_bindings(module, root),
                              dependencies(module, root, also_stop), root)
-    path = _outside_source(module)
+    path = source_file(module)
     bindings = import_graph.bindings_in(path, root=root)
     reached = import_graph.reach({target for _, target, _ in bindings}, root,
                                  CACHE_MACHINERY | INERT | also_stop)
     return _closure_hash(content_of(path, inside=False), bindings, reached, root)
 
 
-def _outside_source(module: str) -> Path:
+def source_file(module: str) -> Path:
+    """The Python file of an importable ``module`` (one outside i2o: a researcher's job, a
+    test); ``ValueError`` when it has none."""
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ValueError(f"module {module!r}: no Python source to hash")

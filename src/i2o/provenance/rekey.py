@@ -28,7 +28,6 @@ import argparse
 import dataclasses
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -57,10 +56,7 @@ def located_source_hash(module: str, root: Path = import_graph.PACKAGE_DIR) -> s
     i2o, its file's code and the located hash of the i2o modules it imports."""
     if module in import_graph.modules(root):
         return cache_key.source_hash(cache_key.dependencies(module, root), root, code_only=True)
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ValueError(f"module {module!r}: no Python source to hash")
-    path = Path(spec.origin)
+    path = cache_key.source_file(module)
     digest = hashlib.sha256(cache_key.code_of(path))
     imported = import_graph.imports_in(path, root=root)
     stop = cache_key.CACHE_MACHINERY | cache_key.INERT
