@@ -58,10 +58,12 @@ def test_line_search_halves_until_sufficient_decrease_and_stops_at_maxls():
 
     x = jnp.ones(3)
     value, grad = jax.value_and_grad(quadratic)(x)
-    _, accepted = descent.line_search(quadratic, x, value, grad, jnp.asarray(1.0), 15)
-    assert float(accepted) == pytest.approx(2.0 ** -7)  # the first halving with s ≤ 1/100
-    _, capped = descent.line_search(quadratic, x, value, grad, jnp.asarray(1.0), 3)
-    assert float(capped) == pytest.approx(2.0 ** -3)  # three halvings, then the last trial
+    enough = descent.line_search(quadratic, x, value, grad, jnp.asarray(1.0), 15)
+    assert float(enough.step) == pytest.approx(2.0 ** -7)  # the first halving with s ≤ 1/100
+    assert int(enough.halvings) == 7 and bool(enough.satisfied)
+    cut = descent.line_search(quadratic, x, value, grad, jnp.asarray(1.0), 3)
+    assert float(cut.step) == pytest.approx(2.0 ** -3)  # three halvings, then the last trial
+    assert int(cut.halvings) == 3 and not bool(cut.satisfied)  # taken although rejected
 
 
 def test_meta_gradient_is_unchanged_by_the_forward_solver():

@@ -56,16 +56,11 @@ def _quadratic(x):
     return 0.5 * 100.0 * jnp.sum(x ** 2)  # accepted once the step is ≤ 1/100: 7 halvings from 1
 
 
-def test_counted_line_search_counts_halvings_and_flags_the_last_trial():
-    x = jnp.ones(3)
-    value, grad = jax.value_and_grad(_quadratic)(x)
-    enough = probing.counted_line_search(_quadratic, x, value, grad, jnp.asarray(1.0), 15)
-    assert int(enough.halvings) == 7 and bool(enough.satisfied)  # 1/2⁷ ≤ 1/100 < 1/2⁶
-    np.testing.assert_allclose(enough.step, 2.0 ** -7)
-    cut = probing.counted_line_search(_quadratic, x, value, grad, jnp.asarray(1.0), 3)
-    assert int(cut.halvings) == 3 and not bool(cut.satisfied)  # the last trial, taken anyway
-    _, halvings, satisfied = probing.counted_run(_quadratic, x, 2, 3, False)
+def test_counted_run_counts_each_iteration_s_halvings_and_flags_the_last_trial():
+    _, halvings, satisfied = probing.counted_run(_quadratic, jnp.ones(3), 2, 3, False)
     assert list(np.asarray(halvings)) == [3, 3] and not np.any(np.asarray(satisfied))
+    _, halvings, satisfied = probing.counted_run(_quadratic, jnp.ones(3), 1, 15, False)
+    assert list(np.asarray(halvings)) == [7] and np.all(np.asarray(satisfied))
 
 
 # -- λ_min by Rayleigh–Ritz on a Krylov basis ----------------------------------------------------

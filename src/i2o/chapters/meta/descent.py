@@ -50,9 +50,20 @@ def init(x0: jax.Array) -> DescentState:
     return DescentState(params=x0, point=x0, t=one, stepsize=one)
 
 
+class LineSearch(NamedTuple):
+    """A backtracking search's outcome (module docstring, step 2): the point and step taken, the
+    halvings made and whether the sufficient-decrease test held at the point taken (false when
+    the ``maxls``-th halving was taken regardless)."""
+
+    point: jax.Array
+    step: jax.Array
+    halvings: jax.Array
+    satisfied: jax.Array
+
+
 def line_search(fun: Objective, point: jax.Array, value: jax.Array, grad: jax.Array,
-                stepsize: jax.Array, maxls: int, *args) -> tuple[jax.Array, jax.Array]:
-    """Backtracking from ``stepsize`` (module docstring, step 2): the accepted point and step."""
+                stepsize: jax.Array, maxls: int, *args) -> LineSearch:
+    """Backtracking from ``stepsize`` (module docstring, step 2)."""
     eps = jnp.finfo(value.dtype).eps
 
     def rejected(candidate: jax.Array, candidate_value: jax.Array, step: jax.Array) -> jax.Array:
@@ -74,23 +85,32 @@ def line_search(fun: Objective, point: jax.Array, value: jax.Array, grad: jax.Ar
         step = step * DECREASE
         return (*trial(step), step, halvings + 1)
 
-    candidate, _, step, _ = jax.lax.while_loop(cond, body, (*trial(stepsize), stepsize,
-                                                              jnp.zeros((), jnp.int32)))
-    return candidate, step
+    candidate, candidate_value, step, halvings = jax.lax.while_loop(
+        cond, body, (*trial(stepsize), stepsize, jnp.zeros((), jnp.int32)))
+    return LineSearch(candidate, step, halvings,
+                      jnp.logical_not(rejected(candidate, candidate_value, step)))
+
+
+def searched_step(fun: Objective, state: DescentState, maxls: int, acceleration: bool, *args
+                  ) -> tuple[DescentState, LineSearch]:
+    """One iteration (module docstring) and its line search; ``args`` are passed to ``fun``
+    after the parameters."""
+    value, grad = jax.value_and_grad(fun)(state.point, *args)
+    search = line_search(fun, state.point, value, grad, state.stepsize, maxls, *args)
+    next_step = jnp.where(search.step <= SMALLEST_STEP, jnp.ones_like(search.step),
+                          search.step / DECREASE)
+    if not acceleration:
+        return DescentState(params=search.point, point=search.point, t=state.t,
+                            stepsize=next_step), search
+    t_next = 0.5 * (1 + jnp.sqrt(1 + 4 * state.t ** 2))
+    point = search.point + (state.t - 1) / t_next * (search.point - state.params)
+    return DescentState(params=search.point, point=point, t=t_next, stepsize=next_step), search
 
 
 def step(fun: Objective, state: DescentState, maxls: int, acceleration: bool, *args
          ) -> DescentState:
     """One iteration (module docstring); ``args`` are passed to ``fun`` after the parameters."""
-    value, grad = jax.value_and_grad(fun)(state.point, *args)
-    new, accepted = line_search(fun, state.point, value, grad, state.stepsize, maxls, *args)
-    next_step = jnp.where(accepted <= SMALLEST_STEP, jnp.ones_like(accepted),
-                          accepted / DECREASE)
-    if not acceleration:
-        return DescentState(params=new, point=new, t=state.t, stepsize=next_step)
-    t_next = 0.5 * (1 + jnp.sqrt(1 + 4 * state.t ** 2))
-    point = new + (state.t - 1) / t_next * (new - state.params)
-    return DescentState(params=new, point=point, t=t_next, stepsize=next_step)
+    return searched_step(fun, state, maxls, acceleration, *args)[0]
 
 
 def run(fun: Objective, x0: jax.Array, steps: int, maxls: int, acceleration: bool, *args

@@ -54,10 +54,11 @@ true λ_min (a Ritz value lies in the spectrum's hull), so ``indefinite_share`` 
 under-counted; the residual says how far off it may be. Every task of the first meta-batch (at most
 ``meta_batch_size`` = 25 tasks at the paper's size) is probed, a fixed, deterministic subset.
 
-**Counting line-search trials** without changing :mod:`.descent`: :func:`counted_run` repeats its
-iteration (gradient step from the carried step size, halving until the sufficient-decrease test
-holds or ``maxls`` halvings were made) and also returns each iteration's halvings; it gives the
-same iterates as :func:`.descent.run` (tested here; ``descent.run`` is tested against jaxopt).
+**Counting line-search trials**: :func:`counted_run` scans :func:`.descent.searched_step`, the
+iteration of :func:`.descent.run` (gradient step from the carried step size, halving until the
+sufficient-decrease test holds or ``maxls`` halvings were made), and keeps each iteration's
+halvings and whether its test held; its iterates are those of :func:`.descent.run` (tested here;
+``descent.run`` is tested against jaxopt).
 
 :class:`MechanismRun` is the job: one Figure 4 model trained checkpoint by checkpoint (the same
 trajectory as the model's own job, :mod:`.outer` resumes bit-identically) and probed at each
@@ -112,67 +113,6 @@ Objective = Callable[..., jax.Array]
 
 # -- the inner iteration, counting line-search halvings -------------------------------------------
 
-class CountedLineSearch(NamedTuple):
-    """A backtracking search's outcome: the point and step taken, the halvings made and whether
-    the sufficient-decrease test held at the point taken."""
-
-    point: jax.Array
-    step: jax.Array
-    halvings: jax.Array
-    satisfied: jax.Array
-
-
-def counted_line_search(fun: Objective, point: jax.Array, value: jax.Array, grad: jax.Array,
-                        stepsize: jax.Array, maxls: int, *args) -> CountedLineSearch:
-    """:func:`.descent.line_search` (trial x⁺ = p − s g from s = ``stepsize``, accepted when
-    s (f(x⁺) − f(p)) ≤ s⟨x⁺ − p, g⟩ + ½‖x⁺ − p‖² + ε_mach, else s ← s/2, at most ``maxls``
-    halvings, the last trial taken regardless), also returning the halvings made."""
-    eps = jnp.finfo(value.dtype).eps
-
-    def rejected(candidate: jax.Array, candidate_value: jax.Array, step: jax.Array) -> jax.Array:
-        diff = candidate - point
-        return step * (candidate_value - value) > (step * jnp.vdot(diff, grad)
-                                                   + 0.5 * jnp.vdot(diff, diff) + eps)
-
-    def trial(step: jax.Array) -> tuple[jax.Array, jax.Array]:
-        candidate = point - step * grad
-        return candidate, fun(candidate, *args)
-
-    def cond(carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array]) -> jax.Array:
-        candidate, candidate_value, step, halvings = carry
-        return jnp.logical_and(rejected(candidate, candidate_value, step), halvings < maxls)
-
-    def body(carry: tuple[jax.Array, jax.Array, jax.Array, jax.Array]
-             ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-        _, _, step, halvings = carry
-        step = step * descent.DECREASE
-        return (*trial(step), step, halvings + 1)
-
-    candidate, candidate_value, step, halvings = jax.lax.while_loop(
-        cond, body, (*trial(stepsize), stepsize, jnp.zeros((), jnp.int32)))
-    return CountedLineSearch(candidate, step, halvings,
-                             jnp.logical_not(rejected(candidate, candidate_value, step)))
-
-
-def counted_step(fun: Objective, state: descent.DescentState, maxls: int, acceleration: bool,
-                 *args) -> tuple[descent.DescentState, jax.Array, jax.Array]:
-    """One iteration of :func:`.descent.step`, with its line search's halvings and whether the
-    point taken passed the sufficient-decrease test."""
-    value, grad = jax.value_and_grad(fun)(state.point, *args)
-    search = counted_line_search(fun, state.point, value, grad, state.stepsize, maxls, *args)
-    next_step = jnp.where(search.step <= descent.SMALLEST_STEP, jnp.ones_like(search.step),
-                          search.step / descent.DECREASE)
-    if not acceleration:
-        new_state = descent.DescentState(params=search.point, point=search.point, t=state.t,
-                                         stepsize=next_step)
-    else:
-        t_next = 0.5 * (1 + jnp.sqrt(1 + 4 * state.t ** 2))
-        momentum = search.point + (state.t - 1) / t_next * (search.point - state.params)
-        new_state = descent.DescentState(params=search.point, point=momentum, t=t_next,
-                                         stepsize=next_step)
-    return new_state, search.halvings, search.satisfied
-
-
 def counted_run(fun: Objective, x0: jax.Array, steps: int, maxls: int, acceleration: bool,
                 *args) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(x_steps, halvings, satisfied)``: :func:`.descent.run`'s iterate and, per iteration, the
@@ -181,8 +121,8 @@ def counted_run(fun: Objective, x0: jax.Array, steps: int, maxls: int, accelerat
 
     def one(state: descent.DescentState, _: None
             ) -> tuple[descent.DescentState, tuple[jax.Array, jax.Array]]:
-        new_state, halvings, satisfied = counted_step(fun, state, maxls, acceleration, *args)
-        return new_state, (halvings, satisfied)
+        new_state, search = descent.searched_step(fun, state, maxls, acceleration, *args)
+        return new_state, (search.halvings, search.satisfied)
 
     final, (halvings, satisfied) = jax.lax.scan(one, descent.init(x0), None, length=steps)
     return final.params, halvings, satisfied
