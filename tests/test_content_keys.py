@@ -1,5 +1,5 @@
 """Keys by content (:func:`i2o.compute.cache_key.module_source_hash`) and the move of a cache and
-of the published digests from located keys to them (:mod:`i2o.provenance.rekey`)."""
+of the published digests from the keys of earlier schemes to them (:mod:`i2o.provenance.rekey`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_keys import _package
 from toy_jobs import toy
 
@@ -75,35 +76,59 @@ def test_an_import_rebound_to_other_code_changes_the_key_and_a_rename_of_a_modul
         rekey.located_source_hash("i2o.work", first)
 
 
-def test_content_of_reduces_i2o_imports_to_their_names_and_keeps_the_others(tmp_path):
+def test_content_of_cuts_i2o_imports_out_and_keeps_the_others(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import numpy as np\nfrom i2o.deq.broyden import (broyden,  # solver\n"
                     "    make_stack as stack)\nfrom .spec import SolverSpec\n\n\n"
                     "def f():\n    import i2o.deq.solve\n    return np\n")
     assert cache_key.content_of(path).decode().splitlines() == [
-        "import numpy as np", "import broyden, stack", "import SolverSpec", "def f():",
-        "    import i2o", "    return np"]
-    assert cache_key.content_of(path, inside=False).decode().splitlines()[2] == \
+        "import numpy as np", "def f():", "    return np"]
+    assert cache_key.content_of(path, inside=False).decode().splitlines()[1] == \
         "from .spec import SolverSpec"
     assert "from i2o.deq.broyden" in cache_key.code_of(path).decode()
+    assert cache_key.bound_names_content_of(path).decode().splitlines() == [
+        "import numpy as np", "import broyden, stack", "import SolverSpec", "def f():",
+        "    import i2o", "    return np"]  # the scheme before: the names, grouped and ordered
+
+
+def test_moving_a_module_imported_beside_another_changes_no_key(tmp_path):
+    """``from i2o import low, mid`` becomes two imports in another order when ``low`` moves to a
+    room of its own: the content key is the same, the key of the scheme before (imports read as
+    their names, grouped and ordered as written) is not, which ``rekey`` moves."""
+    files = {"low.py": "def f():\n    return 1\n", "mid.py": "def g():\n    return 2\n",
+             "work.py": "from i2o import low, mid\nVALUE = low.f() + mid.g()\n"}
+    before = _package(tmp_path / "a", files)
+    after = _package(tmp_path / "b", {
+        "base/__init__.py": "", "base/low.py": files["low.py"], "mid.py": files["mid.py"],
+        "work.py": "from i2o import mid\nfrom i2o.base import low\n"
+                   "VALUE = low.f() + mid.g()\n"})
+    assert cache_key.module_source_hash("i2o.work", after) == \
+        cache_key.module_source_hash("i2o.work", before)
+    assert rekey.bound_names_source_hash("i2o.work", after) != \
+        rekey.bound_names_source_hash("i2o.work", before)
+    changed = _package(tmp_path / "c", {**files, "low.py": "def f():\n    return 3\n"})
+    assert cache_key.module_source_hash("i2o.work", changed) != \
+        cache_key.module_source_hash("i2o.work", before)
 
 
 def _no_jobs(figures):
     return iter(())
 
 
+@pytest.mark.parametrize("scheme", rekey.EARLIER, ids=lambda scheme: scheme.__name__)
 def test_rekey_moves_a_valid_entry_and_its_checkpoints_and_leaves_other_codes(
-        tmp_path, monkeypatch, toy_computations):
+        tmp_path, monkeypatch, toy_computations, scheme):
     results = tmp_path / "results"
     monkeypatch.setenv("I2O_RESULTS_DIR", str(results))
     job, other = toy(1), toy(2)
+    earlier = scheme(job.module)
     with monkeypatch.context() as patched:
-        patched.setattr(cache_key, "module_source_hash", rekey.located_source_hash)
+        patched.setattr(cache_key, "module_source_hash", lambda module, *a, **k: earlier)
         job.run()
         other.run()
         old_entry = cache_entries.entry_dir(job.figure, job.name, job.key(), job.module)
         old_checkpoints = job.checkpoints()
-    assert not job.is_cached()  # located keys are not content keys
+    assert not job.is_cached()  # an earlier scheme's keys are not content keys
     other_entry = next(p for p in (results / "toy").iterdir()
                        if p.name.startswith(other.name) and not p.name.endswith(".ckpt"))
     stale_meta = json.loads((other_entry / "meta.json").read_text())

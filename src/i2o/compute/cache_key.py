@@ -11,12 +11,13 @@ through a package's face (``from i2o.deq import solve``) reaches the submodule t
 name, not everything the face re-exports.
 
 The hash is of content, not of where it lives (:func:`module_source_hash`): each module of the
-closure counts by its code without comments and docstrings, its ``i2o`` imports reduced to the
-names they bind (:func:`content_of`), and by which module's content each of those names comes
-from. No file path and no module name enters it, so moving a module to another room, or renaming
-one, recomputes nothing, while an edit to any code of the closure, or an import rebound to other
-code, does. Keys computed before this (file paths and import lines in the hash) are moved to
-these by ``python -m i2o.results rekey`` (:mod:`i2o.provenance.rekey`). Without ``module`` the hash
+closure counts by its code without comments, docstrings and ``i2o`` imports (:func:`content_of`),
+and by the names those imports bind with the module whose content each comes from. No file path,
+module name or import line enters it, so moving a module to another room, renaming one, or
+regrouping and reordering imports recomputes nothing, while an edit to any code of the closure, or
+an import rebound to other code, does. Keys of the earlier schemes (file paths in the hash; then
+imports read as the names they bind, in their order) are moved to these by ``python -m
+i2o.results rekey`` (:mod:`i2o.provenance.rekey`). Without ``module`` the hash
 is of the whole package (:func:`source_hash`, with paths).
 """
 
@@ -30,7 +31,7 @@ import io
 import json
 import os
 import tokenize
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,23 @@ def code_of(path: Path) -> bytes:
 
 
 def content_of(path: Path, inside: bool = True) -> bytes:
-    """:func:`code_of`, with each import of i2o code reduced to the names it binds:
-    ``from i2o.deq.broyden import broyden as solver`` and ``from .broyden import broyden as
-    solver`` both read ``import solver``, so that the text says nothing of where the imported
-    code lives (which code each name binds is hashed beside it, :func:`module_source_hash`).
-    ``inside``: the file is a module of i2o, whose relative imports are i2o's; other imports
-    are kept as written."""
+    """:func:`code_of` without its imports of i2o code: ``from i2o.deq.broyden import broyden as
+    solver``, ``from .broyden import broyden`` and ``import i2o.deq`` are cut out, wherever they
+    stand, so that the text says nothing of where the imported code lives nor of how its imports
+    are grouped or ordered (which code each bound name is, is hashed beside it:
+    :func:`module_source_hash`). ``inside``: the file is a module of i2o, whose relative imports
+    are i2o's; other imports are kept as written."""
     stat = path.stat()
-    return _code_of(str(path), stat.st_mtime_ns, stat.st_size, imports=True, inside=inside)
+    return _code_of(str(path), stat.st_mtime_ns, stat.st_size, imports="cut", inside=inside)
+
+
+def bound_names_content_of(path: Path, inside: bool = True) -> bytes:
+    """The content keys held from d14b95d to this scheme (read by ``python -m i2o.results
+    rekey`` only): :func:`code_of` with each import of i2o code reduced to the names it binds
+    (``from i2o.deq.broyden import broyden as solver`` read ``import solver``), which kept how
+    the imports were grouped and ordered: moving a module imported beside another changed it."""
+    stat = path.stat()
+    return _code_of(str(path), stat.st_mtime_ns, stat.st_size, imports="names", inside=inside)
 
 
 def _is_i2o(node: ast.Import | ast.ImportFrom, inside: bool) -> bool:
@@ -87,7 +97,7 @@ def _bound(alias: ast.alias) -> str:
 
 
 @functools.lru_cache(maxsize=2048)
-def _code_of(path: str, mtime_ns: int, size: int, imports: bool = False,
+def _code_of(path: str, mtime_ns: int, size: int, imports: str = "kept",
              inside: bool = True) -> bytes:
     source = Path(path).read_text()
     lines = source.splitlines(keepends=True)
@@ -104,8 +114,8 @@ def _code_of(path: str, mtime_ns: int, size: int, imports: bool = False,
     edits = [(*span(node), "") for node in ast.walk(tree)
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
              and isinstance(node.value.value, str)]
-    rewritten = [] if not imports else [
-        (*span(node), "import " + ", ".join(
+    rewritten = [] if imports == "kept" else [
+        (*span(node), "" if imports == "cut" else "import " + ", ".join(
             _bound(alias) if isinstance(node, ast.Import) else alias.asname or alias.name
             for alias in node.names))
         for node in ast.walk(tree)
@@ -154,8 +164,12 @@ def dependencies(module: str, root: Path = import_graph.PACKAGE_DIR,
     return import_graph.closure(module, root, stop=CACHE_MACHINERY | INERT | also_stop)
 
 
+Content = Callable[[Path, bool], bytes]
+
+
 def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR,
-                       also_stop: frozenset[str] = frozenset()) -> str:
+                       also_stop: frozenset[str] = frozenset(),
+                       content: Content = content_of) -> str:
     """The hash of the code a result computed by ``module`` depends on, by content: of every
     module of its :func:`dependencies`, the SHA-256 of its :func:`content_of`, with, for each
     i2o name it binds by an import, that name and the content's SHA-256 of the module defining
@@ -164,18 +178,19 @@ def module_source_hash(module: str | None, root: Path = import_graph.PACKAGE_DIR
     package (tests); ``also_stop``: modules not followed either (:data:`SCHEDULING`, for verdict
     code). A module outside i2o (a researcher's own job, a test) is hashed by its own file and
     the dependencies of the i2o modules it imports. ``None``: the whole package
-    (:func:`source_hash`)."""
+    (:func:`source_hash`). ``content``: each module's text (:func:`bound_names_content_of` gives
+    the keys of the previous scheme, for ``rekey``)."""
     if module is None:
         return source_hash(root=root, code_only=True)
     if module in import_graph.modules(root):
-        top = content_of(import_graph.path_of(module, root))
+        top = content(import_graph.path_of(module, root), True)
         return _closure_hash(top, import_graph.used_bindings(module, root),
-                             dependencies(module, root, also_stop), root)
+                             dependencies(module, root, also_stop), root, content)
     path = source_file(module)
     bindings = import_graph.bindings_in(path, root=root)
     reached = import_graph.reach({target for _, target, _ in bindings}, root,
                                  CACHE_MACHINERY | INERT | also_stop)
-    return _closure_hash(content_of(path, inside=False), bindings, reached, root)
+    return _closure_hash(content(path, False), bindings, reached, root, content)
 
 
 def source_file(module: str) -> Path:
@@ -188,8 +203,8 @@ def source_file(module: str) -> Path:
 
 
 def _closure_hash(top: bytes, top_bindings: list[tuple[str, str, bool]],
-                  closure: Iterable[str], root: Path) -> str:
-    own = {module: sha256(content_of(import_graph.path_of(module, root)))
+                  closure: Iterable[str], root: Path, content: Content) -> str:
+    own = {module: sha256(content(import_graph.path_of(module, root), True))
            for module in closure}
 
     def label(target: str) -> str:

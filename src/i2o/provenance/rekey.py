@@ -1,11 +1,16 @@
 """``python -m i2o.results rekey``: the results cache and the published digests moved from the
-keys of located code to the keys of content, so that nothing computed is recomputed for it.
+keys of earlier schemes to the keys of content, so that nothing computed is recomputed for it.
 
-Until keys hashed content (:func:`i2o.compute.cache_key.module_source_hash`), an entry's key
-hashed the code of its closure with each file's path (:func:`located_source_hash`): moving a
-module changed every key reaching it. An entry is still valid when the ``source`` its
-``meta.json`` records is the located hash of its module under this checkout's code (the code that
-would compute it now is the code that did). Such an entry gets the content hash in its record
+Keys hash content (:func:`i2o.compute.cache_key.module_source_hash`). Two schemes came before
+(:data:`EARLIER`): until d14b95d an entry's key hashed the code of its closure with each file's
+path (:func:`located_source_hash`), so moving a module changed every key reaching it; then, until
+the imports of i2o code were cut out of a module's text, each import was reduced to the names it
+binds (:func:`bound_names_source_hash`), which kept their grouping and order, so moving a module
+imported beside another (``from i2o import replicates, results``) changed the key too. An entry is
+still valid when the ``source`` its ``meta.json`` records is an earlier scheme's hash of its
+module under this checkout's code (the code that would compute it now is the code that did);
+run the rekey of the commit that moved the code, before moving it further. Such an entry gets the
+content hash in its record
 and is renamed to the folder of its new key (:func:`i2o.compute.cache_entries.recorded_key`); a
 training-checkpoint folder beside it, or one a chapter's job names at the smoke, quick or paper
 profile (replicates 0–9), moves with it. An entry recorded by other code is left where it is
@@ -16,7 +21,7 @@ With ``--verify K``, the K cheapest moved entries of each chapter that its jobs 
 recorded cost) are computed again into a temporary results folder and their fingerprints
 compared with the moved ones (:func:`i2o.provenance.fingerprint.entry_fingerprint`). The
 published summaries' digests (``published/*.json``: the chapter's entry names at each replicate
-and its claims code, :mod:`i2o.book.published`) that were current under located keys are
+and its claims code, :mod:`i2o.book.published`) that were current under an earlier scheme are
 rewritten to content keys; stale ones stay stale.
 
 Run it when no sweep or book is computing into the same cache.
@@ -65,10 +70,25 @@ def located_source_hash(module: str, root: Path = import_graph.PACKAGE_DIR) -> s
     return digest.hexdigest()
 
 
+def bound_names_source_hash(module: str, root: Path = import_graph.PACKAGE_DIR,
+                            also_stop: frozenset[str] = frozenset()) -> str:
+    """The hash keys held from d14b95d until imports were cut out of the content: the content
+    hash with each import of i2o code read as the names it binds
+    (:func:`i2o.compute.cache_key.bound_names_content_of`)."""
+    return cache_key.module_source_hash(module, root, also_stop,
+                                        content=cache_key.bound_names_content_of)
+
+
+#: The schemes keys held before, oldest first: an entry or digest recorded by one of them under
+#: this checkout's code is moved to the current key.
+EARLIER: tuple[Callable[[str], str], ...] = (located_source_hash, bound_names_source_hash)
+
+
 @functools.cache
-def _hashes(module: str) -> tuple[str, str]:
-    """(located, content) hash of ``module`` under this checkout's code."""
-    return located_source_hash(module), cache_key.module_source_hash(module)
+def _hashes(module: str) -> tuple[tuple[str, ...], str]:
+    """(the earlier schemes' hashes, the content hash) of ``module`` under this checkout's
+    code."""
+    return tuple(scheme(module) for scheme in EARLIER), cache_key.module_source_hash(module)
 
 
 @dataclasses.dataclass
@@ -125,14 +145,14 @@ def rekey_entry(entry: Path, report: Report) -> None:
     try:
         meta = json.loads(meta_path.read_text())
         module, recorded = meta["module"], meta["source"]
-        located, content = _hashes(module)
+        earlier, content = _hashes(module)
     except (OSError, ValueError, KeyError, TypeError):
         report.unreadable += 1
         return
-    if recorded not in (located, content):
+    if recorded != content and recorded not in earlier:
         report.other_code += 1
         return
-    if recorded == located:
+    if recorded != content:
         meta["source"] = content
         _write_json(meta_path, meta)
     target = entry.with_name(f"{meta['name']}-{cache_entries.recorded_key(meta)[:20]}")
@@ -172,24 +192,26 @@ def listed_jobs(figures: list[str]) -> Iterator[Job]:
 
 
 def rekey_checkpoints(root: Path, jobs: Iterator[Job], report: Report) -> None:
-    """Move each checkpoint folder a listed job names by its located training key."""
+    """Move each checkpoint folder a listed job names by an earlier scheme's training key."""
     seen: set[Path] = set()
     for job in jobs:
-        located, content = _hashes(job.module)
+        earlier, content = _hashes(job.module)
         folder = root / job.figure
         name, params = job.name, job.training_key()
-        old = folder / f"{name}-{_key_prefix(job.figure, name, params, located)}.ckpt"
-        if old in seen or not old.is_dir():
-            continue
-        seen.add(old)
-        if _move(old, folder / f"{name}-{_key_prefix(job.figure, name, params, content)}.ckpt"):
-            report.checkpoints += 1
+        new = folder / f"{name}-{_key_prefix(job.figure, name, params, content)}.ckpt"
+        for source in earlier:
+            old = folder / f"{name}-{_key_prefix(job.figure, name, params, source)}.ckpt"
+            if old in seen or not old.is_dir():
+                continue
+            seen.add(old)
+            if _move(old, new):
+                report.checkpoints += 1
 
 
 def rekey(root: Path | None = None, jobs: Callable[[list[str]], Iterator[Job]] = listed_jobs
           ) -> Report:
     """Move every entry of the results cache at ``root`` (default: the results folder) valid
-    under located keys to its content key, and the checkpoints with them."""
+    under an earlier scheme's keys to its content key, and the checkpoints with them."""
     root = root or cache_entries.results_dir()
     report = Report()
     if not root.is_dir():
@@ -257,9 +279,15 @@ def _entry_names_digest(figure: str, params: Any, source_of: Callable[[str], str
     return sha256("\n".join(names).encode())
 
 
+def _earlier_claims_digests(figure: str) -> tuple[str, ...]:
+    claims = f"{profiles.entry(figure)['package']}.claims"
+    return (located_source_hash(claims),
+            bound_names_source_hash(claims, also_stop=cache_key.SCHEDULING))
+
+
 def rekey_published(folder: Path) -> list[str]:
-    """Rewrite each published summary's digests that are current under located keys to content
-    keys; one line per chapter and summary saying what was done."""
+    """Rewrite each published summary's digests that are current under an earlier scheme's keys
+    to content keys; one line per chapter and summary saying what was done."""
     said = []
     for path in sorted(folder.glob("*.json")):
         text = path.read_text()
@@ -269,22 +297,24 @@ def rekey_published(folder: Path) -> list[str]:
             continue
         changed = False
         for figure, digests in data["digests"].items():
-            located = _hashes(f"{profiles.entry(figure)['package']}.claims")[0]
             content = published.claims_code_digest(figure)
             states = []
-            if digests.get("claims_code") == located:
+            if digests.get("claims_code") != content \
+                    and digests.get("claims_code") in _earlier_claims_digests(figure):
                 digests["claims_code"], changed = content, True
                 states.append("claims code rekeyed")
             elif digests.get("claims_code") != content:
                 states.append("claims code stale, left")
             for replicate, recorded in digests.get("keys", {}).items():
                 params = profiles.resolve(figure, data["profile"], replicate=int(replicate))
-                if recorded == _entry_names_digest(figure, params, lambda m: _hashes(m)[0]):
-                    digests["keys"][replicate] = _entry_names_digest(
-                        figure, params, lambda m: _hashes(m)[1])
-                    changed = True
+                current = _entry_names_digest(figure, params, lambda m: _hashes(m)[1])
+                if recorded == current:
+                    continue
+                if any(recorded == _entry_names_digest(figure, params, scheme)
+                       for scheme in EARLIER):
+                    digests["keys"][replicate], changed = current, True
                     states.append(f"keys r{replicate} rekeyed")
-                elif recorded != _entry_names_digest(figure, params, lambda m: _hashes(m)[1]):
+                else:
                     states.append(f"keys r{replicate} stale, left")
             said.append(f"{path.name} {figure}: {', '.join(states) or 'already content keys'}")
         if changed:  # written as it was: keys sorted or in their order
@@ -297,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m i2o.results rekey",
         description="Move the results cache (I2O_RESULTS_DIR) and the published digests from "
-                    "located keys (code with its paths) to content keys; entries recorded by "
-                    "other code are left.")
+                    "the keys of earlier schemes (code with its paths; imports read as the names "
+                    "they bind) to content keys; entries recorded by other code are left.")
     parser.add_argument("--verify", type=int, default=0, metavar="K",
                         help="compute the K cheapest moved entries of each chapter again and "
                              "compare fingerprints")
