@@ -30,7 +30,7 @@ step does not depend on the weights); deterministic mode is on, as in the chapte
   wrapper, which runs inside the timed steps.
 
 Each MDEQ's training entries run before its sweep, so the sweep finds the process's heap grown
-(kept by :func:`i2o.allocator.keep_freed_memory`) past what it allocates.
+(kept by :func:`i2o.base.allocator.keep_freed_memory`) past what it allocates.
 
 Knobs. Every ratio divides a time by its floor on the same inputs, so the sizes only choose how
 much of the same work is timed:

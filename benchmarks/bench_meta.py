@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from i2o import runtime
+from i2o.base import runtime
 
 runtime.jax_single_thread()
 
@@ -116,9 +116,9 @@ def _peer(steps: int, regularization: float, acceleration: bool):
 _FIRST_CHUNK = """
 import functools, time
 start = time.perf_counter()
-from i2o import runtime
+from i2o.base import runtime
 runtime.jax_single_thread()
-from i2o import results
+from i2o.compute import results
 from i2o.compute import profiles
 results.jax_compilation_cache()
 import jax, jax.numpy as jnp, optax
@@ -147,8 +147,8 @@ def _first_chunk_seconds(results_dir: str, cache: bool) -> float:
 
 def compilation_cache() -> list[dict]:
     """A process that finds the iMAML step's compiled program in the persistent JAX cache
-    (:func:`i2o.results.jax_compilation_cache`: the next replicate, a resumed run, a sweep worker)
-    against one that compiles it (the cache off), alternated over rounds."""
+    (:func:`i2o.compute.results.jax_compilation_cache`: the next replicate, a resumed run, a sweep
+    worker) against one that compiles it (the cache off), alternated over rounds."""
     with tempfile.TemporaryDirectory() as folder:
         _first_chunk_seconds(folder, cache=True)  # fills the cache
         cold, warm = [], []

@@ -49,7 +49,7 @@ import os
 import statistics
 import time
 
-from i2o import runtime
+from i2o.base import runtime
 
 runtime.jax_single_thread()
 

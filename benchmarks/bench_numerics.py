@@ -1,6 +1,6 @@
 """What portable numerics costs, in all and pin by pin: the TINY training step, a DEQ-transformer
 training step and one iMAML outer step, each timed in fresh processes in portable mode (every
-library pinned, :mod:`i2o.runtime`), in native mode and, for the torch steps, in portable mode
+library pinned, :mod:`i2o.base.runtime`), in native mode and, for the torch steps, in portable mode
 without one of torch's pins (ATen, oneDNN, MKL), in alternating rounds of the same run so that every
 configuration sees the same machine load: ``I2O_BENCH_NUMERICS_ROUNDS`` (default 1) rounds, each
 one fresh process per configuration. With one round every ratio still compares configurations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import knobs
 
-from i2o import lineage, runtime
+from i2o.base import lineage, runtime
 from i2o.chapters.stability.stepcost import measure_step
 
 ROUNDS = knobs.integer("I2O_BENCH_NUMERICS_ROUNDS", 1)
@@ -45,7 +45,7 @@ TORCH_PINS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
 HERE = Path(__file__).resolve().parent
 TRANSFORMER_STEP = """
 import json, statistics, time, torch
-from i2o import runtime
+from i2o.base import runtime
 from i2o.deq import DEQ, SolverSpec
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig
 from i2o.train.schedule import adam

@@ -31,7 +31,7 @@ import time
 import knobs
 import torch
 
-from i2o import runtime
+from i2o.base import runtime
 
 runtime.set_threads()
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import knobs
 
+from i2o.base.runtime import numerics_mode
 from i2o.chapters.stability.stepcost import measure_step
-from i2o.runtime import numerics_mode
 
 MEMORY_BATCH = 16
 PEER_SCRIPT = Path(__file__).resolve().with_name("peer_mdeq.py")

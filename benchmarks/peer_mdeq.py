@@ -60,13 +60,13 @@ CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 
 
 def cpu_identity() -> dict[str, Any]:
-    """This machine's CPU as :mod:`i2o.lineage` reads it from the first processor of
+    """This machine's CPU as :mod:`i2o.base.lineage` reads it from the first processor of
     ``/proc/cpuinfo``: its model name, vendor, family and model (``None`` where absent). Vendor,
     family and model identify a CPU model; the model name alone does not (a virtual machine may
     shorten it)."""
     # imported here, after torch: importing i2o before torch would pin torch's kernels
     # (i2o.pins), and this script measures the peer with native numerics
-    from i2o import lineage
+    from i2o.base import lineage
 
     def number(field: str) -> int | None:
         value = _cpuinfo_exact(field) or ""

@@ -23,7 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
-from i2o import lineage, locations, runtime
+from i2o.base import lineage, locations, runtime
 from i2o.data import preflight
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from i2o.job import Job
+from i2o.compute.job import Job
 
 
 @dataclasses.dataclass(frozen=True)

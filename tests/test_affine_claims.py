@@ -21,7 +21,7 @@ from i2o.chapters.affine import figures as affine_figures
 from i2o.chapters.affine import jobs as affine_jobs
 from i2o.chapters.affine import runs as affine_runs
 from i2o.compute import profiles
-from i2o.job import Job
+from i2o.compute.job import Job
 from i2o.verdicts import gates
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "affine.ipynb"

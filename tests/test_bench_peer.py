@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import runtime
+from i2o.base import runtime
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 XEON = {"vendor": "GenuineIntel", "family": 6, "model": 207}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import locations, runtime
+from i2o.base import locations, runtime
 from i2o.book import build, execute, plotting, site, stamps
 from i2o.compute import profiles
 

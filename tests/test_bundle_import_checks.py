@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from i2o.base.digests import sha256
 from i2o.compute import cache_entries, cache_key, door
 from i2o.compute.cache_locks import LOCKS
-from i2o.digests import sha256
 from i2o.provenance import __main__ as commands
 from i2o.provenance import bundles, fingerprint
 
@@ -551,7 +551,7 @@ def test_an_entrys_record_gives_the_key_its_folder_is_named_by(environment, monk
     one the cache named its folder by, whatever the thread count and numerics mode."""
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    params, module = {"a": 1, "b": [0.5, "c"]}, "i2o.digests"
+    params, module = {"a": 1, "b": [0.5, "c"]}, "i2o.base.digests"
     path = cache_entries.entry_dir(FIGURE, "toy", params, module)
     cache_entries.store(path, {"x": 1}, {"figure": FIGURE, "name": "toy", "params": params,
                                          "source": cache_key.module_source_hash(module),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from i2o.base.digests import sha256
 from i2o.compute import cache_entries, door
-from i2o.digests import sha256
 from i2o.provenance import __main__ as commands
 from i2o.provenance import bundles, fingerprint
 

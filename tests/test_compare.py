@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import execute, html_build, stamps
 from i2o.compute import profiles
 from i2o.provenance import compare, numbers

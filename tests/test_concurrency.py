@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from i2o import results
-from i2o.compute import cache_entries
-from i2o.digests import sha256
+from i2o.base.digests import sha256
+from i2o.compute import cache_entries, results
 
 PRELUDE = """
 import os, sys, time
@@ -63,7 +62,7 @@ def _finish(children: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
 
 SLOW_ENTRY = """
 import numpy as np
-from i2o import results
+from i2o.compute import results
 
 calls = Path(os.environ["CALLS"])
 
@@ -132,7 +131,7 @@ def test_losing_the_rename_keeps_a_valid_winner_and_replaces_a_corrupt_one(tmp_p
 KILLED_WHILE_WRITING = """
 import signal
 import numpy as np
-from i2o import results
+from i2o.compute import results
 from i2o.compute import cache_entries
 
 save = np.savez
@@ -147,7 +146,7 @@ results.cached("fig", "killed", {}, lambda: {"z": np.arange(10)})
 
 KILLED_WHILE_COMPUTING = """
 import signal
-from i2o import results
+from i2o.compute import results
 
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -157,7 +156,7 @@ results.cached("fig", "held", {}, die)
 
 AFTER_A_KILL = """
 import numpy as np
-from i2o import results
+from i2o.compute import results
 
 print(results.cached("fig", "held", {}, lambda: {"w": np.arange(3)})["w"].tolist())
 """

@@ -9,7 +9,7 @@ from bank import diagnose_results
 from i2o.chapters.diagnose import MODELS, claims, runs
 from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
 from i2o.compute import import_graph, profiles
-from i2o.job import Job
+from i2o.compute.job import Job
 from i2o.verdicts.prose import conclusions
 
 results = diagnose_results

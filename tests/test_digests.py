@@ -1,4 +1,4 @@
-"""i2o.digests: a file's digest is its bytes' digest; arrays are digested with the two headers
+"""i2o.base.digests: a file's digest is its bytes' digest; arrays are digested with the two headers
 the stored digests were made with (probes unnamed, entry fingerprints named)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from i2o.digests import BLOCK, arrays_sha256, sha256
+from i2o.base.digests import BLOCK, arrays_sha256, sha256
 
 
 def test_a_file_read_in_blocks_has_its_bytes_digest(tmp_path):

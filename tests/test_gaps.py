@@ -327,7 +327,7 @@ def test_jobs_are_distinct_picklable_values_whose_modules_stay_out_of_plots_and_
 
     from i2o.chapters.deq_gaps import runs
     from i2o.compute import import_graph, profiles
-    from i2o.job import Job
+    from i2o.compute.job import Job
 
     params = profiles.resolve("deq_gaps", "smoke")
     jobs = runs.jobs(params)

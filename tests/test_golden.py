@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from toy_jobs import ResidualJob, toy
 
-from i2o import runtime
+from i2o.base import runtime
 from i2o.compute import cache_entries
-from i2o.job import Job
+from i2o.compute.job import Job
 from i2o.provenance import __main__ as commands
 from i2o.provenance import compare, fingerprint, golden, probes
 
@@ -240,7 +240,7 @@ def test_deps_lists_each_job_class_with_the_modules_its_key_covers(capsys):
     assert "stability: i2o.chapters.stability.jobs.TrainJob (2 entries in smoke), keyed by" in out
     covered = [line.strip() for line in out.splitlines() if line.startswith("  ")]
     assert "i2o.deq.broyden" in covered and "i2o.chapters.stability.jobs" in covered
-    assert "i2o.chapters.stability.claims" not in covered and "i2o.results" not in covered
+    assert "i2o.chapters.stability.claims" not in covered and "i2o.compute.results" not in covered
     assert commands.main(["deps", "nonesuch"]) == 2
     assert "'nonesuch'" in capsys.readouterr().err
     assert commands.main(["--help"]) == 0

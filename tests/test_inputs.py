@@ -1,7 +1,8 @@
-"""The one reader of every value a user gives (:mod:`i2o.inputs`): each form of its grammar that is
-accepted (and to what Python value), each that is refused (in one line naming what was given, the
-value and what is allowed), the manifest's own checks, the seeds of every chapter, and the values
-a YAML reader accepted, which must read the same (a cache key holds them). Budget: ~2 s."""
+"""The one reader of every value a user gives (:mod:`i2o.compute.inputs`): each form of its grammar
+that is accepted (and to what Python value), each that is refused (in one line naming what was
+given, the value and what is allowed), the manifest's own checks, the seeds of every chapter, and
+the values a YAML reader accepted, which must read the same (a cache key holds them). Budget: ~2
+s."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import os
 import pytest
 import yaml
 
-from i2o import inputs
 from i2o.book import build
-from i2o.compute import profiles
-from i2o.inputs import MAX_ITEMS, ParameterError, Spec, read
+from i2o.compute import inputs, profiles
+from i2o.compute.inputs import MAX_ITEMS, ParameterError, Spec, read
 
 INT = Spec("int", 0, 100)
 FLOAT = Spec("float", 0.0, 10.0)

@@ -1,5 +1,6 @@
-"""Jobs as values (:mod:`i2o.job`): the cache key is the fields plus the source of the import
-closure of the job's module (:mod:`i2o.compute.import_graph`), found from the code, never listed."""
+"""Jobs as values (:mod:`i2o.compute.job`): the cache key is the fields plus the source of the
+import closure of the job's module (:mod:`i2o.compute.import_graph`), found from the code, never
+listed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from toy_jobs import toy
 
 from i2o.compute import cache_key, import_graph
-from i2o.job import Job
+from i2o.compute.job import Job
 
 PACKAGE = import_graph.PACKAGE_DIR
 
@@ -45,19 +46,20 @@ def test_a_job_is_a_frozen_picklable_value():
 
 def test_the_key_covers_the_module_that_defines_the_job():
     assert toy(1).module == "toy_chapter.jobs"
-    assert cache_key.key("f", "n", {}, module="i2o.job") != cache_key.key("f", "n", {})
+    assert cache_key.key("f", "n", {}, module="i2o.compute.job") != cache_key.key("f", "n", {})
     # a module outside i2o (the toy chapter under tests/, a researcher's own job): its file and
     # the closure of the i2o modules it imports
     outside = cache_key.module_source_hash("toy_chapter.jobs")
-    assert outside != cache_key.module_source_hash("i2o.job")
+    assert outside != cache_key.module_source_hash("i2o.compute.job")
 
 
 def test_the_closure_follows_imports_and_stops_at_unrelated_modules():
-    closure = import_graph.closure("i2o.job")
-    assert {"i2o.job", "i2o.results", "i2o.runtime", "i2o.compute.import_graph"} <= set(closure)
+    closure = import_graph.closure("i2o.compute.job")
+    assert {"i2o.compute.job", "i2o.compute.results", "i2o.base.runtime",
+            "i2o.compute.import_graph"} <= set(closure)
     assert "i2o.chapters.meta.maml" not in closure and "i2o.compute.sweep" not in closure
-    assert import_graph.closure("i2o.job", stop=frozenset(
-        {"i2o.results", "i2o.compute.cache_entries"})) == ("i2o.job",)
+    assert import_graph.closure("i2o.compute.job", stop=frozenset(
+        {"i2o.compute.results", "i2o.compute.cache_entries"})) == ("i2o.compute.job",)
 
 
 def test_a_job_depends_on_what_computes_it_not_on_the_cache_machinery():
@@ -86,7 +88,7 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
     before = key()
     assert "i2o.deq.broyden" in import_graph.closure(module, root)
     _edit(root / "chapters" / "meta" / "maml.py")
-    _edit(root / "results.py")  # the cache's plumbing
+    _edit(root / "compute" / "results.py")  # the cache's plumbing
     assert key() == before
     _edit(root / "deq" / "broyden.py")
     assert key() != before
@@ -94,7 +96,7 @@ def test_editing_an_imported_module_changes_the_key_and_an_unrelated_chapter_doe
 
 def test_the_graph_sees_function_level_and_relative_imports():
     assert "i2o.chapters.affine.sweeps" in import_graph.graph()["i2o.chapters.affine.jobs"]
-    assert "i2o.lineage" in import_graph.graph()["i2o.compute.profiles"]
+    assert "i2o.base.lineage" in import_graph.graph()["i2o.compute.profiles"]
 
 
 def test_run_jobs_reads_every_job_and_counts_what_it_computed(cache, toy_computations):

@@ -2,9 +2,9 @@
 
 Every job class of every chapter is checked: its closure
 (:func:`i2o.compute.cache_key.dependencies`) reaches no verdict, prose, figure, plotting or book
-machinery, and no module that changes no number (:data:`i2o.results.INERT`); on a temporary copy of
-the package, an edit to each of those modules leaves every key as it was, while an edit to the
-numerics leaves none.
+machinery, and no module that changes no number (:data:`i2o.compute.results.INERT`); on a temporary
+copy of the package, an edit to each of those modules leaves every key as it was, while an edit to
+the numerics leaves none.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import results
-from i2o.compute import cache_key, import_graph, profiles
+from i2o.compute import cache_key, import_graph, profiles, results
 from i2o.provenance import dependencies
 
 PACKAGE = import_graph.PACKAGE_DIR
@@ -104,11 +103,11 @@ def test_the_check_catches_a_job_module_that_reaches_verdicts():
 
 def test_inert_modules_import_no_computing_module():
     """What leaves the keys must not hide computation behind it: an inert module imports only
-    inert modules, or the numerics it reports (:mod:`i2o.runtime`)."""
+    inert modules, or the numerics it reports (:mod:`i2o.base.runtime`)."""
     graph = import_graph.graph()
     for module in results.INERT:
-        assert graph[module] <= results.INERT | {"i2o.runtime"}, (module, graph[module])
-    assert not graph["i2o.train.loop"] <= results.INERT | {"i2o.runtime"}  # a computing one
+        assert graph[module] <= results.INERT | {"i2o.base.runtime"}, (module, graph[module])
+    assert not graph["i2o.train.loop"] <= results.INERT | {"i2o.base.runtime"}  # a computing one
 
 
 def _edit(path: Path) -> None:
@@ -129,14 +128,14 @@ def test_editing_presentation_or_inert_code_changes_no_key_and_the_numerics_chan
 
     before = keys()
     edited = sorted(presenting(root) | results.INERT)
-    assert {"i2o.verdicts.gates", "i2o.verdicts.intervals", "i2o.book", "i2o.progress",
+    assert {"i2o.verdicts.gates", "i2o.verdicts.intervals", "i2o.book", "i2o.base.progress",
             "i2o.chapters.stability.claims"} <= set(edited)
     for module in edited:
         _edit(import_graph.path_of(module, root))
     assert keys() == before
-    _edit(root / "runtime.py")
+    _edit(root / "base" / "runtime.py")
     after = keys()
-    numeric = [module for module in modules if "i2o.runtime" in cache_key.dependencies(module)]
+    numeric = [module for module in modules if "i2o.base.runtime" in cache_key.dependencies(module)]
     assert numeric and all(after[module] != before[module] for module in numeric)
 
 

@@ -15,12 +15,13 @@ import pytest
 
 from i2o.compute import import_graph, profiles
 from i2o.compute.chapter import ChapterResults
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params
-from i2o.job import Job
 from i2o.verdicts.claims import Claims
 
 ENGINES = ("deq", "models", "data", "train")
-BASE = ("runtime", "replicates", "digests", "locations", "progress", "lineage", "allocator")
+#: The rooms under everything (:mod:`i2o.base`); ``i2o.pins`` beside them is machinery.
+BASE = ("base",)
 LAYERS = {"base": 0, "engine": 1, "machinery": 2, "chapter": 3}
 #: The rooms of the machinery: the lower ones enter, compute and decide; the upper ones present
 #: and trace, and may import the lower ones, never the reverse.
@@ -82,6 +83,16 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (cycle := visit(node)):
             return cycle
     return None
+
+
+def test_the_top_of_the_package_holds_only_commands():
+    """Beside the rooms and ``i2o.pins``, each module at the top is a command's entry
+    (``python -m i2o.X``): a few lines that hand over to the room that has the code."""
+    top = sorted(path for path in PACKAGE_DIR.glob("*.py") if path.name != "__init__.py")
+    assert {path.stem for path in top} == {"compare", "numbers", "probes", "results", "sweep"}
+    for path in top:
+        text = path.read_text()
+        assert 'if __name__ == "__main__":' in text and len(text.splitlines()) <= 10, path.name
 
 
 def test_the_import_graph_has_no_cycle():

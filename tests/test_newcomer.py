@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from toy_jobs import toy
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import build, execute, html_build, stamps
 from i2o.compute import cache_entries, pool
 from i2o.data import CLASSES, fetch, preflight

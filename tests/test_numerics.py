@@ -13,9 +13,9 @@ import pytest
 import toy_chapter
 from toy_jobs import toy
 
-from i2o import lineage, locations, results, runtime
+from i2o.base import lineage, locations, runtime
 from i2o.book import stamps
-from i2o.compute import cache_entries, cache_key, profiles, sweep
+from i2o.compute import cache_entries, cache_key, profiles, results, sweep
 
 TORCH_STEPS = """
 import hashlib, torch
@@ -42,7 +42,7 @@ print(digest.hexdigest())
 """
 
 JAX_STEPS = """
-from i2o import runtime
+from i2o.base import runtime
 runtime.jax_single_thread()
 import functools, hashlib, jax, numpy as np, optax
 from i2o.chapters.meta import maml, mlp, outer
@@ -141,7 +141,7 @@ def test_a_notebook_kernel_starts_pinned(tmp_path, monkeypatch):
     import papermill
 
     monkeypatch.delenv("I2O_NUMERICS", raising=False)
-    code = ("import json, os, torch\nfrom i2o import lineage\n"
+    code = ("import json, os, torch\nfrom i2o.base import lineage\n"
             "print(json.dumps({**lineage.provenance(), "
             "'capability': torch.backends.cpu.get_cpu_capability()}))")
     source, out = tmp_path / "probe.ipynb", tmp_path / "probe.out.ipynb"

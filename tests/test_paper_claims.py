@@ -12,7 +12,7 @@ from dataclasses import asdict
 import pytest
 import yaml
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import claim_anchors, claims_evidence, claims_page, published
 from i2o.book.claims_evidence import BuildRun, ChapterEvidence
 from i2o.compute import profiles

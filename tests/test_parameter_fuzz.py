@@ -12,10 +12,10 @@ not assumed), the notebook's first cell (:func:`i2o.compute.door.enter_namespace
 run reaches), the sweep (``python -m i2o.sweep FIG -p NAME VALUE``, ``make sweep``, with submission
 replaced by a tripwire) and the robustness runs (``make robustness``, whose parameters are the
 profile's: the bad value is put into the manifest's profile). Each must refuse and name the
-parameter. On the command lines the value is text, read by :mod:`i2o.inputs`: the fuzz also writes
-what only text can be (``010``, ``0x10``, ``1:30``, ``3.0`` for an integer, ``nan``, ``yes``, an
-unclosed list, 1,001 entries, a repeated seed, ``-p profile``, ``-p figure``, a name twice), every
-environment variable the runtime reads set to what it may not be (through the door, the book,
+parameter. On the command lines the value is text, read by :mod:`i2o.compute.inputs`: the fuzz also
+writes what only text can be (``010``, ``0x10``, ``1:30``, ``3.0`` for an integer, ``nan``, ``yes``,
+an unclosed list, 1,001 entries, a repeated seed, ``-p profile``, ``-p figure``, a name twice),
+every environment variable the runtime reads set to what it may not be (through the door, the book,
 the sweep and the diagnosis), and every option of ``python -m i2o.diagnose`` (its model file
 never runs); each refusal is one line. The cases are generated, so their count grows with the
 manifest; it is printed. Budget: ~30 s.
@@ -34,9 +34,8 @@ from typing import Any
 
 import pytest
 
-from i2o import inputs
 from i2o.book import build, stamps
-from i2o.compute import door, profiles, sweep, sweep_command
+from i2o.compute import door, inputs, profiles, sweep, sweep_command
 from i2o.diagnose import cli as diagnose_cli
 from i2o.provenance import __main__ as provenance_main
 from i2o.provenance import probes, robustness
@@ -157,7 +156,7 @@ def no_submission(monkeypatch):
 
 
 def _text(value: Any) -> str:
-    """``value`` written as a command line gives it (the grammar of :mod:`i2o.inputs`)."""
+    """``value`` written as a command line gives it (the grammar of :mod:`i2o.compute.inputs`)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
@@ -370,9 +369,9 @@ def test_every_bad_text_is_refused_in_one_line_on_every_command_line(
 # -- the environment ---------------------------------------------------------------------------
 
 def environment_cases() -> list[tuple[str, str]]:
-    """``(variable, value)``: for every variable the runtime reads (:data:`i2o.inputs.ENVIRONMENT`),
-    values its spec refuses: empty, a word, and for a number out of range, not finite, not
-    decimal."""
+    """``(variable, value)``: for every variable the runtime reads
+    (:data:`i2o.compute.inputs.ENVIRONMENT`), values its spec refuses: empty, a word, and for a
+    number out of range, not finite, not decimal."""
     cases = []
     for name, spec in inputs.ENVIRONMENT.items():
         cases.append((name, ""))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from pinned_matmul import MatmulJob, digest
 
-from i2o import pins, runtime
+from i2o import pins
+from i2o.base import runtime
 from i2o.compute import sweep
 
 TESTS = Path(__file__).resolve().parent

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 from toy_jobs import other, toy
 
-from i2o import lineage
+from i2o.base import lineage
 from i2o.compute import cache_costs, cache_entries, door, plan, pool
+from i2o.compute.job import Job
 from i2o.compute.schedule import TASK_START_SECONDS
-from i2o.job import Job
 from i2o.provenance import __main__ as commands
 
 

@@ -26,8 +26,8 @@ from i2o.compute import (
 )
 from i2o.compute.chapter import run_jobs
 from i2o.compute.door import Task
+from i2o.compute.job import Job
 from i2o.data import preflight
-from i2o.job import Job
 
 
 @dataclasses.dataclass(frozen=True)

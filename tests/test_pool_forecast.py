@@ -1,8 +1,8 @@
 """The job pool's display and its forecast: the schedule of what remains
 (:mod:`i2o.compute.schedule`), the time left the display shows (:func:`i2o.compute.sweep.eta`,
-:class:`i2o.progress.TaskBoard`), and the forecast of :mod:`i2o.compute.plan` against the wall time
-of the pool measured with 1 and 2 local processes, on tasks that sleep a known time (their process's
-start included)."""
+:class:`i2o.base.progress.TaskBoard`), and the forecast of :mod:`i2o.compute.plan` against the wall
+time of the pool measured with 1 and 2 local processes, on tasks that sleep a known time (their
+process's start included)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from typing import ClassVar
 
 import pytest
 
-from i2o import progress
+from i2o.base import progress
 from i2o.compute import cache_costs, door, plan, pool, schedule, sweep
 from i2o.compute.door import Task
-from i2o.job import Job
+from i2o.compute.job import Job
 
 TESTS = Path(__file__).resolve().parent
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils import parametrizations
 
-from i2o import runtime
+from i2o.base import runtime
 from i2o.models import portable_products
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
 from i2o.models.portable_products import PortableLinear, linear, matmul

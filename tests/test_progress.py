@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from i2o import progress
+from i2o.base import progress
 
 
 def test_progress_shows_rate_and_eta(monkeypatch, capsys):
@@ -92,7 +92,7 @@ def test_papermill_run_shows_progress_in_the_terminal_and_none_in_the_notebook(t
 
     source = tmp_path / "loop.ipynb"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from i2o import progress\n"
+        "from i2o.base import progress\n"
         "for _ in progress.Progress.over(range(5), 'kernel loop', unit='step'):\n"
         "    pass\n"
         "print('done')")])

@@ -8,7 +8,7 @@ import json
 import pytest
 from bank import replicate_run
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import published
 from i2o.compute import profiles
 from i2o.provenance import bundles, numbers, replicate_summary, robustness_page

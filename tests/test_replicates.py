@@ -1,12 +1,12 @@
-"""The replicate mapping (i2o.replicates) and every chapter's use of it: replicate 0 keeps every
-seed, replicate r > 0 redraws each of them, and no two (seed, replicate) pairs share a seed.
+"""The replicate mapping (i2o.base.replicates) and every chapter's use of it: replicate 0 keeps
+every seed, replicate r > 0 redraws each of them, and no two (seed, replicate) pairs share a seed.
 Budget: < 2 s (job lists only; nothing is trained)."""
 
 from __future__ import annotations
 
 import pytest
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.deq_gaps import runs as deq_gaps
 from i2o.chapters.meta import runs as meta
 from i2o.chapters.separation import runs as separation

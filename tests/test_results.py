@@ -5,8 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from i2o import results
-from i2o.compute import cache_entries, cache_key, jax_cache
+from i2o.compute import cache_entries, cache_key, jax_cache, results
 
 
 def test_computes_once_then_reads(tmp_path):
@@ -65,8 +64,9 @@ def test_failed_compute_leaves_no_entry():
 def test_key_depends_on_source_and_params():
     assert cache_key.key("f", "n", {"a": 1}) != cache_key.key("f", "n", {"a": 2})
     of_package = cache_key.key("f", "n", {"a": 1})
-    assert cache_key.key("f", "n", {"a": 1}, module="i2o.results") != of_package
-    assert cache_key.source_hash(["i2o.results"]) == cache_key.source_hash(["i2o.results"])
+    assert cache_key.key("f", "n", {"a": 1}, module="i2o.compute.results") != of_package
+    assert (cache_key.source_hash(["i2o.compute.results"])
+            == cache_key.source_hash(["i2o.compute.results"]))
     with pytest.raises(ValueError, match="not a module of i2o"):
         cache_key.source_hash(["i2o.no_such_module"])
 
@@ -84,7 +84,7 @@ def test_objects_are_refused():
 
 _COMPILE_ONCE = """
 import jax, jax.numpy as jnp
-from i2o import results
+from i2o.compute import results
 print(results.jax_compilation_cache())
 print(float(jax.jit(lambda x: jnp.sin(x).sum() * 3.0)(jnp.arange(5.0))))
 """
@@ -116,12 +116,12 @@ def test_a_checkpoint_folder_keeps_the_whole_key_when_the_name_holds_a_dot():
 
 
 def test_the_face_hands_computing_code_the_cache_modules_own_names():
-    """What computing code reads from :mod:`i2o.results` is the cache modules' own object, so a
-    key computed through the face is the key; the face's own functions are in no key."""
+    """What computing code reads from :mod:`i2o.compute.results` is the cache modules' own object,
+    so a key computed through the face is the key; the face's own functions are in no key."""
     assert results.key is cache_key.key and results.INERT is cache_key.INERT
     assert results.checkpoint_dir is cache_entries.checkpoint_dir
     assert results.jax_compilation_cache is jax_cache.jax_compilation_cache
-    face = {"i2o.results", "i2o.compute.cache_key", "i2o.compute.cache_entries",
+    face = {"i2o.compute.results", "i2o.compute.cache_key", "i2o.compute.cache_entries",
             "i2o.compute.cache_locks", "i2o.compute.cache_costs", "i2o.compute.jax_cache"}
     assert face <= cache_key.CACHE_MACHINERY
     assert not face & set(cache_key.dependencies("i2o.chapters.meta.evaluate"))

@@ -11,7 +11,7 @@ import sys
 import pytest
 from bank import replicate_run
 
-from i2o import locations
+from i2o.base import locations
 from i2o.compute import profiles
 from i2o.provenance import replicate_summary, robustness, robustness_page
 

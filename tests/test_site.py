@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import html_build, site
 from i2o.compute import profiles
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import execute, stamps
 from i2o.compute import import_graph, profiles
 

@@ -13,11 +13,10 @@ import sys
 import numpy as np
 import pytest
 
-from i2o import results
 from i2o.chapters.stability import runs as stability
 from i2o.chapters.stability.jobs import TrainJob
-from i2o.compute import cache_entries, cache_key, door, profiles, sweep, sweep_command
-from i2o.job import Job
+from i2o.compute import cache_entries, cache_key, door, profiles, results, sweep, sweep_command
+from i2o.compute.job import Job
 
 TINY_RUN = {"model": "micro", "train_size": 32, "test_size": 20, "epochs": 1, "batch_size": 16,
             "pretrain_steps": 1, "train_iters": [4], "backward_iter": 4, "seeds": [0],

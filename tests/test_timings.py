@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import all_chapters, build, execute, html_build, stamps
 from i2o.compute import door, pool, profiles, timing_records, timing_tables, timings
 from i2o.data import preflight

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from i2o import runtime
+from i2o.base import runtime
 
 TESTS = Path(__file__).resolve().parent
 TOY = TESTS / "toy_chapter"

@@ -15,9 +15,9 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
     base of every chapter's results (:mod:`~i2o.compute.chapter`), the import graph a key covers
     (:mod:`~i2o.compute.import_graph`), the job pool, its scheduler, the sweep on submitit, costs
     and the wall-time forecast, the results cache's key, entries, locks and costs
-    (:mod:`~i2o.compute.cache_key`, …); beside it at the top, the cache's face
-    (:mod:`i2o.results`) and the job (:mod:`i2o.job`), which every computing module imports by
-    name;
+    (:mod:`~i2o.compute.cache_key`, …), the cache's face (:mod:`~i2o.compute.results`) and the
+    job (:mod:`~i2o.compute.job`), which every computing module imports, and the grammar of every
+    value a user gives (:mod:`~i2o.compute.inputs`);
   - :mod:`i2o.verdicts` — the claims decided: verdicts with typed facts, intervals, margins,
     ranks and gates, the curves against the test-time count, the book's one rule
     (:mod:`~i2o.verdicts.rule`) and its claim rows, the claims table, what would decide an open
@@ -30,17 +30,22 @@ The shared package of the book that reproduces *Test like you Train in Implicit 
     pages, what was measured elsewhere, the claims page, the figure style;
 
   and :mod:`i2o.diagnose`, the paper's check applied to any implicit model (and its command),
-  which decides by the book's one rule as a chapter does; ``sweep.py``, ``compare.py``,
-  ``numbers.py`` and ``probes.py`` at the top are the commands' entries only;
+  which decides by the book's one rule as a chapter does;
 - engines shared by chapters: :mod:`i2o.deq` (fixed-point solvers, DEQ backward modes),
   :mod:`i2o.models` (DEQ architectures), :mod:`i2o.data` (data sets), :mod:`i2o.train` (the training
-  loop); and under all of them :mod:`i2o.runtime` (device, threads, the numerics mode and its
-  pins: what can change a number, in every job's key), with :mod:`i2o.pins` (importing i2o pins
-  the libraries not loaded yet; the cache refuses to compute in a process they loaded unpinned),
-  :mod:`i2o.replicates` (seeds per replicate) and :mod:`i2o.digests` (SHA-256 of bytes, files and
-  arrays), beside the modules that change none and are in no key (:data:`i2o.results.INERT`):
-  :mod:`i2o.locations` (paths), :mod:`i2o.progress` (progress bars), :mod:`i2o.lineage`
-  (provenance, commit, clock), :mod:`i2o.allocator`.
+  loop);
+- under all of them, :mod:`i2o.base`: :mod:`~i2o.base.runtime` (device, threads, the numerics
+  mode and its pins: what can change a number, in every job's key), :mod:`~i2o.base.replicates`
+  (seeds per replicate), :mod:`~i2o.base.digests` (SHA-256 of bytes, files and arrays), and the
+  modules that change no number and are in no key (:data:`i2o.compute.results.INERT`):
+  :mod:`~i2o.base.locations` (paths), :mod:`~i2o.base.progress` (progress bars),
+  :mod:`~i2o.base.lineage` (provenance, commit, clock), :mod:`~i2o.base.allocator`; beside them
+  :mod:`i2o.pins` (importing i2o pins the libraries not loaded yet; the cache refuses to compute
+  in a process they loaded unpinned).
+
+At the top, besides these rooms, only the commands' entries: ``python -m i2o.results``,
+``i2o.sweep``, ``i2o.numbers``, ``i2o.compare`` and ``i2o.probes`` (each a few lines handing over to
+the room with the code).
 
 Glossary (one name per quantity, from the manifest to the solver):
 
@@ -57,7 +62,7 @@ Glossary (one name per quantity, from the manifest to the solver):
 - ``pretrain_steps`` the optimiser steps of a shallow weight-tied warm-up before the DEQ is
   trained (stability, ``cls_``/``lm_pretrain_steps`` in deq_gaps);
 - ``replicate`` the draw of a chapter's random choices: 0 is the book's, r > 0 passes every seed
-  through :func:`i2o.replicates.seed`;
+  through :func:`i2o.base.replicates.seed`;
 - data sizes: ``train_size``/``test_size`` (stability), ``cls_train_size``, ``inv_train_size``,
   ``lm_train_chars`` (deq_gaps), ``n_test_tasks`` (meta).
 """

@@ -3,8 +3,8 @@
 :class:`ResidualJob` (``residuals-seed<s>``) draws a contraction A (spectral norm
 ``contraction``) and b of dimension ``dim`` from its seed, iterates z ← A z + b from z_0 = 0 for
 ``test_iters`` steps and returns the relative residual ‖z_n − z*‖ / ‖z_0 − z*‖ at every n. Its
-state is saved every :data:`CHECKPOINT_EVERY` steps under :meth:`i2o.job.Job.checkpoints`, so an
-interrupted run resumes where it stopped.
+state is saved every :data:`CHECKPOINT_EVERY` steps under :meth:`i2o.compute.job.Job.checkpoints`,
+so an interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from i2o import replicates
-from i2o.job import Job
+from i2o.base import replicates
+from i2o.compute.job import Job
 
 from . import FIGURE
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
-from i2o.job import Job
 
 from . import FIGURE
 from .jobs import ResidualJob

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import execute, stamps
 from i2o.book.execute import first_error_line, record_failure
 from i2o.book.stamps import executed_path, recorded_stamp

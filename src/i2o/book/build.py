@@ -24,7 +24,7 @@ with ``numbers.json`` (every glued number and claim row, :mod:`i2o.provenance.nu
 
 Command line (what the Makefile calls)::
 
-    python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]   # value: i2o.inputs
+    python -m i2o.book run affine --profile paper -p n_seeds 50 [--force]   # i2o.compute.inputs
     python -m i2o.book all --profile quick [--workers N] [--record-timing]
     python -m i2o.book book --profile quick [--workers N] [--record-timing]  # all, then html
     python -m i2o.book html
@@ -43,10 +43,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from i2o import inputs
 from i2o.book import all_chapters, execute, html_build
 from i2o.book.stamps import executed_path
-from i2o.compute import door, plan, pool, profiles, timings
+from i2o.compute import door, inputs, plan, pool, profiles, timings
 from i2o.data import preflight
 
 
@@ -71,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                             "that the jobs' recorded peak memory fits)")
     one.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="override a figure parameter, e.g. -p seeds '[0, 1]' (read by "
-                          "i2o.inputs, not as YAML: 1e-2 is a number, 010 and 1:30 are refused)")
+                          "i2o.compute.inputs, not as YAML: 1e-2 is a number, 010 and 1:30 "
+                          "are refused)")
     sub.add_parser("html", help="build the HTML book from the executed notebooks")
     sub.add_parser("figures", help="list the manifest's figures")
     args = parser.parse_args(argv)

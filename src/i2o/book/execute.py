@@ -16,7 +16,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from i2o import lineage, locations, progress, runtime
+from i2o.base import lineage, locations, progress, runtime
 from i2o.book.stamps import STAMP_KEY, executed_path, recorded_stamp, stamp_changes, stamped
 from i2o.compute import door, profiles
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from i2o import locations
+from i2o.base import locations
 from i2o.book import claims_page, published, site
 from i2o.book.execute import exclusive, failure_path
 from i2o.book.stamps import STAMP_KEY, executed_path

@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from matplotlib.text import Text
 
-from i2o import lineage, locations
-from i2o.digests import sha256
+from i2o.base import lineage, locations
+from i2o.base.digests import sha256
 
 
 class _FontDateNoise(logging.Filter):

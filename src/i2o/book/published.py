@@ -15,7 +15,8 @@ whether this checkout would compute the same thing:
 
 - ``keys``: the SHA-256 of the names of every cache entry of the chapter's jobs at each replicate
   (:func:`i2o.provenance.fingerprint.chapter_entries`). An entry's name holds its key, which covers
-  the job's parameters, the code that computes it and the numerics pins (:mod:`i2o.results`);
+  the job's parameters, the code that computes it and the numerics pins
+  (:mod:`i2o.compute.results`);
 - ``claims_code``: the hash of the chapter's claims module and everything it imports
   (:func:`i2o.compute.cache_key.module_source_hash`), which turns results into verdicts.
 
@@ -38,10 +39,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations
+from i2o.base import lineage, locations
+from i2o.base.digests import sha256
 from i2o.book import site
 from i2o.compute import cache_entries, cache_key, profiles
-from i2o.digests import sha256
 from i2o.provenance import bundles, fingerprint, numbers, replicate_summary
 from i2o.provenance.replicate_summary import chapter_replicates
 
@@ -342,7 +343,7 @@ def _bundle_lines(data: Mapping[str, Any], profile: str) -> list[str]:
                   f"{figure} --profile {profile} -o {figure}-{profile}.tar`, not committed): "
                   f"{bundle['files']} files, {bundle['bytes'] / 1e6:.1f} MB, contents digest "
                   f"`{bundle['contents_sha256']}` (printed by the export and by `python -m "
-                  f"i2o.results import`).", ""]
+                  f"i2o.compute.results import`).", ""]
     return lines
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
 from i2o.compute import profiles
 from i2o.provenance import numbers
 

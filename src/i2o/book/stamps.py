@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import locations, runtime
+from i2o.base import locations, runtime
+from i2o.base.digests import sha256
 from i2o.compute import cache_key, import_graph, profiles
-from i2o.digests import sha256
 
 STAMP_KEY = "i2o"
 
@@ -27,8 +27,8 @@ def executed_path(figure: str) -> Path:
 def stamp_inputs(figure: str, params: profiles.Params) -> dict[str, Any]:
     """What ``figure``'s stamp is computed from: the SHA-256 of its source notebook, the profile,
     the parameters, the SHA-256 of every i2o source file (:func:`i2o.compute.cache_key.source_hash`)
-    and, in portable mode, the numerics pins (:func:`i2o.runtime.numerics_key`, as in a cache key:
-    other pins re-execute)."""
+    and, in portable mode, the numerics pins (:func:`i2o.base.runtime.numerics_key`, as in a cache
+    key: other pins re-execute)."""
     source = locations.repo_root() / profiles.entry(figure)["notebook"]
     what = {"notebook": sha256(source.read_bytes()),
             "profile": params.profile, "params": params.as_dict(), "i2o": cache_key.source_hash()}

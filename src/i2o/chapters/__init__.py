@@ -10,9 +10,9 @@ checks their annotations):
   called by
   :mod:`i2o.compute.door` only, the one door every path enters by (notebook, ``make fig-*``, ``make
   sweep``, ``make robustness``); ``jobs(params: Params) -> list[Job]`` lists the chapter's jobs
-  (:class:`i2o.job.Job`, frozen values whose fields are their cache key, one entry each), when it
-  has any; optionally ``tasks(params: Params) -> list[Task]``, the same jobs grouped as a sweep
-  submits them (small ones computed in one process); ``collect(params: Params) ->
+  (:class:`i2o.compute.job.Job`, frozen values whose fields are their cache key, one entry each),
+  when it has any; optionally ``tasks(params: Params) -> list[Task]``, the same jobs grouped as a
+  sweep submits them (small ones computed in one process); ``collect(params: Params) ->
   <Chapter>Results`` returns everything the notebook shows, a dataclass deriving from
   :class:`i2o.compute.chapter.ChapterResults` (the parameters, the run's
   :class:`i2o.compute.chapter.Cost`, its provenance). Parameters are read one way:

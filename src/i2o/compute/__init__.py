@@ -20,9 +20,12 @@
   writers removed; :mod:`.cache_costs` — what computing each entry cost, read back by name;
   :mod:`.jax_cache` — JAX's compiled programs kept in the cache.
 
-The cache's face, :mod:`i2o.results` (``cached``, ``lookup`` and the names computing code reads
-from the modules above), and the job, :mod:`i2o.job`, stay at the top of the package: every
-computing module imports them by name, and a key covers that import line.
+- :mod:`.results` — the cache's face: ``cached``, ``lookup`` and the names computing code reads
+  from the modules above; :mod:`.job` — a job (a frozen dataclass whose fields are its key) and
+  its entry; :mod:`.inputs` — the grammar of parameters and environment variables.
+
+Every computing module imports :mod:`.results` and :mod:`.job` by name; a key covers what such an
+import binds (its content), not where the module lives (:mod:`.cache_key`).
 Nothing here imports :mod:`i2o.book`, :mod:`i2o.provenance` or a chapter
 (``tests/test_layout.py``).
 """

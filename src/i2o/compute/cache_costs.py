@@ -1,9 +1,9 @@
 """What computing each results-cache entry cost, recorded in its ``meta.json`` outside the key.
 
-:func:`i2o.results.cached` measures the wall and CPU seconds of ``compute()`` and the process's
-peak memory, and stores them under :data:`COST`; :func:`recorded_costs` reads the most recent
-record of each job (its name and parameters, :func:`cost_key`) under any key, for the book's job
-pool (:mod:`i2o.compute.pool`) and the forecast (``python -m i2o.results plan``,
+:func:`i2o.compute.results.cached` measures the wall and CPU seconds of ``compute()`` and the
+process's peak memory, and stores them under :data:`COST`; :func:`recorded_costs` reads the most
+recent record of each job (its name and parameters, :func:`cost_key`) under any key, for the book's
+job pool (:mod:`i2o.compute.pool`) and the forecast (``python -m i2o.results plan``,
 :mod:`i2o.compute.plan`).
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from i2o.base.digests import sha256
 from i2o.compute.cache_entries import META, results_dir
-from i2o.digests import sha256
 
 #: The field of an entry's ``meta.json`` that holds what computing it cost (:class:`JobCost`).
 COST = "cost"
@@ -28,7 +28,7 @@ _ENTRY_NAME = re.compile(r"(?P<name>.+)-[0-9a-f]{20}")
 
 @dataclass(frozen=True)
 class JobCost:
-    """What computing one cache entry cost, as :func:`i2o.results.cached` measured it around
+    """What computing one cache entry cost, as :func:`i2o.compute.results.cached` measured it around
     ``compute()``.
 
     ``seconds`` is the wall time, ``cpu_seconds`` the process's CPU time over the same span

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 import numpy as np
 from filelock import Timeout
 
-from i2o import lineage, locations, runtime
+from i2o.base import lineage, locations, runtime
+from i2o.base.digests import sha256
 from i2o.compute.cache_key import key, key_of
 from i2o.compute.cache_locks import entry_lock, holding
-from i2o.digests import sha256
 
 T = TypeVar("T")
 

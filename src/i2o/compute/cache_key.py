@@ -2,13 +2,13 @@
 
 A key is ``sha256(figure, name, parameters, hash of the i2o code, numerics pins)``. The code
 hashed is the import closure of the module that computes the result (``module=``, for a job the
-module that defines its class, :class:`i2o.job.Job`; :func:`i2o.compute.import_graph.closure`):
-the modules the computation can reach, found from the code and never listed by hand, so that an
-edit to one of them recomputes the entry and an edit to an unrelated chapter or plot does not.
-The cache's own plumbing (:data:`CACHE_MACHINERY`) stores and finds results without computing
-them, so it is left out, as are the modules that change no number (:data:`INERT`). An import
-through a package's face (``from i2o.deq import solve``) reaches the submodule that defines the
-name, not everything the face re-exports.
+module that defines its class, :class:`i2o.compute.job.Job`;
+:func:`i2o.compute.import_graph.closure`): the modules the computation can reach, found from the
+code and never listed by hand, so that an edit to one of them recomputes the entry and an edit to an
+unrelated chapter or plot does not. The cache's own plumbing (:data:`CACHE_MACHINERY`) stores and
+finds results without computing them, so it is left out, as are the modules that change no number
+(:data:`INERT`). An import through a package's face (``from i2o.deq import solve``) reaches the
+submodule that defines the name, not everything the face re-exports.
 
 The hash is of content, not of where it lives (:func:`module_source_hash`): each module of the
 closure counts by its code without comments, docstrings and ``i2o`` imports (:func:`content_of`),
@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import runtime
+from i2o.base import runtime
+from i2o.base.digests import sha256
 from i2o.compute import import_graph
-from i2o.digests import sha256
 
 
 def source_hash(modules: Iterable[str] | None = None,
@@ -133,20 +133,21 @@ def _code_of(path: str, mtime_ns: int, size: int, imports: str = "kept",
 
 
 #: The cache's own plumbing: how a result is stored and found, never what it is — the face
-#: :mod:`i2o.results`, :mod:`i2o.job`, the import graph and the cache's modules in this room. A
-#: job's closure neither includes nor follows them, so that fixing the cache does not discard
-#: results.
+#: :mod:`i2o.compute.results`, :mod:`i2o.compute.job`, the import graph and the cache's modules in
+#: this room. A job's closure neither includes nor follows them, so that fixing the cache does not
+#: discard results.
 CACHE_MACHINERY = frozenset({
-    "i2o.job", "i2o.results", "i2o.compute.import_graph", "i2o.compute.cache_key",
+    "i2o.compute.job", "i2o.compute.results", "i2o.compute.import_graph", "i2o.compute.cache_key",
     "i2o.compute.cache_entries", "i2o.compute.cache_locks", "i2o.compute.cache_costs",
     "i2o.compute.jax_cache"})
 #: Modules a computation may call that never change its numbers: where files are
-#: (:mod:`i2o.locations`; data files are verified by checksum), progress bars
-#: (:mod:`i2o.progress`), provenance, the commit and the clock (:mod:`i2o.lineage`) and the
-#: allocator (:mod:`i2o.allocator`). A job's closure neither includes nor follows them, so that
-#: rewording a progress bar recomputes nothing. They import no computing module, only each other
-#: and the numerics they report (:mod:`i2o.runtime`; ``tests/test_keys.py``).
-INERT = frozenset({"i2o.locations", "i2o.progress", "i2o.lineage", "i2o.allocator"})
+#: (:mod:`i2o.base.locations`; data files are verified by checksum), progress bars
+#: (:mod:`i2o.base.progress`), provenance, the commit and the clock (:mod:`i2o.base.lineage`) and
+#: the allocator (:mod:`i2o.base.allocator`). A job's closure neither includes nor follows them, so
+#: that rewording a progress bar recomputes nothing. They import no computing module, only each
+#: other and the numerics they report (:mod:`i2o.base.runtime`; ``tests/test_keys.py``).
+INERT = frozenset({"i2o.base.locations", "i2o.base.progress", "i2o.base.lineage",
+                   "i2o.base.allocator"})
 #: Modules that decide where and when jobs run, never their numbers (the same fingerprints with
 #: one and two pool processes: ``tests/test_pool_fingerprints.py``, ``tests/test_determinism.py``).
 #: No job imports them; the digest of a chapter's verdict code
@@ -224,8 +225,8 @@ def _closure_hash(top: bytes, top_bindings: list[tuple[str, str, bool]],
 
 def torch_threads() -> int:
     """torch's intra-op thread count as this process's environment sets it (``I2O_THREADS``, read
-    by :func:`i2o.runtime.set_threads`): a whole number ≥ 1, default 1; ``ValueError`` in one line
-    for any other value. Other counts give other bits (reductions split differently)."""
+    by :func:`i2o.base.runtime.set_threads`): a whole number ≥ 1, default 1; ``ValueError`` in one
+    line for any other value. Other counts give other bits (reductions split differently)."""
     raw = os.environ.get("I2O_THREADS", "1").strip()
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"I2O_THREADS must be a whole number of torch threads ≥ 1; got {raw!r}")
@@ -239,7 +240,7 @@ def _canonical(params: Mapping[str, Any]) -> str:
 def key(figure: str, name: str, params: Mapping[str, Any], module: str | None = None) -> str:
     """The entry's key: ``params`` and the source of ``module``'s import closure. A result
     computed in another numerics mode, or with other portable pins, is another entry
-    (:func:`i2o.runtime.numerics_key`); native mode's keys are those of the entries computed
+    (:func:`i2o.base.runtime.numerics_key`); native mode's keys are those of the entries computed
     before the modes existed (they are native). So is one computed with another torch thread
     count than 1 (:func:`torch_threads`), which gives other bits."""
     return key_of(figure, name, params, module_source_hash(module), torch_threads(),
@@ -251,7 +252,7 @@ def key_of(figure: str, name: str, params: Mapping[str, Any], source: str, threa
     """The key :func:`key` gives for these values, whatever this process's code and
     environment: ``source``, the hash of the computing code (:func:`module_source_hash`),
     ``threads``, the torch thread count, and ``numerics``, the numerics' part
-    (:func:`i2o.runtime.numerics_key`); what an entry's record is checked against
+    (:func:`i2o.base.runtime.numerics_key`); what an entry's record is checked against
     (:func:`i2o.compute.cache_entries.recorded_key`)."""
     what: dict[str, Any] = {"figure": figure, "name": name, "params": dict(params),
                             "source": source}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from i2o import lineage
+from i2o.base import lineage
 
 LOCKS = ".locks"
 # One lock object per lock file and process: filelock's locks are reentrant per object, so a

@@ -3,8 +3,8 @@
 A chapter's results type is a frozen dataclass deriving from :class:`ChapterResults`, which adds
 the parameters that produced them (so ``claims.claims(results)``, ``claims.numbers(results)`` and
 the figures need nothing else), the run's :class:`Cost` and its provenance
-(:func:`i2o.lineage.provenance`). :func:`run_jobs` is how a chapter computes or reads its jobs and
-measures what that cost; every chapter reports its cost through :meth:`Cost.text`.
+(:func:`i2o.base.lineage.provenance`). :func:`run_jobs` is how a chapter computes or reads its jobs
+and measures what that cost; every chapter reports its cost through :meth:`Cost.text`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from i2o import lineage
+from i2o.base import lineage
+from i2o.base.progress import Progress
 from i2o.compute import pool, sweep
 from i2o.compute.door import Task
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params
-from i2o.job import Job
-from i2o.progress import Progress
 
 
 @dataclasses.dataclass(frozen=True)

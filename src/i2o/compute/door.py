@@ -9,9 +9,9 @@ Every path into a chapter enters here, before any job is listed, submitted or co
 - ``make robustness`` (:func:`i2o.provenance.robustness.check_request`, for every replicate asked).
 
 Validation is the manifest's schema (:func:`i2o.compute.profiles.resolve`: types, ranges, choices,
-misspelt names, every value read by :func:`i2o.inputs.read`), the environment variables the runtime
-reads (:func:`i2o.inputs.check_environment`, before the chapter's code is imported), and then the
-chapter's own rules between parameters (``runs.check_params``), all raising
+misspelt names, every value read by :func:`i2o.compute.inputs.read`), the environment variables the
+runtime reads (:func:`i2o.compute.inputs.check_environment`, before the chapter's code is imported),
+and then the chapter's own rules between parameters (``runs.check_params``), all raising
 :class:`i2o.compute.profiles.ParameterError` that names the parameter. The machinery knows a
 chapter only through the manifest's ``package``: its ``runs`` module is imported by name, never by
 an import statement (``tests/test_layout.py``).
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from i2o import inputs, runtime
-from i2o.compute import profiles
-from i2o.job import Job
+from i2o.base import runtime
+from i2o.compute import inputs, profiles
+from i2o.compute.job import Job
 
 #: What a sweep submits as one process: jobs computed in order (most are one job).
 Task = tuple[Job, ...]

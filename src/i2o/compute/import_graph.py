@@ -1,16 +1,16 @@
 """The import graph of the ``i2o`` package, read from its source (no module is imported).
 
 A module's edges are the ``i2o`` modules it names in an ``import`` or ``from … import`` statement,
-at top level or inside a function, absolute or relative: ``from i2o import results`` is an edge to
-the module ``i2o.results``. A name imported from a package goes through its face (``__init__``) to
-the submodule that defines it: ``from i2o.deq import SolverSpec`` is an edge to ``i2o.deq.spec``
-(:func:`face_exports`), not to everything the face re-exports; a name the face defines itself
-(``from i2o.chapters.meta import FIGURE``) is an edge to the face, whose own edges are only the
-imports its code uses. A whole package bound to a name (``import i2o.deq``) is an edge to every
-module its face exports. The parents a submodule import executes on the way (``i2o``,
+at top level or inside a function, absolute or relative: ``from i2o.compute import results`` is an
+edge to the module ``i2o.compute.results``. A name imported from a package goes through its face
+(``__init__``) to the submodule that defines it: ``from i2o.deq import SolverSpec`` is an edge to
+``i2o.deq.spec`` (:func:`face_exports`), not to everything the face re-exports; a name the face
+defines itself (``from i2o.chapters.meta import FIGURE``) is an edge to the face, whose own edges
+are only the imports its code uses. A whole package bound to a name (``import i2o.deq``) is an edge
+to every module its face exports. The parents a submodule import executes on the way (``i2o``,
 ``i2o.deq``) are not edges unless named: they hold docstrings and re-exports, not computation.
 
-Two users: :mod:`i2o.results` keys a cache entry by the source of the :func:`closure` of the
+Two users: :mod:`i2o.compute.results` keys a cache entry by the source of the :func:`closure` of the
 module that defines its job (so no source list is written by hand), and ``tests/test_layout.py``
 checks the graph's layers.
 """

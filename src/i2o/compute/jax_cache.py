@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from i2o import inputs
+from i2o.compute import inputs
 from i2o.compute.cache_entries import results_dir
 
 #: Where :func:`jax_compilation_cache` keeps XLA's compiled programs, inside the results cache.
@@ -17,7 +17,7 @@ def jax_compilation_cache() -> Path | None:
     program it would otherwise compile again. Numbers do not change: a loaded program is the one
     compiled, and JAX's key covers the program, the compile options and the library versions.
     ``I2O_JAX_CACHE=0`` (or ``false``) leaves JAX's default (no persistent cache); a value other
-    than 0, 1, true or false is refused (:func:`i2o.inputs.environment_value`). Returns the
+    than 0, 1, true or false is refused (:func:`i2o.compute.inputs.environment_value`). Returns the
     directory, or ``None`` when off."""
     if not inputs.environment_value("I2O_JAX_CACHE", default=True):
         return None

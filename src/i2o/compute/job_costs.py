@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations
+from i2o.base import lineage, locations
 from i2o.compute import cache_costs
-from i2o.job import Job
+from i2o.compute.job import Job
 
 FILE = "job-costs.json"
 

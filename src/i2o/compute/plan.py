@@ -32,10 +32,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
 from i2o.compute import cache_costs, door, pool, profiles, timing_records
+from i2o.compute.job import Job
 from i2o.compute.schedule import TASK_START_SECONDS, lpt, task_seconds
-from i2o.job import Job
 
 #: The cores of the forecast when ``--cores`` is not given.
 DEFAULT_CORES = (2, 8, 16, 64)

@@ -7,7 +7,7 @@ chapter it will execute (:meth:`i2o.compute.door.Chapter.tasks` reduced by
 as the portable pins require), the longest first, so that the last task does not run alone while
 other cores wait. The notebooks then read every job from the results cache.
 
-What it shows (:class:`i2o.progress.TaskBoard`): before it starts, one line with its size, the
+What it shows (:class:`i2o.base.progress.TaskBoard`): before it starts, one line with its size, the
 compute and the wall time it expects (:func:`expected_wall_seconds`); while it runs, the jobs
 done of the total, the tasks running and the time left, the longest-first schedule of what
 remains on the pool's processes from the tasks' expected costs (:func:`i2o.compute.sweep.eta`),
@@ -45,10 +45,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from i2o import lineage, locations
+from i2o.base import lineage, locations
 from i2o.compute import cache_costs, cache_entries, door, job_costs, schedule, sweep
 from i2o.compute.door import Task
-from i2o.job import Job
+from i2o.compute.job import Job
 
 #: A job's expected wall time when neither it nor any job of its chapter has a recorded cost.
 DEFAULT_JOB_SECONDS = 60.0

@@ -23,14 +23,14 @@ a chapter touches no file of this room. An entry::
       profiles: {smoke: {...}, quick: {...}, paper: {...}}   every parameter, in every profile
 
 Every figure has ``replicate`` (0 in every profile): the chapter passes each of its seeds through
-:func:`i2o.replicates.seed`, so replicate r > 0 redraws every random choice (``make robustness``
-runs the chapters at several replicates).
+:func:`i2o.base.replicates.seed`, so replicate r > 0 redraws every random choice (``make
+robustness`` runs the chapters at several replicates).
 
 A notebook's ``parameters`` cell declares ``profile = "quick"`` and every other parameter as
 ``None`` ("the profile's value"); papermill may override any of them. :func:`resolve_namespace`
 then checks every value against the schema *before any compute* and fails with a message that
 names the parameter and what it allows. Every value, a Python value or text (``-p NAME VALUE`` of
-the commands: :func:`read_overrides`), is read by one reader, :func:`i2o.inputs.read`, whose
+the commands: :func:`read_overrides`), is read by one reader, :func:`i2o.compute.inputs.read`, whose
 docstring is the grammar (not YAML's: ``1e-2`` is a number, ``010`` and ``1:30`` are refused).
 """
 
@@ -44,8 +44,9 @@ from typing import Any
 
 import yaml
 
-from i2o import inputs, lineage
-from i2o.inputs import ParameterError as ParameterError  # where every caller finds it
+from i2o.base import lineage
+from i2o.compute import inputs
+from i2o.compute.inputs import ParameterError as ParameterError  # where every caller finds it
 
 PROFILES = ("smoke", "quick", "paper")
 #: Where the chapters' packages are, each with its manifest entry (:data:`MANIFEST_NAME`).
@@ -125,7 +126,7 @@ def _check_entry(figure: str, entry: Mapping[str, Any], where: str) -> None:
                          "a whole number (the chapters are sorted by it)")
     if "replicate" not in entry["parameters"]:
         raise ValueError(f"{where}: figure {figure!r} has no 'replicate' parameter "
-                         "(every chapter redraws its random choices by it: i2o.replicates)")
+                         "(every chapter redraws its random choices by it: i2o.base.replicates)")
     for name, schema in entry["parameters"].items():
         if schema.get("type") not in _TYPES:
             raise ValueError(f"{where}: {figure}.{name} has type {schema.get('type')!r}; "
@@ -150,19 +151,20 @@ def _check_entry(figure: str, entry: Mapping[str, Any], where: str) -> None:
 
 
 def spec(name: str, schema: Mapping[str, Any]) -> inputs.Spec:
-    """The reader's spec of parameter ``name`` (:meth:`i2o.inputs.Spec.from_schema`)."""
+    """The reader's spec of parameter ``name`` (:meth:`i2o.compute.inputs.Spec.from_schema`)."""
     return inputs.Spec.from_schema(name, schema)
 
 
 def describe(schema: Mapping[str, Any], name: str = "") -> str:
     """What a schema allows, in words: ``an integer ≥ 1``, ``one of 'ift', 'unrolled'``
-    (:func:`i2o.inputs.describe`; ``name``: a list named ``…seeds`` allows no repeated seed)."""
+    (:func:`i2o.compute.inputs.describe`; ``name``: a list named ``…seeds`` allows no repeated
+    seed)."""
     return inputs.describe(spec(name, schema))
 
 
 def validate_value(figure: str, name: str, value: Any, schema: Mapping[str, Any]) -> Any:
-    """Return ``value`` read by :func:`i2o.inputs.read` (text by its grammar; ints accepted for
-    floats, returned as floats) or raise :class:`ParameterError` naming the parameter."""
+    """Return ``value`` read by :func:`i2o.compute.inputs.read` (text by its grammar; ints accepted
+    for floats, returned as floats) or raise :class:`ParameterError` naming the parameter."""
     return inputs.read(value, spec(name, schema), f"parameter {name!r} of figure {figure!r}")
 
 
@@ -207,8 +209,8 @@ def _close_names(name: str, names: Iterable[str]) -> list[str]:
 def read_overrides(figure: str, pairs: Iterable[Sequence[str]] | None) -> dict[str, Any]:
     """The ``-p NAME VALUE`` pairs of a command line (``python -m i2o.book run``, ``python -m
     i2o.sweep``, ``make fig-* P=…``, ``make sweep P=…``), each value read from its text by the
-    parameter's schema (:func:`i2o.inputs.read`); :class:`ParameterError` for ``-p profile`` or
-    ``-p figure`` (saying how to choose them), for a name given twice and for a bad value. A
+    parameter's schema (:func:`i2o.compute.inputs.read`); :class:`ParameterError` for ``-p profile``
+    or ``-p figure`` (saying how to choose them), for a name given twice and for a bad value. A
     name the figure does not have is kept as its text: :func:`resolve` refuses it with the names
     it is close to."""
     parameters = entry(figure)["parameters"]

@@ -1,18 +1,18 @@
 """Run a figure's training jobs with submitit, into the results cache.
 
-A chapter's jobs are the values ``<package>.runs.jobs(params)`` returns (:class:`i2o.job.Job`):
-``affine`` one per figure or check; ``stability`` one per (seed, arm, training N); ``deq_gaps``
-one per trained DEQ (the three tasks, the two inverse-problem variants, the overparametrization
-subsets); ``meta`` one per meta-learned and evaluated model (Figures 3 and 4, the ablation);
-``separation`` one per trained stack of small networks or small model; ``diagnose`` one per model
-checked. A chapter is entered through :mod:`i2o.compute.door`, which validates every parameter
-before a job is listed, so a bad value is refused before anything is submitted. What is submitted is
-a task (:meth:`i2o.compute.door.Chapter.tasks`): one job, or several small ones computed in order in
-one process (separation's models of a second each). Each job is pickled as it is and computes one
-result with :meth:`i2o.job.Job.run`, under the key the figure's notebook uses, resuming from its
-checkpoint directory when a previous attempt was interrupted; jobs whose result is already cached
-are not submitted. The notebook, run afterwards with the same profile and parameters, then only
-reads and plots.
+A chapter's jobs are the values ``<package>.runs.jobs(params)`` returns
+(:class:`i2o.compute.job.Job`): ``affine`` one per figure or check; ``stability`` one per (seed,
+arm, training N); ``deq_gaps`` one per trained DEQ (the three tasks, the two inverse-problem
+variants, the overparametrization subsets); ``meta`` one per meta-learned and evaluated model
+(Figures 3 and 4, the ablation); ``separation`` one per trained stack of small networks or small
+model; ``diagnose`` one per model checked. A chapter is entered through :mod:`i2o.compute.door`,
+which validates every parameter before a job is listed, so a bad value is refused before anything is
+submitted. What is submitted is a task (:meth:`i2o.compute.door.Chapter.tasks`): one job, or several
+small ones computed in order in one process (separation's models of a second each). Each job is
+pickled as it is and computes one result with :meth:`i2o.compute.job.Job.run`, under the key the
+figure's notebook uses, resuming from its checkpoint directory when a previous attempt was
+interrupted; jobs whose result is already cached are not submitted. The notebook, run afterwards
+with the same profile and parameters, then only reads and plots.
 
 Executors: ``local`` (subprocesses on this machine, ``--max-parallel`` at a time), ``slurm`` (one
 array job; ``--partition``, ``--time`` in minutes, ``--gpus`` and ``--cpus`` per job,
@@ -41,11 +41,11 @@ from typing import Any
 import submitit
 import submitit.helpers
 
-from i2o import lineage, runtime
+from i2o.base import lineage, runtime
+from i2o.base.progress import Eta, Progress, TaskBoard
 from i2o.compute import cache_entries, door, profiles, schedule, worker_watch
 from i2o.compute.door import Task
-from i2o.job import Job
-from i2o.progress import Eta, Progress, TaskBoard
+from i2o.compute.job import Job
 
 EXECUTORS = ("local", "slurm", "debug")
 
@@ -108,7 +108,7 @@ def local_gpus(device_count: int | None = None, visible: str | None = None) -> l
 
 def _environment() -> dict[str, str]:
     """What a job needs of this process's environment: paths, and threads and numerics pins
-    (:func:`i2o.runtime.numerics_env`; :func:`submit` also puts them into this process's
+    (:func:`i2o.base.runtime.numerics_env`; :func:`submit` also puts them into this process's
     environment, which submitit's workers start with, so they are in place before torch loads)."""
     keep = ("I2O_RESULTS_DIR", "I2O_DATA_DIR", "I2O_CACHE_DIR", "I2O_ROOT")
     env = {k: os.environ[k] for k in keep if k in os.environ}
@@ -187,7 +187,7 @@ def submit(figure: str, todo: Sequence[Task], executor: str = "local",
     line) and the other tasks go on. Used by :func:`sweep`, by notebooks that compute their
     missing jobs in parallel (:func:`i2o.compute.chapter.run_jobs`) and by the book's job pool.
 
-    Local tasks are shown by one :class:`i2o.progress.TaskBoard` (``title``, default
+    Local tasks are shown by one :class:`i2o.base.progress.TaskBoard` (``title``, default
     ``<figure> sweep``); with ``expected_seconds``, each task's jobs' expected wall time in the
     order of ``todo``, it shows the time left (:func:`eta`).
     """
@@ -274,7 +274,7 @@ def log_path(figure: str) -> Path:
 def _log(figure: str, message: str) -> None:
     """One dated line of the job log (:func:`log_path`). Submissions and completions are for
     whoever follows a sweep (``tail -f``), not for the pages of a notebook that started one: the
-    terminal's display (:class:`i2o.progress.TaskBoard`) shows the count, the notebook only its
+    terminal's display (:class:`i2o.base.progress.TaskBoard`) shows the count, the notebook only its
     one-line summary."""
     path = log_path(figure)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """The command line of a sweep, ``python -m i2o.sweep``: a figure's jobs submitted with submitit
 (:func:`i2o.compute.sweep.sweep`), its parameters given as ``-p NAME VALUE`` (each value read by
 the parameter's schema, :func:`i2o.compute.profiles.read_overrides`; the grammar is
-:mod:`i2o.inputs`'s, not YAML's). Every bad figure, profile, parameter, option or environment
-variable stops it before anything is listed, with one line (exit status 2).
+:mod:`i2o.compute.inputs`'s, not YAML's). Every bad figure, profile, parameter, option or
+environment variable stops it before anything is listed, with one line (exit status 2).
 
 Command line (``make sweep FIG=stability EXECUTOR=slurm SLURM="--partition gpu --gpus 1"``)::
 
@@ -18,11 +18,10 @@ import signal
 import sys
 from typing import Any
 
-from i2o import inputs
-from i2o.compute import profiles, sweep
+from i2o.compute import inputs, profiles, sweep
 from i2o.compute.sweep import EXECUTORS
 
-#: The numeric options, each read by :func:`i2o.inputs.read` (one line for a bad one).
+#: The numeric options, each read by :func:`i2o.compute.inputs.read` (one line for a bad one).
 OPTIONS = {
     "time": inputs.Spec("int", 1, 60 * 24 * 30, help="minutes per job, at most 30 days"),
     "gpus": inputs.Spec("int", 0, 64, help="GPUs per job"),
@@ -66,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"one of {', '.join(EXECUTORS)} (default local)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                         help="override a figure parameter, e.g. -p seeds '[0, 1]' (the grammar "
-                             "of i2o.inputs: 1e-2 is a number, 010 and 1:30 are refused)")
+                             "of i2o.compute.inputs: 1e-2 is a number, 010 and 1:30 are refused)")
     parser.add_argument("--partition", help="SLURM partition (required with --executor slurm)")
     parser.add_argument("--time", default="240", help="minutes per job (default 240)")
     parser.add_argument("--gpus", default="0", help="GPUs per job (default 0)")

@@ -8,7 +8,7 @@ rewritten (:func:`record`):
   one for a whole ``make book``, chapter :data:`WHOLE_BOOK`), with the fields of
   :data:`TIMING_FIELDS`: the wall seconds, whether the run started from an empty results cache
   (``cache``: ``empty`` when none of the chapter's jobs was in the cache at the start, else
-  ``warm`` with ``jobs_computed``), the machine (CPU model and vendor, :func:`i2o.lineage.
+  ``warm`` with ``jobs_computed``), the machine (CPU model and vendor, :func:`i2o.base.lineage.
   machine_facts`), the commit, the worker processes, the 1-minute load averages when the command
   started (before any of its processes) and when the notebook (or run) ended, whether the
   machine was otherwise idle (:func:`i2o.compute.timings.is_idle`), the date, the replicate, a
@@ -33,7 +33,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from i2o import locations
+from i2o.base import locations
 from i2o.compute import profiles
 
 TIMINGS_FILE = "timings.json"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from i2o import lineage
+from i2o.base import lineage
 from i2o.compute import profiles
 from i2o.compute.timing_records import WHOLE_BOOK, check_timing, record
 
@@ -52,8 +52,8 @@ def timing(chapter: str, profile: str, *, seconds: float | None, cache: str,
            workers: int | None = None, load_start: float | None = None,
            load_end: float | None = None, own: int = 1, cpu_seconds: float | None = None,
            note: str = "", forecast_seconds: float | None = None) -> dict[str, Any]:
-    """A timing record of this machine now: its CPU (:func:`i2o.lineage.machine_facts`), the
-    commit (:func:`i2o.lineage.git_sha`), the date, and whether it was idle
+    """A timing record of this machine now: its CPU (:func:`i2o.base.lineage.machine_facts`), the
+    commit (:func:`i2o.base.lineage.git_sha`), the date, and whether it was idle
     (:func:`is_idle` with ``own`` processes of the run)."""
     facts = lineage.machine_facts()
     return check_timing({

@@ -9,7 +9,7 @@ Where the images come from, in order:
 3. when neither is there, a download of the official release through torchvision into the data dir
    (into a private folder renamed into place, by one process at a time: :mod:`i2o.data.fetch`).
 
-The data dir is :func:`i2o.locations.data_dir`: the environment variable ``I2O_DATA_DIR``, or
+The data dir is :func:`i2o.base.locations.data_dir`: the environment variable ``I2O_DATA_DIR``, or
 ``<repo>/data``. Decoded arrays are cached as ``.npy`` files under ``<repo>/data/cache`` (or
 ``I2O_CACHE_DIR``), one per source and split, written atomically; later loads take milliseconds.
 
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from i2o import locations, replicates
+from i2o.base import locations, replicates
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
 
 if TYPE_CHECKING:
     import torch
-from i2o.digests import sha256
+from i2o.base.digests import sha256
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")
@@ -49,7 +49,7 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2023, 0.1994, 0.2010)
 #: The seed of the training and test subsets (:func:`load_split`) whatever a model's training
 #: seed, so that seeds differ only in the network's initialisation, dropout masks and batch
-#: order; a replicate redraws it (:func:`i2o.replicates.seed`), so replicate r > 0 also trains
+#: order; a replicate redraws it (:func:`i2o.base.replicates.seed`), so replicate r > 0 also trains
 #: and tests on other images.
 DATA_SEED = 0
 IMAGE_FOLDER = "cifar10"
@@ -75,7 +75,8 @@ class ImageSet:
 
 
 def cache_dir() -> Path:
-    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see :mod:`i2o.locations`)."""
+    """Decoded arrays: ``I2O_CACHE_DIR`` or ``<repo>/data/cache`` (see
+    :mod:`i2o.base.locations`)."""
     return locations.cache_dir()
 
 
@@ -229,10 +230,10 @@ def load_cifar10(split: str, data_dir: Path | str | None = None,
                  download: bool = True) -> ImageSet:
     """The CIFAR-10 ``split`` ("train": 50,000 images, "test": 10,000) from the first source found.
 
-    ``data_dir`` defaults to :func:`i2o.locations.data_dir` (``I2O_DATA_DIR`` or ``<repo>/data``).
-    Raises :class:`DataNotFoundError` naming every place looked at when no copy is found and the
-    download is off or fails (e.g. offline), or naming the missing class folders of an image
-    folder; :class:`DataCorruptError` naming every damaged file of one.
+    ``data_dir`` defaults to :func:`i2o.base.locations.data_dir` (``I2O_DATA_DIR`` or
+    ``<repo>/data``). Raises :class:`DataNotFoundError` naming every place looked at when no copy is
+    found and the download is off or fails (e.g. offline), or naming the missing class folders of an
+    image folder; :class:`DataCorruptError` naming every damaged file of one.
     """
     _check_split(split)
     explicit = data_dir is not None or "I2O_DATA_DIR" in os.environ
@@ -297,7 +298,7 @@ def balanced_subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
 
 def load_split(split: str, size: int, replicate: int) -> tuple[torch.Tensor, torch.Tensor]:
     """A class-balanced subset of ``size`` images of CIFAR-10's ``split`` (:func:`balanced_subset`
-    drawn with :data:`DATA_SEED` at ``replicate``, :func:`i2o.replicates.seed`), as normalised
+    drawn with :data:`DATA_SEED` at ``replicate``, :func:`i2o.base.replicates.seed`), as normalised
     image tensors (:func:`to_tensor`) and label tensors."""
     import torch  # lazy: the JAX chapters read CIFAR-10 without loading torch
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from i2o import locations
+from i2o.base import locations
+from i2o.base.digests import sha256
 from i2o.data import cifar10
-from i2o.digests import sha256
 
 #: The sidecar's suffix: ``<array file>.sha256`` holds the file's SHA-256 (hex, one line).
 SUFFIX = ".sha256"

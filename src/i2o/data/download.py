@@ -6,8 +6,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from i2o import locations
-from i2o.digests import sha256
+from i2o.base import locations
+from i2o.base.digests import sha256
 
 
 def download_lock(root: Path) -> FileLock:

@@ -1,8 +1,8 @@
 """Fetch and verify every data set once, before any job starts: ``make data``.
 
 ``python -m i2o.data.fetch [cifar10 shakespeare]`` finds each data set in the data dir
-(:func:`i2o.locations.data_dir`: ``I2O_DATA_DIR`` or ``<repo>/data``), downloads it there when it is
-missing (online), and verifies it against its checksums (CIFAR-10: the image folder against
+(:func:`i2o.base.locations.data_dir`: ``I2O_DATA_DIR`` or ``<repo>/data``), downloads it there when
+it is missing (online), and verifies it against its checksums (CIFAR-10: the image folder against
 ``cifar10.sha256``, the official archive against torchvision's MD5; Tiny Shakespeare: its
 published SHA-256). It decodes CIFAR-10 into the array cache so that the jobs only read it.
 
@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from i2o import locations
+from i2o.base import locations
 from i2o.data import decoded
 from i2o.data.cifar10 import load_cifar10
 from i2o.data.errors import DataCorruptError, DataNotFoundError

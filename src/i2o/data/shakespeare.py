@@ -8,7 +8,7 @@ Where the text comes from, in order:
 
 1. ``<data dir>/tinyshakespeare/input.txt`` (the offline copy in ``../shared/data`` has this
    layout), where the data dir is ``I2O_DATA_DIR`` or ``<repo>/data``
-   (:func:`i2o.locations.data_dir`);
+   (:func:`i2o.base.locations.data_dir`);
 2. when it is missing, a download of the public file into that place, checked against its SHA-256.
 
 Batches are windows of ``context + 1`` consecutive characters: the first ``context`` are the
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from i2o import locations
+from i2o.base import locations
+from i2o.base.digests import sha256
 from i2o.data.download import download_lock
 from i2o.data.errors import DataCorruptError, DataNotFoundError
-from i2o.digests import sha256
 
 FOLDER = "tinyshakespeare"
 FILENAME = "input.txt"

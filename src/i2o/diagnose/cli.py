@@ -5,8 +5,8 @@
 
 prints the table and the recommendation, writes ``diagnosis.json``, ``diagnosis.png`` and
 ``diagnosis.pdf`` into ``--out``, and shows progress on the terminal. Every input is checked before
-any compute (the options by :func:`read_options`, with :mod:`i2o.inputs`'s grammar, before the
-model file runs; ``--out`` must be a folder that can be written; the environment variables;
+any compute (the options by :func:`read_options`, with :mod:`i2o.compute.inputs`'s grammar, before
+the model file runs; ``--out`` must be a folder that can be written; the environment variables;
 then the model and the data, :func:`i2o.diagnose.run.check_inputs`); a bad one stops the command
 with one line saying what is wrong (exit status 2).
 What a command line cannot load (a model that needs live Python objects, several seeds) is one
@@ -27,12 +27,13 @@ from typing import Any
 
 import torch
 
-from i2o import inputs, runtime
+from i2o.base import runtime
+from i2o.compute import inputs
 from i2o.diagnose import run
 from i2o.diagnose.metrics import NAMED
 from i2o.diagnose.run import DEFAULT_MARGINS, check_inputs, diagnose
 
-#: The integer options, read by :func:`i2o.inputs.read`.
+#: The integer options, read by :func:`i2o.compute.inputs.read`.
 BATCH_SIZE_SPEC = inputs.Spec("int", 1, 1_000_000, help="rows per batch")
 THREADS_SPEC = inputs.Spec("int", 1, inputs.MAX_THREADS, help="torch threads")
 COUNT_SPEC = inputs.Spec("int", 1, run.MAX_COUNT)
@@ -195,8 +196,9 @@ def load_model(spec: str, checkpoint: str | None) -> Any:
 
 
 def parse_grid(text: str | None) -> list[int] | None:
-    """``--grid``: ``A:B``, ``A:B:S`` or ``n1,n2,...`` of integers (:mod:`i2o.inputs`'s grammar),
-    each count 1 … :data:`i2o.diagnose.run.MAX_COUNT`, at most :data:`i2o.inputs.MAX_ITEMS`."""
+    """``--grid``: ``A:B``, ``A:B:S`` or ``n1,n2,...`` of integers (:mod:`i2o.compute.inputs`'s
+    grammar), each count 1 … :data:`i2o.diagnose.run.MAX_COUNT`, at most
+    :data:`i2o.compute.inputs.MAX_ITEMS`."""
     if text is None:
         return None
     allowed = (f"'A:B', 'A:B:S' or 'n1,n2,...' of counts ≥ 1 and ≤ {run.MAX_COUNT:,} (at most "
@@ -261,7 +263,7 @@ def read_options(args: argparse.Namespace) -> dict[str, Any]:
     """Every option of the command line that is a value, read before any file is loaded: the
     keyword arguments of :func:`i2o.diagnose.run.check_inputs` (less the model and the data;
     ``metric`` a name or FILE.py:FUNC, still unloaded), ``threads`` and ``out``.
-    :class:`i2o.inputs.ParameterError` (one line, naming the option) for a bad one."""
+    :class:`i2o.compute.inputs.ParameterError` (one line, naming the option) for a bad one."""
     custom = args.metric.endswith(".py") or ".py:" in args.metric
     if custom:
         name = None

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from i2o.base.progress import Progress
 from i2o.deq.sweep import iteration_grid
 from i2o.diagnose.adapters import Adapter, BookMDEQ, Swept
 from i2o.diagnose.data import Batches, batches
 from i2o.diagnose.metrics import Metric, check_finite, resolve
-from i2o.progress import Progress
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ with no iteration control, a grid without the training ``N``, ``N`` or a count b
 targets that are not finite, a metric that is unknown, has no direction, or returns NaN on the
 first examples, a margin, level or fit threshold out of range (an accuracy's are fractions: 0.9 for
 90 %), a fit threshold without training data. The command reads its options by the same specs
-(:func:`fit_spec`, :func:`margin_spec`, :data:`LEVEL_SPEC`, :mod:`i2o.inputs`). Then each model is
-swept once over the test data (and the training data when given) with one solve per batch
+(:func:`fit_spec`, :func:`margin_spec`, :data:`LEVEL_SPEC`, :mod:`i2o.compute.inputs`). Then each
+model is swept once over the test data (and the training data when given) with one solve per batch
 (``shared=True``) or one per ``N'`` (:mod:`i2o.diagnose.measure`), and the verdicts are decided
 from the swept arrays (:func:`from_curves`).
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from i2o import inputs as reader
+from i2o.compute import inputs as reader
 from i2o.diagnose.data import Batches
 from i2o.diagnose.measure import check_measurement, preflight_check, sweep_checked
 from i2o.diagnose.metrics import Metric

@@ -19,12 +19,12 @@ least two dimensions whose leading (batch) dimensions broadcast as in :func:`tor
 
 each gradient summed over the batch dimensions its operand was broadcast along.
 
-Why. Portable mode (:mod:`i2o.runtime`) pins MKL, torch's BLAS, to its compatible branch, the only
-one MKL keeps identical across CPU vendors, and that branch runs in SSE2: the DEQ transformer's
+Why. Portable mode (:mod:`i2o.base.runtime`) pins MKL, torch's BLAS, to its compatible branch, the
+only one MKL keeps identical across CPU vendors, and that branch runs in SSE2: the DEQ transformer's
 training step costs about twice its native time. NumPy's OpenBLAS is pinned to its Haswell kernel
 (``OPENBLAS_CORETYPE``: AVX2 and FMA), whose micro-kernels and blocking sizes are constants of its
 code rather than read from the CPU, and to a fixed thread count (``OPENBLAS_NUM_THREADS``,
-:func:`i2o.runtime.thread_env`). So in portable mode, on an x86-64 CPU, for CPU tensors of one
+:func:`i2o.base.runtime.thread_env`). So in portable mode, on an x86-64 CPU, for CPU tensors of one
 float dtype (float32 or float64), :func:`linear` and :func:`matmul` compute through
 :func:`numpy.matmul` on views of the tensors' memory (no copy: a transposed operand is passed to
 BLAS with its transpose flag; only an operand no BLAS call can read in place, with no unit stride
@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from i2o import runtime
+from i2o.base import runtime
 
 #: The dtypes the NumPy path computes (torch's others go to torch).
 NUMPY_DTYPES = (torch.float32, torch.float64)

@@ -1,11 +1,11 @@
 """Whether this process computes with portable mode's pins, and the refusal when it does not.
 
-The pins of portable mode (:data:`i2o.runtime.PORTABLE_PINS` and the XLA flags) are environment
+The pins of portable mode (:data:`i2o.base.runtime.PORTABLE_PINS` and the XLA flags) are environment
 variables each library reads once: NumPy and its OpenBLAS when they load, torch's ATen, oneDNN
 and MKL, and XLA when first used. A process that loaded a library without them computes with other
-kernels, and so other last bits, while its cache key (:func:`i2o.runtime.numerics_key`) records
+kernels, and so other last bits, while its cache key (:func:`i2o.base.runtime.numerics_key`) records
 the pins the mode intends. Notebook kernels and job workers start with the pins
-(:func:`i2o.runtime.apply_numerics`); this module covers every other process that imports i2o.
+(:func:`i2o.base.runtime.apply_numerics`); this module covers every other process that imports i2o.
 
 - Importing :mod:`i2o` calls :func:`pin_at_import`: in portable mode on x86-64, when none of
   those libraries is loaded yet and no pin is set, it puts the pins into ``os.environ``, so that
@@ -16,9 +16,9 @@ the pins the mode intends. Notebook kernels and job workers start with the pins
   the environment now, or a library that reports other kernels than the pinned ones (torch's CPU
   capability, NumPy's SIMD targets, the OpenBLAS core of NumPy and SciPy).
 - :func:`require_pinned` refuses (:class:`UnpinnedError`) when it names anything; the results
-  cache calls it before computing a missing entry in this process (:func:`i2o.results.cached`), so
-  reading the cache stays allowed. Native mode, and a machine other than x86-64, pin nothing and
-  are never refused.
+  cache calls it before computing a missing entry in this process
+  (:func:`i2o.compute.results.cached`), so reading the cache stays allowed. Native mode, and a
+  machine other than x86-64, pin nothing and are never refused.
 
 ``python -m i2o.pins env`` prints the environment a computing process starts with, as shell
 lines: ``eval "$(python -m i2o.pins env)"`` before starting Python gives it the pins. Only the
@@ -34,7 +34,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from i2o import runtime
+from i2o.base import runtime
 
 #: The pins each library reads, by the name it is imported as.
 READS = {

@@ -6,12 +6,12 @@ from __future__ import annotations
 import shlex
 import sys
 
-from i2o import runtime
+from i2o.base import runtime
 
 
 def env_lines(mode: str | None = None) -> list[str]:
     """Shell lines giving a process the environment of ``mode`` (default the current one):
-    ``export NAME=value`` for :func:`i2o.runtime.numerics_env`, and in native mode ``unset``
+    ``export NAME=value`` for :func:`i2o.base.runtime.numerics_env`, and in native mode ``unset``
     for each portable pin."""
     env = runtime.numerics_env(mode)
     drop = runtime.PORTABLE_PINS if env["I2O_NUMERICS"] == "native" else ()

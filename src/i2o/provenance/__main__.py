@@ -16,8 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from i2o import inputs
-from i2o.compute import plan
+from i2o.compute import inputs, plan
 from i2o.provenance import bundles, dependencies, fingerprint, rekey
 
 #: Each command, with the function that runs it on the rest of the command line.

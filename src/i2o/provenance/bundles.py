@@ -58,10 +58,10 @@ from typing import IO, Any
 
 from filelock import FileLock, Timeout
 
-from i2o import lineage, runtime
+from i2o.base import lineage, runtime
+from i2o.base.digests import sha256
 from i2o.compute import cache_entries, door, profiles
 from i2o.compute.cache_locks import LOCKS, holding
-from i2o.digests import sha256
 from i2o.provenance import fingerprint
 
 FORMAT = 1

@@ -13,7 +13,7 @@ with the current code's keys; an entry not in the cache is listed as missing.
 
     python -m i2o.results fingerprint [FIG ...] [--profile P] [--replicate R] [-o FILE]
 
-writes them as JSON with the machine (:func:`i2o.lineage.machine_facts`: CPU model, vendor,
+writes them as JSON with the machine (:func:`i2o.base.lineage.machine_facts`: CPU model, vendor,
 flags, caches, library versions, numerics pins); its exit status is 1 when an entry is missing or
 corrupt. ``python -m i2o.compare A.json B.json`` names the entries that differ between two such
 files.
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from i2o import lineage, runtime
+from i2o.base import lineage, runtime
+from i2o.base.digests import arrays_sha256, sha256
 from i2o.compute import cache_entries, door, profiles
-from i2o.digests import arrays_sha256, sha256
-from i2o.job import Job
+from i2o.compute.job import Job
 
 #: The format of a fingerprint file (``kind``), so that ``i2o.provenance.compare`` can tell it
 #: apart.

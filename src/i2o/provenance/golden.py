@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations, runtime
+from i2o.base import lineage, locations, runtime
 from i2o.compute import profiles
 from i2o.provenance import fingerprint, probes
 

@@ -8,7 +8,7 @@ chapter whose notebook was executed::
                   "costs": {"<glue name>": <value as glued>, ...},
                   "claims": [<row of _build/claims/<figure>.json>, ...],
                   "profile": "quick", "params": {...}, "git": "...",
-                  "provenance": {<the kernel's i2o.lineage.provenance()>}}}
+                  "provenance": {<the kernel's i2o.base.lineage.provenance()>}}}
 
 "Value as glued" is what the text shows: the glued output's JSON if it has one, else its plain
 text (``repr`` of the value). Glued *costs* (names ending in a unit of time or memory, see
@@ -28,9 +28,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
+from i2o.base.digests import sha256
 from i2o.compute import profiles
-from i2o.digests import sha256
 from i2o.verdicts import claims
 
 FILENAME = "numbers.json"

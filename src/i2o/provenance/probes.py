@@ -35,7 +35,7 @@ probe that differs names the library to blame.
   separation chapters).
 
 ``python -m i2o.probes`` prints the fingerprints as JSON; :func:`run` computes them in a fresh
-process started with the numerics pins (:func:`i2o.runtime.numerics_env`), optionally under an
+process started with the numerics pins (:func:`i2o.base.runtime.numerics_env`), optionally under an
 emulated CPU (``qemu-x86_64 -cpu MODEL``, :func:`run`'s ``emulate``), which shows what another
 vendor's CPU would compute without one.
 """
@@ -53,8 +53,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from i2o import inputs, lineage, runtime
-from i2o.digests import arrays_sha256
+from i2o.base import lineage, runtime
+from i2o.base.digests import arrays_sha256
+from i2o.compute import inputs
 
 #: The CPU models of qemu-user that stand for the CPUs the book is run on without one: an AMD
 #: EPYC (AuthenticAMD, 512 KB L2) and an Intel Haswell (the AVX2 baseline).

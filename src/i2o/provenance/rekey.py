@@ -43,11 +43,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from i2o import runtime
+from i2o.base import runtime
+from i2o.base.digests import sha256
 from i2o.book import published
 from i2o.compute import cache_entries, cache_key, door, import_graph, profiles
-from i2o.digests import sha256
-from i2o.job import Job
+from i2o.compute.job import Job
 from i2o.provenance.fingerprint import chapter_jobs, entry_fingerprint, entry_jobs
 
 #: Replicates whose jobs are listed to find checkpoint folders by their training keys.

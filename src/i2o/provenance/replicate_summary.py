@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from i2o import lineage, locations
+from i2o.base import lineage, locations
 from i2o.compute import profiles
 
 #: agreement statuses, in the order the page counts them

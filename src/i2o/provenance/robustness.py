@@ -1,6 +1,6 @@
 """Do the book's verdicts survive a new draw of every random choice? Chapters at several replicates.
 
-A chapter run at replicate r > 0 redraws every random choice it makes (:mod:`i2o.replicates`);
+A chapter run at replicate r > 0 redraws every random choice it makes (:mod:`i2o.base.replicates`);
 replicate 0 is the book's own draw. :func:`run` executes each chapter's notebook at each replicate
 (``python -m i2o.book run <figure> -p replicate <r>``), each into its own build folder
 ``_build/robustness/<profile>/r<r>/`` so that the book's pages are untouched. Every expensive step
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
+from i2o.base.progress import Progress
 from i2o.compute import door, profiles
 from i2o.data import preflight
-from i2o.progress import Progress
 from i2o.provenance.replicate_summary import replicate_dir, write_summary
 
 DEFAULT_REPLICATES = (0, 1, 2)

@@ -36,8 +36,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from i2o import runtime
-from i2o.allocator import keep_freed_memory
+from i2o.base import runtime
+from i2o.base.allocator import keep_freed_memory
 from i2o.deq import DEQ, DEQStats, SolverSpec
 from i2o.models.mdeq import MDEQClassifier
 from i2o.train.evaluate import evaluate_iterations

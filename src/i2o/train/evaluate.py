@@ -20,10 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from i2o import allocator
+from i2o.base import allocator
+from i2o.base.progress import Progress
 from i2o.deq import Probe, SolverSpec, sweep_iterations
 from i2o.models.mdeq import MDEQClassifier
-from i2o.progress import Progress
 
 
 def classification_probes(model: MDEQClassifier, images: torch.Tensor, labels: torch.Tensor,

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from i2o.progress import Progress
+from i2o.base.progress import Progress
 from i2o.train.checkpoint import restore_training_state, save_training_state
 from i2o.train.schedule import annealed_lr, cosine_lr, make_optimizer, set_lr
 
@@ -138,7 +138,8 @@ def train_steps(model: nn.Module, step_loss: StepLoss, plan: Plan,
       checkpoint in ``checkpoint_dir`` written under another identity raises ``ValueError``
       rather than being continued. A finished run's checkpoint returns its history at once.
     - ``progress``: the progress bar (showing the last loss) is shown when ``True``, hidden when
-      ``False``, and left to ``I2O_PROGRESS`` (:func:`i2o.progress.progress_enabled`) when ``None``.
+      ``False``, and left to ``I2O_PROGRESS`` (:func:`i2o.base.progress.progress_enabled`) when
+      ``None``.
     - ``on_step(done)`` runs after every completed step and its checkpoint (a test's hook: pause,
       count, kill).
     - ``until``: :class:`UntilFit`; the history then also holds ``fit_check_step`` and

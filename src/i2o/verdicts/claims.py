@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
+from i2o.base import locations
 from i2o.verdicts.decision import Decision, Facts
 from i2o.verdicts.paper_claims import PaperClaim
 

@@ -49,7 +49,7 @@ class Remedy:
 
     def command(self) -> str:
         """``make fig-<figure> PROFILE=… P="-p name 'value' …"`` (values as the book's ``-p``
-        reads them, :func:`i2o.inputs.read`)."""
+        reads them, :func:`i2o.compute.inputs.read`)."""
         def shown(value: Any) -> str:
             if isinstance(value, list | tuple):
                 return "'[" + ",".join(str(v) for v in value) + "]'"

@@ -1,4 +1,4 @@
-"""The affine chapter's five cached computations, as jobs (:class:`i2o.job.Job`).
+"""The affine chapter's five cached computations, as jobs (:class:`i2o.compute.job.Job`).
 
 Each job's fields are the chapter parameters its result depends on, under the same names; its
 cache key is those fields and the source of this module's import closure (theory, sweeps,
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.affine import FIGURE, checks, sweeps
-from i2o.job import Job
+from i2o.compute.job import Job
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from i2o.chapters.affine.jobs import (
     NonnormalJob,
 )
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
-from i2o.job import Job
 
 
 def check_params(params: Params) -> None:
@@ -77,7 +77,8 @@ def jobs(params: Params) -> list[Job]:
 
 @dataclass(frozen=True)
 class AffineResults(ChapterResults):
-    """The chapter's results, each in the stored form of its job (:meth:`i2o.job.Job.run`)."""
+    """The chapter's results, each in the stored form of its job
+    (:meth:`i2o.compute.job.Job.run`)."""
 
     left: dict[str, Any]
     right: dict[str, Any]

@@ -5,7 +5,7 @@ A DEQ trained with ``N`` iterations is evaluated at ``N + ΔN`` with the one gen
 
 - :mod:`.classification`, :mod:`.language`, :mod:`.inverse`  the three tasks (CIFAR-10 MDEQ,
   Tiny Shakespeare DEQ transformer, DEQ/ELDER reconstruction), each with its train-then-sweep
-  job (:class:`i2o.job.Job`, cached in the results store); :mod:`.jobs` what the jobs share;
+  job (:class:`i2o.compute.job.Job`, cached in the results store); :mod:`.jobs` what the jobs share;
 - :mod:`.tasks`    the registry of the four tasks (one typed spec each), which every module reads;
 - :mod:`.runs`     the jobs of the chapter's parameters (checked by :mod:`i2o.compute.door`; where
   each task's N becomes its forward and backward solver), :func:`.runs.collect` and the curves;

@@ -26,11 +26,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.deq_gaps import FIGURE
+from i2o.compute.job import Job
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.data.shakespeare import load_shakespeare, tiled_windows
-from i2o.job import Job
 
 #: the L2 penalties λ the linear classifier's cross-validation chooses from
 PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)

@@ -21,13 +21,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
+from i2o.compute.job import Job
 from i2o.data.cifar10 import balanced_subset, load_cifar10, to_tensor
 from i2o.deq import SolverSpec, sweep_iterations
 from i2o.deq.reference import reference_solve
-from i2o.job import Job
 from i2o.models.mdeq import MDEQClassifier, config
 from i2o.models.parameters import count_parameters
 from i2o.train.classifier import TrainSettings, build_and_train

@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from i2o import replicates, runtime
+from i2o.base import replicates, runtime
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
+from i2o.compute.job import Job
 from i2o.data.cifar10 import load_cifar10
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
 from i2o.deq.reference import reference_solve
-from i2o.job import Job
 from i2o.models.inverse import InverseConfig, ReconstructionDEQ, psnr
 from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps

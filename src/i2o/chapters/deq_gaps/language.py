@@ -33,13 +33,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from i2o import runtime
+from i2o.base import runtime
 from i2o.chapters.deq_gaps import FIGURE
 from i2o.chapters.deq_gaps.jobs import check_reference, history_arrays
+from i2o.compute.job import Job
 from i2o.data.shakespeare import CharCorpus, load_shakespeare, random_windows, tiled_windows
 from i2o.deq import DEQ, Probe, SolverSpec, sweep_iterations
 from i2o.deq.reference import reference_solve
-from i2o.job import Job
 from i2o.models.deq_transformer import DEQTransformerLM, TransformerConfig, jacobian_frobenius
 from i2o.models.parameters import count_parameters
 from i2o.train.loop import Plan, train_steps

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.deq_gaps import FIGURE, classification, inverse
 from i2o.chapters.deq_gaps.baselines import BigramJob, PixelClassifierJob
 from i2o.chapters.deq_gaps.classification import ClassificationJob, epochs_for_steps
@@ -30,9 +30,9 @@ from i2o.chapters.deq_gaps.inverse import InverseJob
 from i2o.chapters.deq_gaps.language import LanguageJob
 from i2o.chapters.deq_gaps.tasks import TASKS
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
 from i2o.deq import SolverSpec, iteration_grid
-from i2o.job import Job
 from i2o.models.mdeq import CONFIGS
 from i2o.verdicts.curves import Curves, from_sweeps
 

@@ -1,4 +1,4 @@
-"""The chapter's two cached jobs, one per model (:class:`i2o.job.Job`): train the model on a
+"""The chapter's two cached jobs, one per model (:class:`i2o.compute.job.Job`): train the model on a
 CIFAR-10 subset, then sweep it with :func:`i2o.diagnose.measure` (the sweeps of
 :func:`i2o.diagnose.diagnose`, without its verdicts: the key covers no verdict code) on the test
 subset and on its own training images.
@@ -25,15 +25,15 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from i2o import replicates, runtime
+from i2o.base import replicates, runtime
 from i2o.chapters.diagnose import FIGURE, LABELS
 from i2o.chapters.diagnose.torchdeq_net import ConvDEQ, step_loss
+from i2o.compute.job import Job
 from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
 from i2o.diagnose.adapters import BookMDEQ
 from i2o.diagnose.measure import measure
 from i2o.diagnose.torchdeq_model import TorchDEQModel
-from i2o.job import Job
 from i2o.models.mdeq import config
 from i2o.models.parameters import count_parameters
 from i2o.train.classifier import TrainSettings, build_and_train

@@ -18,10 +18,10 @@ from i2o.chapters.diagnose import FIGURE, LABELS, MODELS
 from i2o.chapters.diagnose.jobs import MDEQJob, TorchDEQJob
 from i2o.compute import profiles
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params
 from i2o.diagnose import Curves, Diagnosis, from_curves
 from i2o.diagnose.metrics import resolve
-from i2o.job import Job
 
 
 def train_iters(params: Mapping[str, Any], model: str) -> int:

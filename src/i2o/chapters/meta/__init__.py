@@ -8,7 +8,7 @@ Eq. 5), then vary the number of inner iterations at test time.
 - :mod:`.tasks`      the sinusoid task distribution and fixed training sets;
 - :mod:`.mlp`        the MLP, without normalization or with per-set / joint batch
   normalization;
-- :mod:`.model`      a meta-trained model as a job (:class:`i2o.job.Job`): what both methods
+- :mod:`.model`      a meta-trained model as a job (:class:`i2o.compute.job.Job`): what both methods
   share (the outer loop, its seeds and checkpoints);
 - :mod:`.maml`       MAML adaptation and meta-loss, and the MAML model;
 - :mod:`.imaml`      iMAML adaptation (jaxopt) and meta-loss with implicit hypergradient, and the
@@ -37,7 +37,7 @@ Importing this package switches JAX to float64 (``jax_enable_x64``): jaxopt's ba
 search in float32 was measured to slow down by more than 25× on some runs.
 
 Importing the package therefore imports JAX: a process first asks XLA for its threads and pins
-(:func:`i2o.runtime.jax_single_thread`, before any module of the chapter is imported: the
+(:func:`i2o.base.runtime.jax_single_thread`, before any module of the chapter is imported: the
 notebook's cell after its parameters, :func:`i2o.compute.door.runs_module`; the sweep's workers
 start with them in their environment).
 """

@@ -41,12 +41,12 @@ import jaxopt
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from i2o import results
 from i2o.chapters.meta import FIGURE, imaml, maml
 from i2o.chapters.meta.mlp import Params, mse
 from i2o.chapters.meta.model import Model, params_of
 from i2o.chapters.meta.tasks import TaskBatch, flatten_batches, sample_tasks
-from i2o.job import Job
+from i2o.compute import results
+from i2o.compute.job import Job
 
 
 def step_grid(max_steps: int, points_per_decade: int = 8,

@@ -43,7 +43,7 @@ import numpy as np
 
 from i2o.chapters.meta import FIGURE
 from i2o.chapters.meta.tasks import AMPLITUDE_RANGE, INPUT_RANGE, PHASE_RANGE
-from i2o.job import Job
+from i2o.compute.job import Job
 
 
 class Floor(NamedTuple):

@@ -34,14 +34,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from i2o import results
 from i2o.chapters.meta import FIGURE, outer
 from i2o.chapters.meta.imaml import IMAMLModel
 from i2o.chapters.meta.maml import MAMLModel
 from i2o.chapters.meta.mlp import Params, init_mlp, mse
 from i2o.chapters.meta.model import seed_keys
 from i2o.chapters.meta.tasks import TaskBatch
-from i2o.job import Job
+from i2o.compute import results
+from i2o.compute.job import Job
 
 HIDDEN = ("w0", "b0", "w1", "b1")  # the 1-40-40-1 MLP's hidden layers
 

@@ -87,12 +87,12 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from i2o import results
 from i2o.chapters.meta import FIGURE, checkpoint, descent, imaml, outer
 from i2o.chapters.meta.imaml import IMAMLModel
 from i2o.chapters.meta.mlp import Params, init_mlp, mse
 from i2o.chapters.meta.tasks import TaskBatch, flatten_batches
-from i2o.job import Job
+from i2o.compute import results
+from i2o.compute.job import Job
 
 #: Step lengths of the central differences, as fractions of the length η√d of an Adam step.
 EPSILON_FRACTIONS: tuple[float, float] = (0.1, 0.05)

@@ -1,4 +1,5 @@
-"""A meta-trained model as a job (:class:`i2o.job.Job`): what every model of the chapter shares.
+"""A meta-trained model as a job (:class:`i2o.compute.job.Job`): what every model of the chapter
+shares.
 
 A *model* is one meta-training run, MAML (:class:`i2o.chapters.meta.maml.MAMLModel`) or iMAML
 (:class:`i2o.chapters.meta.imaml.IMAMLModel`), on tasks drawn on the fly (Figure 3) or on a fixed
@@ -6,7 +7,7 @@ training set of B meta-batches (Figure 4). Its fields are every hyperparameter t
 meta-parameters; each method's class lives in its method's module, so a model's cache key hashes
 its own method's code and not the other's (editing iMAML does not retrain the MAML models), nor
 the evaluation's or the plots'. Training checkpoints go to the job's checkpoint directory
-(:meth:`i2o.job.Job.checkpoints`), and a restarted run resumes there.
+(:meth:`i2o.compute.job.Job.checkpoints`), and a restarted run resumes there.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from i2o import results
 from i2o.chapters.meta import FIGURE, outer
 from i2o.chapters.meta.mlp import Params, init_mlp
 from i2o.chapters.meta.tasks import TaskBatch, fixed_training_set
-from i2o.job import Job
+from i2o.compute import results
+from i2o.compute.job import Job
 
 
 def seed_keys(seed: int) -> tuple[jax.Array, jax.Array]:

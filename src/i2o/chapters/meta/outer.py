@@ -46,10 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from i2o.base.progress import Progress
 from i2o.chapters.meta import checkpoint
 from i2o.chapters.meta.mlp import Params
 from i2o.chapters.meta.tasks import TaskBatch, sample_tasks
-from i2o.progress import Progress
 
 MetaLoss = Callable[[Params, TaskBatch], jax.Array]
 TaskSource = Callable[[jax.Array], TaskBatch]

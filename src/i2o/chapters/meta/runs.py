@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.meta import FIGURE, evaluate
 from i2o.chapters.meta.evaluate import Evaluation
 from i2o.chapters.meta.floor import BNFloor
@@ -32,8 +32,8 @@ from i2o.chapters.meta.maml import MAMLModel
 from i2o.chapters.meta.mechanism_probe import MechanismRun
 from i2o.chapters.meta.model import Model
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
-from i2o.job import Job
 
 Curves = dict[str, Any]
 

@@ -32,7 +32,7 @@ from scipy import linalg, optimize
 from scipy.integrate import solve_ivp
 
 from i2o.chapters.separation import FIGURE
-from i2o.job import Job
+from i2o.compute.job import Job
 
 
 def make_problem(n: int, d: int, seed: int) -> dict[str, np.ndarray]:

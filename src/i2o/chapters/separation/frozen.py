@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from i2o.chapters.separation import FIGURE
-from i2o.job import Job
+from i2o.compute.job import Job
 
 
 def cube(d: int) -> np.ndarray:

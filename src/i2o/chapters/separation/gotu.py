@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from i2o import runtime
+from i2o.base import runtime
 from i2o.chapters.separation import FIGURE, batched, nets
-from i2o.job import Job
+from i2o.compute.job import Job
 
 TARGETS = ("f1", "f2")
 MODELS = ("linear_deq", "dln", "deq_contractive", "fnn")

@@ -1,8 +1,8 @@
 """What the separation chapter computes, through the results cache.
 
 Every trained model (in Section 2 and for the ReLU DEQs of Section 4, every stack of seeds trained
-together) is one cache entry, a :class:`i2o.job.Job` defined beside the code that computes it
-(:func:`jobs`). A sweep (``python -m i2o.sweep separation``) runs them as tasks (:func:`tasks`),
+together) is one cache entry, a :class:`i2o.compute.job.Job` defined beside the code that computes
+it (:func:`jobs`). A sweep (``python -m i2o.sweep separation``) runs them as tasks (:func:`tasks`),
 one process each: one per sawtooth target (every DEQ and FNN of Section 1, every seed); per
 GOTU target one for its ReLU DEQs and one for its other models (Section 4); one per input
 dimension for the DEQs of the steep functions and one for their FNNs (Section 2; one cache entry
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from i2o import replicates
+from i2o.base import replicates
 from i2o.chapters.separation import FIGURE, gotu, nets, sawtooth
 from i2o.chapters.separation.diagonal import Diagonal
 from i2o.chapters.separation.frozen import Frozen
@@ -29,8 +29,8 @@ from i2o.chapters.separation.steep import SteepStack
 from i2o.compute import chapter
 from i2o.compute.chapter import ChapterResults
 from i2o.compute.door import Task
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
-from i2o.job import Job
 
 STEEP_MODELS = ("deq_lower", "fnn")
 _DISTINCT = ("seeds", "construction_m", "saw_exponents", "deq_widths", "fnn_widths",

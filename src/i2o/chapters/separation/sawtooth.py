@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from i2o.chapters.separation import FIGURE, nets
+from i2o.compute.job import Job
 from i2o.deq import SolverSpec, solve
-from i2o.job import Job
 
 
 def tent(x: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from i2o.chapters.separation import FIGURE, batched, nets
-from i2o.job import Job
+from i2o.compute.job import Job
 from i2o.train.loop import Plan, train_steps
 
 KINDS = ("deq_lower", "fnn")

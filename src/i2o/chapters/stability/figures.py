@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from i2o import lineage
+from i2o.base import lineage
 from i2o.book import plotting
 from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.claims import LABELS, resolution_points

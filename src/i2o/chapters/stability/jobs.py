@@ -11,13 +11,13 @@ trains *to the regime*: every ``fit_every`` epochs its accuracy on its own train
 training stops, ``epochs`` being the cap (:class:`i2o.train.loop.UntilFit`). The result records
 the epochs used and whether the model reached the cap without fitting.
 
-The job is a value (:class:`i2o.job.Job`): its fields are its cache key, and its code is the
+The job is a value (:class:`i2o.compute.job.Job`): its fields are its cache key, and its code is the
 import closure of this module, which imports what trains and evaluates the network and nothing
 of the chapter's ``runs``, ``claims``, ``figures`` or ``prose``. The notebook
 ``book/stability.ipynb`` and the sweep (``python -m i2o.sweep stability``) build the same jobs
 from the same figure parameters (:func:`i2o.chapters.stability.runs.jobs`), so whatever the sweep
-computed the notebook only reads. Training checkpoints live in :meth:`i2o.job.Job.checkpoints`
-of the same key: an interrupted job resumes.
+computed the notebook only reads. Training checkpoints live in
+:meth:`i2o.compute.job.Job.checkpoints` of the same key: an interrupted job resumes.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from i2o import job, lineage, replicates, runtime
+from i2o.base import lineage, replicates, runtime
 from i2o.chapters.stability import FIGURE
+from i2o.compute import job
 from i2o.data.cifar10 import load_split
 from i2o.deq import SolverSpec
 from i2o.deq.reference import reference_solve
@@ -71,7 +72,8 @@ class TrainJob(job.Job):
 
     figure: ClassVar[str] = FIGURE
     #: the reference solve's cap changes only what is evaluated after training: a finished
-    #: training is read back from its checkpoints when it changes (:meth:`i2o.job.Job.checkpoints`)
+    #: training is read back from its checkpoints when it changes
+    #: (:meth:`i2o.compute.job.Job.checkpoints`)
     evaluation_fields: ClassVar[tuple[str, ...]] = ("reference_iters",)
 
     model: str

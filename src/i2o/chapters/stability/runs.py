@@ -21,8 +21,8 @@ from i2o.chapters.stability import FIGURE
 from i2o.chapters.stability.jobs import TrainJob
 from i2o.chapters.stability.stepcost import StepCostJob
 from i2o.compute.chapter import ChapterResults, run_jobs
+from i2o.compute.job import Job
 from i2o.compute.profiles import Params, require
-from i2o.job import Job
 from i2o.models.mdeq import CONFIGS, MDEQClassifier, config
 from i2o.models.parameters import count_parameters
 from i2o.train.classifier import ARMS

@@ -43,8 +43,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from i2o import allocator, job, lineage, runtime
+from i2o.base import allocator, lineage, runtime
 from i2o.chapters.stability import FIGURE
+from i2o.compute import job
 from i2o.deq import DEQ, SolverSpec
 from i2o.models.mdeq import MDEQClassifier, config
 from i2o.train.classifier import mdeq_loss

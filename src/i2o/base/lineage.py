@@ -2,8 +2,8 @@
 the commit and the time.
 
 These facts are stored beside results and printed in chapters; they never change a computed
-number, so this module is outside every job's cache key (:data:`i2o.results.INERT`). What does
-change numbers (the numerics mode, its pins, the threads) is :mod:`i2o.runtime`'s.
+number, so this module is outside every job's cache key (:data:`i2o.compute.results.INERT`). What
+does change numbers (the numerics mode, its pins, the threads) is :mod:`i2o.base.runtime`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from i2o import locations
-from i2o.runtime import (
+from i2o.base import locations
+from i2o.base.runtime import (
     PORTABLE_PINS,
     UNPINNED,
     XLA_PORTABLE_FLAGS,

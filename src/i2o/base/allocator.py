@@ -4,7 +4,7 @@ A training step allocates and frees many large tensors (tens of MB each for the 
 batch 128). glibc's ``malloc`` serves such blocks with ``mmap`` and returns them with ``munmap``,
 so every step pays the kernel to map and zero fresh pages again: on the 2-core CPU of this project
 that was about half of a TINY step's time, spent in the kernel. Where memory comes from changes
-no number, so this module is outside every job's cache key (:data:`i2o.results.INERT`).
+no number, so this module is outside every job's cache key (:data:`i2o.compute.results.INERT`).
 """
 
 from __future__ import annotations

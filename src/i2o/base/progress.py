@@ -2,7 +2,7 @@
 :class:`TaskBoard` for the tasks of a pool of processes.
 
 A bar shows a loop's state and changes no number, so this module is outside every job's cache key
-(:data:`i2o.results.INERT`): rewording a bar recomputes nothing.
+(:data:`i2o.compute.results.INERT`): rewording a bar recomputes nothing.
 """
 
 from __future__ import annotations

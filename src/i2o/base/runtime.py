@@ -2,9 +2,9 @@
 
 Everything here can change a computed number, so this module is in every job's cache key (the
 numerics pins also enter the key as values, :func:`numerics_key`). What cannot change a number
-lives elsewhere and outside the keys (:data:`i2o.results.INERT`): paths (:mod:`i2o.locations`),
-progress bars (:mod:`i2o.progress`), provenance, the commit and the clock (:mod:`i2o.lineage`)
-and the allocator (:mod:`i2o.allocator`).
+lives elsewhere and outside the keys (:data:`i2o.compute.results.INERT`): paths
+(:mod:`i2o.base.locations`), progress bars (:mod:`i2o.base.progress`), provenance, the commit and
+the clock (:mod:`i2o.base.lineage`) and the allocator (:mod:`i2o.base.allocator`).
 
 Numerics (``I2O_NUMERICS``). The CPU kernels a library picks at run time depend on the CPU: torch
 (ATen), oneDNN, MKL, OpenBLAS, NumPy and XLA each use the widest instruction set they find, and a

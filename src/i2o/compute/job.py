@@ -6,7 +6,7 @@ class (:func:`i2o.compute.cache_key.dependencies`: the modules it reaches throug
 the cache's own plumbing), so no job lists its sources by hand. A job is pickled as it is by
 :mod:`i2o.compute.sweep` (one submitit task per job) and computed by :meth:`run` wherever it is
 called: a notebook, a local worker, a SLURM array task. Whoever asks first computes and stores it
-(:func:`i2o.results.cached`); everyone after reads it.
+(:func:`i2o.compute.results.cached`); everyone after reads it.
 
 A chapter's ``runs.jobs(params) -> list[Job]`` lists the jobs of a parameter set; its job classes
 live in modules that import what computes them, never the chapter's ``runs``, ``figures`` or
@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from i2o import results
-from i2o.compute import cache_entries
+from i2o.compute import cache_entries, results
 
 #: The functions that read a training checkpoint back, by module: an error raised inside one of
 #: them is a damaged file (each holds the file it reads in its local ``path``).
@@ -98,7 +97,7 @@ class Job(abc.ABC):
         return dataclasses.asdict(self)
 
     def run(self, progress: bool | None = None) -> dict[str, Any]:
-        """The stored result, computed first if missing (:func:`i2o.results.cached`).
+        """The stored result, computed first if missing (:func:`i2o.compute.results.cached`).
 
         A checkpoint that cannot be read back (a truncated or flipped file: the error is raised
         inside one of :data:`CHECKPOINT_READERS`) is named in one line on stderr, moved out of

@@ -1,7 +1,7 @@
 """Where things are: the repository, the build products, decoded data and the data sets.
 
 Paths never change a computed number (data files are verified by their checksums), so this module
-is outside every job's cache key (:data:`i2o.results.INERT`).
+is outside every job's cache key (:data:`i2o.compute.results.INERT`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def repo_root() -> Path:
     """The project's root: ``I2O_ROOT`` if set, else the checkout holding this package."""
     if env := os.environ.get("I2O_ROOT"):
         return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def build_dir() -> Path:
