@@ -229,3 +229,13 @@ def test_chapter_id_notebook_stem_and_package_agree(figure):
     entry = profiles.entry(figure)
     assert Path(entry["notebook"]).stem == figure
     assert entry["package"] == f"i2o.chapters.{figure}"
+
+
+def test_the_repo_root_is_the_checkout_that_holds_the_package(monkeypatch):
+    """Without ``I2O_ROOT``, :func:`i2o.base.locations.repo_root` is the checkout above ``src/``
+    (a module moved a level deeper once made it ``src/``, and the decoded data landed there)."""
+    from i2o.base import locations
+
+    monkeypatch.delenv("I2O_ROOT", raising=False)
+    root = locations.repo_root()
+    assert (root / "pyproject.toml").is_file() and (root / "src" / "i2o") == PACKAGE_DIR
